@@ -1,0 +1,3 @@
+from . import urls_pages, urls_transfer
+
+urlpatterns = urls_pages.urlpatterns + urls_transfer.urlpatterns

@@ -1,0 +1,203 @@
+"""Devices, workloads, measurement records, baselines and the imports they came from."""
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.db import models
+
+from engine.records import ErrorNo, Record, canonical_args, make_target
+
+
+class Device(models.Model):
+    """A GPU model as written in a target's `-model=` (TopHub's `v100`, our `h200`)."""
+
+    model = models.SlugField(max_length=64, unique=True, help_text="the target's -model= value")
+    name = models.CharField(max_length=128, blank=True, help_text="marketing name, e.g. NVIDIA H200")
+    compute_capability = models.CharField(max_length=8, blank=True)
+    sm_count = models.PositiveIntegerField(null=True, blank=True)
+    memory_bytes = models.BigIntegerField(null=True, blank=True)
+    driver_version = models.CharField(max_length=32, blank=True)
+    cuda_version = models.CharField(max_length=32, blank=True)
+    is_replay = models.BooleanField(
+        default=False, help_text="answers from a recording, not a live GPU"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["model"]
+
+    def __str__(self) -> str:
+        return f"{self.model} (replay)" if self.is_replay else self.model
+
+    @property
+    def target(self) -> str:
+        return make_target(self.model)
+
+
+class Workload(models.Model):
+    """A task and its arguments, as in a log's `input`: one operator shape."""
+
+    task_name = models.CharField(max_length=128, db_index=True)
+    args_json = models.TextField(help_text="canonical JSON of the task's args")
+    flops = models.BigIntegerField(null=True, blank=True, help_text="floating-point operations of one run")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task_name", "args_json"], name="unique_workload"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_name} {self.shape_summary}"
+
+    @property
+    def args(self) -> list:
+        return json.loads(self.args_json)
+
+    @property
+    def shape_summary(self) -> str:
+        """Tensor shapes then plain args, e.g. `[1,512,7,7] [512,512,3,3] [1,1] ...`."""
+        parts = []
+        for arg in self.args:
+            if isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR":
+                parts.append("[" + ",".join(str(d) for d in arg[1]) + "]")
+            elif isinstance(arg, list):
+                parts.append("[" + ",".join(str(d) for d in arg) + "]")
+            else:
+                parts.append(str(arg))
+        return " ".join(parts)
+
+    def gflops(self, seconds: float | None) -> float | None:
+        if not self.flops or not seconds:
+            return None
+        return self.flops / seconds / 1e9
+
+    @classmethod
+    def key_of(cls, task_name: str, args: list) -> tuple[str, str]:
+        return task_name, canonical_args(args)
+
+
+class ImportBatch(models.Model):
+    """One file brought in (upload, command line or a tuning job) and what became of it."""
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "upload"
+        COMMAND = "command", "command line"
+        ENGINE = "engine", "tuning job"
+
+    file_name = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.COMMAND)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_batches"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    lines = models.PositiveIntegerField(default=0)
+    imported = models.PositiveIntegerField(default=0)
+    duplicates = models.PositiveIntegerField(default=0)
+    legacy_skipped = models.PositiveIntegerField(default=0, help_text="version 0.1 lines")
+    malformed = models.PositiveIntegerField(default=0)
+    problems = models.JSONField(default=list, blank=True, help_text="[{line, reason}], the first few hundred")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "import batches"
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.imported} new)"
+
+
+class MeasurementRecord(models.Model):
+    """One measured config of a workload on a device: one line of an AutoTVM log."""
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="records")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="records")
+    target = models.CharField(max_length=255, help_text="full target string of the log line")
+    config_index = models.BigIntegerField()
+    entity = models.JSONField(help_text="[[knob, kind, value], ...]")
+    costs = models.JSONField(default=list, help_text="seconds per run; empty on error")
+    mean_cost = models.FloatField(null=True, blank=True, help_text="seconds; null on error")
+    gflops = models.FloatField(null=True, blank=True)
+    error_no = models.PositiveSmallIntegerField(choices=[(e.value, e.label) for e in ErrorNo], default=0)
+    error_msg = models.TextField(blank=True)
+    all_cost = models.FloatField(default=0.0, help_text="seconds spent on the whole measurement")
+    timestamp = models.FloatField(help_text="unix time of the measurement")
+    tvm_version = models.CharField(max_length=64, blank=True, help_text="producer that wrote the line")
+    code_hash = models.CharField(max_length=128, null=True, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="records")
+    fingerprint = models.CharField(max_length=64, unique=True, help_text="sha256 of the canonical log line")
+
+    class Meta:
+        ordering = ["mean_cost", "timestamp", "id"]
+        indexes = [
+            models.Index(
+                fields=["workload", "device", "mean_cost", "timestamp", "id"],
+                name="record_best_idx",
+                condition=models.Q(error_no=0),
+            ),
+            models.Index(fields=["device", "workload"], name="record_device_workload_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.workload.task_name} on {self.device.model} idx {self.config_index}"
+
+    @property
+    def ok(self) -> bool:
+        return self.error_no == ErrorNo.NO_ERROR
+
+    @property
+    def error(self) -> ErrorNo:
+        return ErrorNo(self.error_no)
+
+    @property
+    def knobs(self) -> dict:
+        """Knob name to value, in definition order."""
+        return {name: value for name, _kind, value in self.entity}
+
+    def to_record(self) -> Record:
+        """The engine's view of this row, for writing it back as a log line."""
+        return Record(
+            target=self.target,
+            task_name=self.workload.task_name,
+            args=self.workload.args,
+            kwargs=self.kwargs,
+            config_index=self.config_index,
+            entity=self.entity,
+            costs=tuple(self.costs),
+            error_no=ErrorNo(self.error_no),
+            all_cost=self.all_cost,
+            timestamp=self.timestamp,
+            tvm_version=self.tvm_version,
+            error_msg=self.error_msg,
+            code_hash=self.code_hash,
+        )
+
+
+class Baseline(models.Model):
+    """A reference time for a workload on a device: a vendor library or the untuned default."""
+
+    class Provider(models.TextChoices):
+        CUDNN = "cudnn", "cuDNN"
+        CUBLAS = "cublas", "cuBLAS"
+        DEFAULT_CONFIG = "default-config", "untuned default config"
+        OTHER = "other", "other"
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="baselines")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="baselines")
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    cost = models.FloatField(help_text="seconds per run")
+    note = models.CharField(max_length=255, blank=True, help_text="library version, settings")
+    batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="baselines")
+    measured_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["workload", "device", "provider"]
+        constraints = [
+            models.UniqueConstraint(fields=["workload", "device", "provider"], name="unique_baseline"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.cost * 1e6:.1f} us on {self.device.model}"
