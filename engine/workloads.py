@@ -1,0 +1,91 @@
+"""The benchmark workloads of DESIGN.md as named presets: (task name, args as in a log's `input`).
+
+Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
+dtype last), so a preset and a TopHub record of the same shape are the same workload.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    group: str
+    task_name: str
+    args: list
+    description: str
+
+
+def conv2d_args(size: int, ci: int, co: int, kernel: int, stride: int, pad: int) -> list:
+    return [
+        ["TENSOR", [1, ci, size, size], "float32"],
+        ["TENSOR", [co, ci, kernel, kernel], "float32"],
+        [stride, stride],
+        [pad, pad, pad, pad],
+        [1, 1],
+        "float32",
+    ]
+
+
+def depthwise_args(size: int, channels: int, stride: int) -> list:
+    return [
+        ["TENSOR", [1, channels, size, size], "float32"],
+        ["TENSOR", [channels, 1, 3, 3], "float32"],
+        [stride, stride],
+        [1, 1, 1, 1],
+        [1, 1],
+        "float32",
+    ]
+
+
+# (name, H=W, CI, CO, K, stride, pad): ResNet-18 at batch 1, TVM OSDI'18 Table 2.
+_RESNET18 = [
+    ("C1", 224, 3, 64, 7, 2, 3),
+    ("C2", 56, 64, 64, 3, 1, 1),
+    ("C3", 56, 64, 64, 1, 1, 0),
+    ("C4", 56, 64, 128, 3, 2, 1),
+    ("C5", 56, 64, 128, 1, 2, 0),
+    ("C6", 28, 128, 128, 3, 1, 1),
+    ("C7", 28, 128, 256, 3, 2, 1),
+    ("C8", 28, 128, 256, 1, 2, 0),
+    ("C9", 14, 256, 256, 3, 1, 1),
+    ("C10", 14, 256, 512, 3, 2, 1),
+    ("C11", 14, 256, 512, 1, 2, 0),
+    ("C12", 7, 512, 512, 3, 1, 1),
+]
+
+# (name, H=W, C, stride): MobileNet depthwise, K3 p1, batch 1.
+_MOBILENET_DW = [
+    ("D1", 112, 32, 1),
+    ("D2", 112, 64, 2),
+    ("D3", 56, 128, 1),
+    ("D4", 56, 128, 2),
+    ("D5", 28, 256, 1),
+    ("D6", 28, 256, 2),
+    ("D7", 14, 512, 1),
+    ("D8", 14, 512, 2),
+    ("D9", 7, 1024, 1),
+]
+
+PRESETS: dict[str, Preset] = {}
+for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
+    PRESETS[_name] = Preset(
+        _name, "ResNet-18", "conv2d_nchw.cuda", conv2d_args(_hw, _ci, _co, _k, _s, _p),
+        f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}",
+    )
+for _name, _hw, _c, _s in _MOBILENET_DW:
+    PRESETS[_name] = Preset(
+        _name, "MobileNet depthwise", "depthwise_conv2d_nchw.cuda", depthwise_args(_hw, _c, _s),
+        f"{_hw}² {_c} K3 s{_s} p1",
+    )
+
+RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
+MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
