@@ -87,9 +87,16 @@ class ImportBatch(models.Model):
         COMMAND = "command", "command line"
         ENGINE = "engine", "tuning job"
 
+    class Kind(models.TextChoices):
+        RECORDS = "records", "tuning records"
+        BASELINES = "baselines", "baselines"
+
     file_name = models.CharField(max_length=255)
     sha256 = models.CharField(max_length=64, blank=True)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.COMMAND)
+    kind = models.CharField(
+        max_length=16, choices=Kind.choices, default=Kind.RECORDS, help_text="what the file held: log records or baselines"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_batches"
     )

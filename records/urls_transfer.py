@@ -1,1 +1,10 @@
-urlpatterns = []
+from django.urls import path
+
+from .views import transfer
+
+urlpatterns = [
+    path("imports/upload/", transfer.upload, name="upload"),
+    path("baselines/upload/", transfer.baseline_upload, name="baseline_upload"),
+    path("export/best.log", transfer.download_best, name="download_best"),
+    path("export/records.log", transfer.download_records, name="download_records"),
+]

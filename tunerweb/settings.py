@@ -1,5 +1,7 @@
 """tunerweb settings, read from the environment (see README "Configuration")."""
+import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -31,6 +33,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_filters",
     "records",
+    "jobs",
 ]
 
 MIDDLEWARE = [
@@ -69,6 +72,9 @@ except ValueError as exc:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while an import or a worker writes.
     DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20}
+    # Tests run Celery workers as separate processes; they can share a test database
+    # only through a file (one per test process, so parallel runs do not collide).
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"tunerweb-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -122,6 +128,21 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Job progress lives in the database; Celery's own results are not kept.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A message a dead worker took comes back after this long; the jobs app also re-sends
+# orphaned runs itself (worker start, heartbeat), so this is only the last resort.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("TUNERWEB_VISIBILITY_TIMEOUT", 3600)}
+
+# Workers beat every TUNERWEB_WORKER_HEARTBEAT_SECONDS; silent for
+# TUNERWEB_WORKER_STALE_SECONDS, a worker counts as offline and its running job is
+# taken over by another worker of that GPU model.
+TUNERWEB_WORKER_HEARTBEAT_SECONDS = envint("TUNERWEB_WORKER_HEARTBEAT_SECONDS", 5)
+TUNERWEB_WORKER_STALE_SECONDS = envint("TUNERWEB_WORKER_STALE_SECONDS", 30)
+# Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
+TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
+TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)
 
 LOGGING = {
     "version": 1,

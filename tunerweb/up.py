@@ -1,4 +1,6 @@
-"""`./tw up`: prepare the database, make a login, start the dashboard, stop cleanly on Ctrl-C.
+"""`./tw up`: prepare the database, make a login, start Redis (if none is reachable), a
+tuning worker per GPU (or a replay worker where there is no GPU) and the dashboard;
+stop everything cleanly on Ctrl-C.
 
 Run as `python -m tunerweb.up [--host H] [--port P]`. The processes it starts are
 listed in `Stack`; each is stopped, in reverse order, when any one exits or on Ctrl-C.
@@ -8,14 +10,20 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_USER = "admin"
+# H5's real H200 recording when it is committed; else a synthetic one is made in var/.
+RECORDINGS = [ROOT / "tests" / "data" / "c12_h200_recording.log.gz"]
+REPLAY_PACE = "0.05"  # seconds per replayed config, so progress is there to watch
 
 
 class Stack:
@@ -23,10 +31,12 @@ class Stack:
 
     def __init__(self) -> None:
         self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.stop_signals: dict[str, int] = {}
 
-    def start(self, name: str, argv: list[str], **kwargs) -> subprocess.Popen:
+    def start(self, name: str, argv: list[str], stop_signal: int = signal.SIGINT, **kwargs) -> subprocess.Popen:
         proc = subprocess.Popen(argv, cwd=ROOT, **kwargs)
         self.procs.append((name, proc))
+        self.stop_signals[name] = stop_signal
         return proc
 
     def wait_any(self) -> str:
@@ -39,7 +49,7 @@ class Stack:
     def stop(self) -> None:
         for name, proc in reversed(self.procs):
             if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(self.stop_signals[name])
         deadline = time.monotonic() + 10
         for name, proc in reversed(self.procs):
             try:
@@ -71,6 +81,79 @@ def ensure_admin(var_dir: Path) -> str:
     return "(set earlier; reset with: python manage.py changepassword admin)"
 
 
+def reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def ensure_redis(stack: Stack, redis_url: str, var_dir: Path) -> bool:
+    """Redis at REDIS_URL, started from PATH's redis-server when none answers there."""
+    parts = urlsplit(redis_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 6379
+    if reachable(host, port):
+        return True
+    server = shutil.which("redis-server")
+    if host not in ("127.0.0.1", "localhost") or server is None:
+        print(f"Redis is not reachable at {host}:{port}, so no tuning job can run. Install and start it "
+              f"(Debian/Ubuntu: apt-get install -y redis-server), or point REDIS_URL at one.", file=sys.stderr)
+        return False
+    data = var_dir / "redis"
+    data.mkdir(exist_ok=True)
+    stack.start("redis", [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+                          "--save", "60 1", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not reachable(host, port):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"redis-server did not start on port {port}")
+        time.sleep(0.2)
+    print(f"started redis-server on {host}:{port} (data in {data})", flush=True)
+    return True
+
+
+def count_gpus() -> int:
+    """GPUs CuPy sees, asked in a child so this process never holds a CUDA context."""
+    probe = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip().isdigit() else 0
+
+
+def replay_recording(var_dir: Path) -> Path:
+    for path in RECORDINGS:
+        if path.exists():
+            return path
+    path = var_dir / "replay" / "c12_synthetic.log.gz"
+    if not path.exists():
+        import gzip
+
+        from engine import create_task
+        from engine.records import write_records
+        from engine.synthetic import synthetic_recording
+        from engine.workloads import PRESETS
+
+        preset = PRESETS["C12"]
+        path.parent.mkdir(exist_ok=True)
+        with gzip.open(path, "wt", encoding="utf-8") as stream:
+            write_records(stream, synthetic_recording(create_task(preset.task_name, preset.args), 1000, seed=1))
+    return path
+
+
+def start_workers(stack: Stack, var_dir: Path) -> str:
+    """A worker per GPU, or one replay worker; says which."""
+    worker = [sys.executable, "manage.py", "run_worker"]
+    gpus = count_gpus()
+    for index in range(gpus):
+        stack.start(f"worker-gpu{index}", [*worker, "--gpu", str(index)], stop_signal=signal.SIGQUIT)
+    if gpus:
+        return f"{gpus} GPU worker(s)"
+    recording = replay_recording(var_dir)
+    stack.start("worker-replay", [*worker, "--replay", str(recording), "--pace", REPLAY_PACE],
+                stop_signal=signal.SIGQUIT)
+    return f"no GPU here: a replay worker answers from {recording}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tw up", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("TUNERWEB_HOST", "127.0.0.1"))
@@ -86,11 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     manage("collectstatic", "--noinput", "-v", "0")
     password = ensure_admin(var_dir)
 
+    # Ctrl-C, and a plain `kill`, stop everything (also when started with SIGINT ignored, as `&` does).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     stack = Stack()
-    stack.start("web", [sys.executable, "manage.py", "runserver", "--noreload", f"{args.host}:{args.port}"])
-    url = f"http://{args.host}:{args.port}/"
-    print(f"\ntunerweb is up at {url}\nlog in as {ADMIN_USER} / {password}\nCtrl-C stops everything.\n", flush=True)
     try:
+        workers = "no workers (Redis is missing)"
+        if ensure_redis(stack, settings.CELERY_BROKER_URL, var_dir):
+            workers = start_workers(stack, var_dir)
+        stack.start("web", [sys.executable, "manage.py", "runserver", "--noreload", f"{args.host}:{args.port}"])
+        url = f"http://{args.host}:{args.port}/"
+        print(f"\ntunerweb is up at {url}\nlog in as {ADMIN_USER} / {password}\n{workers}\n"
+              "Ctrl-C stops everything.\n", flush=True)
         ended = stack.wait_any()
         print(f"{ended} stopped; stopping the rest", file=sys.stderr)
         return 1

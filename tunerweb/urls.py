@@ -7,6 +7,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include("jobs.api_urls")),
     path("api/", include("records.api.urls")),
+    path("", include("jobs.urls")),
     path("", include("records.urls")),
 ]

@@ -1,1 +1,10 @@
-urlpatterns = []
+from django.urls import path
+
+from . import transfer
+
+urlpatterns = [
+    path("imports/", transfer.LogImportView.as_view(), name="api-imports"),
+    path("baselines/import/", transfer.BaselineImportView.as_view(), name="api-baselines-import"),
+    path("export/best/", transfer.BestExportView.as_view(), name="api-export-best"),
+    path("export/records/", transfer.RecordExportView.as_view(), name="api-export-records"),
+]

@@ -1,0 +1,60 @@
+"""Callbacks of the tuning loop: each is called as `callback(state, configs, results)`
+after every measured batch. A callback may raise `StopTuning` to end the run
+after that batch (early stopping does; so can a job that was cancelled).
+"""
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Callable, Sequence, TextIO
+
+from .measure import MeasureResult, to_record
+from .records import format_record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .space import ConfigEntity
+    from .tune import TuneState
+
+Callback = Callable[["TuneState", Sequence["ConfigEntity"], Sequence[MeasureResult]], None]
+
+
+class StopTuning(Exception):
+    """Raised by a callback to end tuning after the current batch."""
+
+
+def log_to_file(path: str) -> Callback:
+    """Append each measurement to an AutoTVM log (engine.records is the only writer)."""
+
+    def append(state, configs, results) -> None:
+        with open(path, "a", encoding="utf-8") as stream:
+            for config, result in zip(configs, results):
+                stream.write(format_record(to_record(state.task, config, result, state.target)) + "\n")
+
+    return append
+
+
+def progress_printer(stream: TextIO | None = None) -> Callback:
+    """One line per batch: trials done, best GFLOPS so far, failures."""
+
+    def show(state, configs, results) -> None:
+        out = stream or sys.stderr
+        best = state.best_gflops
+        best_text = f"{best:.2f} GFLOPS" if best is not None else "none yet"
+        out.write(
+            f"[{state.task.name}] trials {state.trials}/{state.n_trial}"
+            f"  best {best_text}  failures {state.failures}\n"
+        )
+        out.flush()
+
+    return show
+
+
+def early_stopping(patience: int) -> Callback:
+    """Stop once `patience` trials of this run have passed without a faster config."""
+    if patience < 1:
+        raise ValueError("early stopping needs a patience of at least one trial")
+
+    def check(state, configs, results) -> None:
+        if state.trials - state.best_trial >= patience:
+            raise StopTuning(f"no improvement in the last {state.trials - state.best_trial} trials")
+
+    return check

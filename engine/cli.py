@@ -1,0 +1,241 @@
+"""`python -m engine`: print spaces, tune, replay recordings and pick best configs, without Django.
+
+Subcommands live in a small table (`SUBCOMMANDS`): each is a name, a help
+line, a function that adds its arguments and one that runs it and returns an
+exit status. Modules named in `EXTENSION_MODULES` (the GPU half's
+`apply-best` and `baseline`) add their entries with `register` when imported.
+
+A user's mistake (unknown template or tuner, malformed JSON, bad shapes, a
+missing or unreadable log) ends with one `error: ...` line on stderr and exit
+status 2, never a traceback; those errors are caught here and only here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Callable, Sequence
+
+from .callbacks import progress_printer
+from .measurers import MeasurerUnavailable, UnknownMeasurer, make_measurer
+from .records import LogLineError, Record, format_record, pick_best, scan_log
+from .replay import RecordingError, ReplayMeasurer, load_recording, recording_task, restrict_to_recording
+from .space import SamplingError
+from .templates import BadArgs, UnknownTemplate
+from .templates.base import DeviceLimits
+
+USAGE_ERROR = 2
+EXTENSION_MODULES = ("engine.gpu.cli",)
+
+
+class CliError(Exception):
+    """A user's mistake found by the CLI itself; printed as one line."""
+
+
+USER_ERRORS = (CliError, BadArgs, UnknownTemplate, UnknownMeasurer, MeasurerUnavailable, RecordingError,
+               SamplingError, OSError)
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {}
+
+
+def register(subcommand: Subcommand) -> Subcommand:
+    SUBCOMMANDS[subcommand.name] = subcommand
+    return subcommand
+
+
+# -- argument helpers ------------------------------------------------------------------
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
+def parse_args_json(text: str) -> list:
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"ARGS_JSON is not valid JSON ({exc.msg} at column {exc.colno}): {text[:80]}") from None
+    if not isinstance(args, list):
+        raise CliError("ARGS_JSON must be a JSON list, as in a log's input args")
+    return args
+
+
+def make_task(name: str, args_json: str, limits: DeviceLimits | None = None):
+    from .task import create_task
+
+    return create_task(name, parse_args_json(args_json), limits=limits)
+
+
+def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
+    from .tuners import TUNERS
+
+    parser.add_argument("--tuner", default="xgb", help=f"one of {', '.join(sorted(TUNERS))} (default xgb)")
+    parser.add_argument("--trials", type=positive_int, default=200, help="configs to measure in all (default 200)")
+    parser.add_argument("--early-stopping", type=positive_int, metavar="N",
+                        help="stop after N trials without a faster config")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="configs measured per batch")
+    parser.add_argument("--seed", type=int, help="seed of the tuner's random choices")
+    parser.add_argument("--log", metavar="FILE", help="append every measurement here; resume from it")
+
+
+def run_tuning(task, measurer, options: argparse.Namespace) -> int:
+    from .tune import tune
+    from .tuners import UnknownTuner, get_tuner
+
+    try:
+        tuner = get_tuner(options.tuner, task, seed=options.seed)
+    except UnknownTuner as exc:
+        raise CliError(str(exc)) from None
+    with measurer:
+        result = tune(task, tuner, measurer, options.trials, early_stopping=options.early_stopping,
+                      callbacks=[progress_printer()], log_file=options.log, batch_size=options.batch_size)
+    print(summary(task, result))
+    return 0 if result.best is not None else 1
+
+
+def summary(task, result) -> str:
+    done = f"{result.trials} trials measured" + (f", {result.resumed} resumed from the log" if result.resumed else "")
+    if result.best is None:
+        return f"no config ran without error ({done})"
+    gflops = task.flops / result.best.mean_cost / 1e9
+    return (f"best {gflops:.2f} GFLOPS ({result.best.mean_cost * 1e3:.4f} ms), "
+            f"config {result.best.config_index} ({done})")
+
+
+# -- subcommands ---------------------------------------------------------------------
+def _space_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="template name, e.g. conv2d_nchw.cuda")
+    parser.add_argument("args_json", metavar="ARGS_JSON", help="the task's args as JSON, as in a log's input")
+
+
+def _space(options: argparse.Namespace) -> int:
+    print(make_task(options.task, options.args_json).config_space)
+    return 0
+
+
+def _tune_arguments(parser: argparse.ArgumentParser) -> None:
+    _space_arguments(parser)
+    add_tuning_arguments(parser)
+    parser.add_argument("--measurer", default="gpu", help="gpu (default) or replay")
+    parser.add_argument("--recording", metavar="FILE", help="the log a replay measurer answers from")
+
+
+def _tune(options: argparse.Namespace) -> int:
+    if options.measurer == "replay":
+        if not options.recording:
+            raise CliError("--measurer replay needs --recording FILE")
+        measurer = ReplayMeasurer(load_recording(options.recording))
+        task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
+        task = restrict_to_recording(task, measurer.records)
+    else:
+        if options.recording:
+            raise CliError("--recording goes with --measurer replay")
+        task = make_task(options.task, options.args_json)  # checks the task before a GPU is touched
+        measurer = make_measurer(options.measurer)
+        task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
+    return run_tuning(task, measurer, options)
+
+
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recording", metavar="RECORDING", help="a log of one task on one GPU model")
+    add_tuning_arguments(parser)
+
+
+def _replay(options: argparse.Namespace) -> int:
+    measurer = ReplayMeasurer(load_recording(options.recording))
+    task = recording_task(measurer.records, limits=DeviceLimits.for_model(measurer.device.model))
+    return run_tuning(task, measurer, options)
+
+
+def _best_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="AutoTVM logs to pick from")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the best records here (default stdout)")
+
+
+def _best(options: argparse.Namespace) -> int:
+    records: list[Record] = []
+    for path in options.logs:
+        records += _read_log(path)
+    best = pick_best(records)
+    lines = [format_record(record) for record in best.values()]
+    if options.output:
+        with open(options.output, "w", encoding="utf-8") as stream:
+            stream.writelines(line + "\n" for line in lines)
+    else:
+        sys.stdout.writelines(line + "\n" for line in lines)
+    print(f"{len(best)} best records (of {len(records)} read) for {len(best)} (GPU model, workload) pairs",
+          file=sys.stderr)
+    return 0
+
+
+def _read_log(path: str) -> list[Record]:
+    """A log's records; warns about malformed lines; CliError when it holds none."""
+    with open(path, encoding="utf-8") as stream:
+        scanned = list(scan_log(stream))
+    records = [item for _, item in scanned if isinstance(item, Record)]
+    bad = [(lineno, item) for lineno, item in scanned if isinstance(item, LogLineError)]
+    if not records:
+        first = f" (line {bad[0][0]}: {bad[0][1]})" if bad else ""
+        raise CliError(f"{path} holds no version 0.2 tuning records{first}")
+    if bad:
+        print(f"warning: {path}: skipped {len(bad)} unreadable lines (first, line {bad[0][0]}: {bad[0][1]})",
+              file=sys.stderr)
+    return records
+
+
+register(Subcommand("space", "print a task's config space", _space_arguments, _space))
+register(Subcommand("tune", "tune a task on a GPU or against a recording", _tune_arguments, _tune))
+register(Subcommand("replay", "tune the task of a recording against that recording", _replay_arguments, _replay))
+register(Subcommand("best", "pick the best record per (GPU model, workload) from logs", _best_arguments, _best))
+
+
+def _load_extensions() -> None:
+    for name in EXTENSION_MODULES:
+        try:
+            import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and name.startswith(exc.name):
+                continue  # the extension is not installed here
+            # It is there but a library it needs is not (CuPy on a machine without a GPU).
+            print(f"warning: the subcommands of {name} are unavailable: {exc}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _load_extensions()
+    parser = argparse.ArgumentParser(prog="python -m engine", description="GPU kernel tuning engine")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for subcommand in SUBCOMMANDS.values():
+        sub = commands.add_parser(subcommand.name, help=subcommand.help, description=subcommand.help)
+        subcommand.add_arguments(sub)
+        sub.set_defaults(run=subcommand.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    try:
+        return options.run(options)
+    except USER_ERRORS as exc:
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def describe(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)

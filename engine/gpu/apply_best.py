@@ -1,0 +1,125 @@
+"""The seed's `apply_history_best` step: the best config of a log, as a callable kernel.
+
+`load_best_kernel(log, task)` picks the log's best record for the task's
+workload (AutoTVM's rule, `engine.records.pick_best`) on this GPU's model (or
+any model when this GPU has none in the log), generates and compiles its
+kernel for this GPU, and returns a callable on CuPy arrays. `check_and_time`
+is the CLI's and the GPU tests' round trip: reference check, then timing by
+the runner's rule.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.kernels import KernelSource
+from engine.records import Record, pick_best, read_records
+
+from .nvrtc import compile_to_cubin
+from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, time_launches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.task import Task
+
+
+class NoBestConfig(LookupError):
+    """The log has no error-free record of this task's workload."""
+
+
+def best_record(records: list[Record], task: "Task", model: str | None = None) -> Record:
+    candidates = {key: r for key, r in pick_best(records).items() if (key[1], key[2]) == task.workload_key}
+    if not candidates:
+        raise NoBestConfig(f"no error-free record of {task.name} {task.args} in the log")
+    on_model = [r for (m, _, _), r in candidates.items() if m == model]
+    if on_model:
+        return on_model[0]
+    return min(candidates.values(), key=lambda r: r.mean_cost)
+
+
+@dataclass
+class BestKernel:
+    """A compiled kernel of `task`: call it with the input CuPy arrays (output optional)."""
+
+    task: "Task"
+    record: Record
+    source: KernelSource
+    output_shape: tuple[int, ...]
+    _function: object
+
+    def __call__(self, *arrays, out=None):
+        import cupy as cp
+
+        if out is None:
+            out = cp.empty(self.output_shape, dtype=cp.float32)
+        args = list(arrays)
+        args.insert(self.source.output_index, out)
+        self._function(self.source.grid, self.source.block, tuple(args), shared_mem=self.source.shared_bytes)
+        return out
+
+
+def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
+    import cupy as cp
+
+    from .device import model_slug
+
+    with open(log_path, encoding="utf-8") as stream:
+        records = read_records(stream)
+    device = cp.cuda.Device()
+    name = cp.cuda.runtime.getDeviceProperties(device.id)["name"]
+    record = best_record(records, task, model_slug(name.decode() if isinstance(name, bytes) else name))
+    config = task.config_space.from_entity(record.entity)
+    source = task.template.kernel(task.params, config)
+    cubin, _ = compile_to_cubin(source.code, f"sm_{device.compute_capability}")
+    function = _load(cp, cubin, source)
+    output_shape = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index].shape
+    return BestKernel(task, record, source, tuple(output_shape), function)
+
+
+def _load(cp, cubin: bytes, source: KernelSource):
+    """CuPy loads modules from files; the file is gone once the module is loaded."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
+        handle.write(cubin)
+    try:
+        function = cp.RawModule(path=handle.name).get_function(source.name)
+    finally:
+        os.unlink(handle.name)
+    if source.shared_bytes > DEFAULT_SHARED_LIMIT:
+        function.max_dynamic_shared_size_bytes = source.shared_bytes
+    return function
+
+
+@dataclass(frozen=True)
+class CheckedTiming:
+    relative_error: float
+    costs: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.costs))
+
+
+def check_and_time(kernel: BestKernel, seed: int = 1, settings: TimingSettings | None = None) -> CheckedTiming:
+    """Run the kernel on fresh random inputs, compare with the numpy reference, time it."""
+    import cupy as cp
+
+    settings = settings or TimingSettings()
+    task = kernel.task
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+    reference = task.template.reference(task.params, inputs)
+    arrays = [cp.asarray(a) for i, a in enumerate(inputs) if i != kernel.source.output_index]
+    out = cp.full(kernel.output_shape, np.nan, dtype=cp.float32)
+    kernel(*arrays, out=out)
+    got = cp.asnumpy(out).astype(np.float64)
+    error = float(np.linalg.norm(got - reference) / np.linalg.norm(reference))
+    stream = cp.cuda.Stream(non_blocking=True)
+
+    def launch():
+        kernel(*arrays, out=out)
+
+    with stream:
+        costs = time_launches(cp, stream, launch, lambda number: cupy_graph(stream, launch, number), settings)
+    return CheckedTiming(error, costs)

@@ -1,0 +1,121 @@
+"""Vendor and untuned baselines, timed by the runner's rule and written as log records.
+
+A baseline record is an ordinary version 0.2 line with an empty config entity
+and `tvm_version` = `baseline:<provider>`; the records app imports those as
+baselines (`cudnn`, `default-config`).
+
+* cudnn: PyTorch's conv2d in fp32 with TF32 off and `cudnn.benchmark` on,
+  checked against the same numpy reference, timed as a CUDA graph of
+  `number` convolutions replayed `repeat` times (`runner.time_launches`).
+* default-config: the template's untuned default config through the GPU
+  measurer, so exactly as tuned configs are measured.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.measure import MeasureResult
+from engine.records import ErrorNo, Record
+
+from .runner import TimingSettings, time_launches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.task import Task
+
+    from .measurer import GpuMeasurer
+
+PROVIDERS = ("cudnn", "default-config")
+
+
+class BaselineUnavailable(RuntimeError):
+    """The provider cannot run here (PyTorch missing, a shape it does not take)."""
+
+
+def cudnn_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
+    """Time PyTorch/cuDNN's fp32 convolution of a conv2d task, in this process."""
+    try:
+        import cupy as cp
+        import torch
+        import torch.nn.functional as F
+    except ImportError as exc:
+        raise BaselineUnavailable(f"the cudnn baseline needs PyTorch and CuPy: {exc}") from None
+    settings = settings or TimingSettings()
+    params = task.params
+    top, left, bottom, right = params.padding
+    if (top, left) != (bottom, right):
+        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+    reference = task.template.reference(task.params, inputs)
+    start = time.perf_counter()
+    data, weight = (torch.from_numpy(a).cuda() for a in inputs[:2])
+    stream = torch.cuda.Stream()
+
+    def conv():
+        return F.conv2d(data, weight, stride=params.stride, padding=(top, left))
+
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # cudnn.benchmark picks its algorithm on the first calls
+            out = conv()
+    stream.synchronize()
+    got = out.double().cpu().numpy()
+    error = float(np.linalg.norm(got - reference) / np.linalg.norm(reference))
+    if not error < settings.tolerance:
+        return MeasureResult.failure(ErrorNo.WRONG_ANSWER, f"cuDNN's relative L2 error {error:.3g}",
+                                     time.perf_counter() - start)
+
+    def launch():
+        with torch.cuda.stream(stream):
+            conv()
+
+    def make_replay(number: int):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(number):
+                conv()
+
+        def replay():
+            with torch.cuda.stream(stream):
+                graph.replay()
+        return replay
+
+    costs = time_launches(cp, cp.cuda.ExternalStream(stream.cuda_stream), launch, make_replay, settings)
+    return MeasureResult(ErrorNo.NO_ERROR, costs, all_cost=time.perf_counter() - start)
+
+
+def default_config(task: "Task", measurer: "GpuMeasurer") -> tuple[int, MeasureResult]:
+    config = task.default_config()
+    return config.index, measurer.measure(task, [config])[0]
+
+
+def baseline_record(task: "Task", provider: str, result: MeasureResult, target: str, config_index: int = 0) -> Record:
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown baseline provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    return Record(
+        target=target,
+        task_name=task.name,
+        args=task.args,
+        config_index=config_index,
+        entity=[],
+        costs=result.costs if result.ok else (),
+        error_no=result.error_no,
+        all_cost=result.all_cost,
+        timestamp=result.timestamp,
+        tvm_version=f"baseline:{provider}",
+        error_msg=result.error_msg,
+    )
+
+
+def measure_baseline(task: "Task", provider: str, measurer: "GpuMeasurer", seed: int = 0) -> Record:
+    """One provider's baseline record for `task` on the measurer's GPU."""
+    target = measurer.device.target
+    if provider == "cudnn":
+        return baseline_record(task, provider, cudnn_conv2d(task, seed, measurer.timing), target)
+    index, result = default_config(task, measurer)
+    return baseline_record(task, provider, result, target, config_index=index)

@@ -1,0 +1,33 @@
+"""CUDA kernels generated from a template and a config: source text plus launch geometry.
+
+A `KernelSource` is everything the builder and the runner need and nothing
+else: the builder compiles `code` (the entry point is `name`, declared
+`extern "C"`), the runner launches it on `grid` x `block` with `shared_bytes`
+of dynamic shared memory, passing the task's input arrays in `arg_order` with
+the output array at `output_index`.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    code: str
+    grid: Dim3
+    block: Dim3
+    shared_bytes: int
+    arg_order: tuple[str, ...]
+    output_index: int
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def digest(self) -> str:
+        """Identifies the code; two configs that generate the same code share it."""
+        return hashlib.sha256(self.code.encode()).hexdigest()[:16]

@@ -1,0 +1,105 @@
+"""The GPU half of the custom-kernel template: macros + source, inputs, and the reference.
+
+A config's source is the user's source after one `#define` per size and per
+tunable parameter. The reference is either a numpy expression over the input
+arguments and sizes, in a small fixed vocabulary (ARRAY_FUNCTIONS, parsed by
+engine.safe_expr), or a trusted kernel of the user's (same arguments, same size
+macros, its own launch sizes over the sizes), run once on the GPU with CuPy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..safe_expr import ExprError, parse
+from ..templates.custom import MAX_SOURCE_CHARS, Argument, CustomParams, SpecError, _dim3, _identifier, _int_value, custom_launch
+from . import KernelSource
+
+ARRAY_FUNCTIONS = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "abs": np.abs,
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "maximum": np.maximum, "minimum": np.minimum,
+    "where": np.where, "matmul": np.matmul, "transpose": np.transpose,
+}
+_NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
+
+
+def _inputs(arguments) -> list[Argument]:
+    return [a for a in arguments if not a.output]
+
+
+def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dict) -> None:
+    """SpecError unless the reference is a valid numpy expression or trusted-kernel spec."""
+    if "numpy" in reference:
+        names = {a.name for a in _inputs(arguments)} | set(sizes)
+        try:
+            parse(reference["numpy"], names, ARRAY_FUNCTIONS)
+        except ExprError as exc:
+            raise SpecError(f"custom kernel spec: reference.numpy: {exc}") from None
+        return
+    trusted = reference["kernel"]
+    if not isinstance(trusted, dict) or set(trusted) != {"source", "kernel_name", "grid", "block"}:
+        raise SpecError('custom kernel spec: reference.kernel must be {"source", "kernel_name", "grid", "block"}')
+    name = _identifier(trusted["kernel_name"], "reference.kernel.kernel_name")
+    if not isinstance(trusted["source"], str) or name not in trusted["source"] or len(trusted["source"]) > MAX_SOURCE_CHARS:
+        raise SpecError(f"custom kernel spec: reference.kernel.source must be CUDA source that defines {name!r}")
+    for key in ("grid", "block"):
+        for expr in _dim3(trusted[key], set(sizes), f"reference.kernel.{key}"):
+            _int_value(expr, sizes, f"reference.kernel.{key}")
+
+
+def _macros(values: dict) -> str:
+    return "".join(f"#define {name} {value!r}\n" for name, value in values.items())
+
+
+def generate(params: CustomParams, config) -> KernelSource:
+    values = params.values_of(config)
+    launch = custom_launch(params, config)
+    code = f"// custom kernel {params.kernel_name}, config {config.index}\n{_macros(values)}{params.source}"
+    return KernelSource(
+        name=params.kernel_name, code=code, grid=launch.grid, block=launch.block,
+        shared_bytes=launch.shared_bytes, arg_order=tuple(a.name for a in params.arguments),
+        output_index=params.output_index,
+    )
+
+
+def make_inputs(params: CustomParams, rng: np.random.Generator) -> list[np.ndarray]:
+    """Floats uniform in [-1, 1), int32 in [-100, 100), the output left to the kernel."""
+    arrays = []
+    for arg in params.arguments:
+        dtype = _NUMPY_DTYPES[arg.dtype]
+        if arg.output:
+            arrays.append(np.empty(arg.shape, dtype=dtype))
+        elif arg.dtype == "int32":
+            arrays.append(rng.integers(-100, 100, size=arg.shape, dtype=np.int32))
+        else:
+            arrays.append(rng.uniform(-1.0, 1.0, size=arg.shape).astype(dtype))
+    return arrays
+
+
+def reference(params: CustomParams, inputs: list[np.ndarray]) -> np.ndarray:
+    output = params.arguments[params.output_index]
+    if "numpy" in params.reference:
+        values = {a.name: (x.astype(np.float64) if a.dtype != "int32" else x.astype(np.int64))
+                  for a, x in zip(params.arguments, inputs) if not a.output}
+        values.update(params.sizes)
+        expr = parse(params.reference["numpy"], set(values), ARRAY_FUNCTIONS)
+        try:
+            result = np.asarray(expr.evaluate(values), dtype=np.float64)
+            return np.broadcast_to(result, output.shape).copy()
+        except (ExprError, ValueError) as exc:
+            raise SpecError(f"custom kernel spec: reference.numpy {expr.text!r} does not give the output's "
+                            f"shape {list(output.shape)}: {exc}") from None
+    return _trusted_kernel_output(params, inputs)
+
+
+def _trusted_kernel_output(params: CustomParams, inputs: list[np.ndarray]) -> np.ndarray:
+    """Run the spec's trusted kernel once on the GPU (CuPy) and return its output in float64."""
+    import cupy as cp
+
+    trusted = params.reference["kernel"]
+    grid = tuple(_int_value(e, params.sizes, "reference grid") for e in _dim3(trusted["grid"], set(params.sizes), "grid"))
+    block = tuple(_int_value(e, params.sizes, "reference block") for e in _dim3(trusted["block"], set(params.sizes), "block"))
+    module = cp.RawModule(code=_macros(params.sizes) + trusted["source"], options=("--std=c++17",))
+    kernel = module.get_function(trusted["kernel_name"])
+    arrays = [cp.asarray(x) for x in inputs]
+    kernel(grid, block, tuple(arrays))
+    return cp.asnumpy(arrays[params.output_index]).astype(np.float64)

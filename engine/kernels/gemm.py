@@ -1,0 +1,389 @@
+"""CUDA source for the warp-tiled fp32 GEMM of engine.templates.gemm, from a GemmTiling.
+
+Every size is a literal in the source (the runner passes arrays only), so NVRTC
+sees constant loop bounds and unrolls the register tile completely. The
+arguments are always (A, B, C, workspace, counters); the last two are touched
+only by split-K configs: `make_inputs` sizes them for the largest split the
+space offers, and the counters start at zero and are put back to zero by the
+block that finishes each tile, so launches can repeat (CUDA graph replays).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..templates.gemm import GemmParams, GemmTiling
+from . import KernelSource
+
+ENTRY = "gemm_kernel"
+SMALLEST_TILE = 16  # the smallest block_m / block_n of the space: sizes the counter array
+# Below this many multiply-adds the reference is computed in float64; above it, float32
+# BLAS (its error, about 1e-6 relative, is far inside the runner's 1e-4 tolerance).
+FLOAT64_REFERENCE_LIMIT = 2**33
+
+_VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
+
+# cp.async (sm_80 and newer): `bytes` from global to shared, zero-filled when `pred` is
+# false. Older GPUs copy through registers, so the same source compiles everywhere.
+_ASYNC_HELPERS = r"""
+template <int BYTES>
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool pred) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned address = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n"
+                 :: "r"(address), "l"(src), "n"(BYTES), "r"(pred ? BYTES : 0));
+#else
+    #pragma unroll
+    for (int e = 0; e < BYTES / 4; ++e) dst[e] = pred ? src[e] : 0.0f;
+#endif
+}
+__device__ __forceinline__ void copy_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int PENDING>
+__device__ __forceinline__ void copy_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING) : "memory");
+#endif
+}
+"""
+
+
+def _components(value: str, width: int) -> list[str]:
+    """The scalar parts of a float/float2/float4 expression (register arrays stay scalar,
+    so the compiler keeps them in registers)."""
+    return [value] if width == 1 else [f"{value}.{c}" for c in "xyzw"[:width]]
+
+
+def _make_vector(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"make_float{len(parts)}({', '.join(parts)})"
+
+
+def _rounds(count: int, threads: int) -> tuple[int, str]:
+    """Rounds of a cooperative copy of `count` vectors, and the guard its last round needs."""
+    return -(-count // threads), ("" if count % threads == 0 else f"if (i < {count}) ")
+
+
+def _a_index(t: GemmTiling) -> str:
+    """Row and k (within the tile) of A's vector `i`: consecutive threads read along K."""
+    per_row = t.block_k // t.vector_a
+    return f"const int row = i / {per_row}, kk = (i % {per_row}) * {t.vector_a};"
+
+
+def _b_index(t: GemmTiling) -> str:
+    per_row = t.block_n // t.vector_b
+    return f"const int kk = i / {per_row}, col = (i % {per_row}) * {t.vector_b};"
+
+
+A_PRED = "block_row + row < {m} && k0 + kk < k_end"
+B_PRED = "k0 + kk < k_end && block_col + col < {n}"
+
+
+def _fetch_to_registers(t: GemmTiling) -> str:
+    """Global -> registers (ra, rb) for the tile starting at k0: zero outside the matrix."""
+    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    va, vb = _VECTOR_TYPE[t.vector_a], _VECTOR_TYPE[t.vector_b]
+    return f"""
+#pragma unroll
+        for (int r = 0; r < {ra_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            ra[r] = {va}{{}};
+            {ra_guard}{{
+                {_a_index(t)}
+                if ({A_PRED.format(m=t.m)})
+                    ra[r] = *reinterpret_cast<const {va}*>(A + (size_t)(block_row + row) * {t.k} + k0 + kk);
+            }}
+        }}
+#pragma unroll
+        for (int r = 0; r < {rb_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            rb[r] = {vb}{{}};
+            {rb_guard}{{
+                {_b_index(t)}
+                if ({B_PRED.format(n=t.n)})
+                    rb[r] = *reinterpret_cast<const {vb}*>(B + (size_t)(k0 + kk) * {t.n} + block_col + col);
+            }}
+        }}"""
+
+
+def _store_registers(t: GemmTiling) -> str:
+    """Registers -> shared stage `sa`/`sb`: A transposed element by element, B as vectors."""
+    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    vb = _VECTOR_TYPE[t.vector_b]
+    return f"""
+#pragma unroll
+        for (int r = 0; r < {ra_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            {ra_guard}{{
+                {_a_index(t)}
+                {" ".join(f"sa[(kk + {v}) * {t.a_stride} + row] = {part};"
+                          for v, part in enumerate(_components("ra[r]", t.vector_a)))}
+            }}
+        }}
+#pragma unroll
+        for (int r = 0; r < {rb_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            {rb_guard}{{
+                {_b_index(t)}
+                *reinterpret_cast<{vb}*>(sb + kk * {t.b_stride} + col) = rb[r];
+            }}
+        }}"""
+
+
+def _issue_async(t: GemmTiling) -> str:
+    """cp.async copies of the tile starting at k0 into stage `sa`/`sb`."""
+    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    return f"""
+#pragma unroll
+        for (int r = 0; r < {ra_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            {ra_guard}{{
+                {_a_index(t)}
+                const bool pred = {A_PRED.format(m=t.m)};
+                copy_async<4>(sa + kk * {t.a_stride} + row,
+                              pred ? A + (size_t)(block_row + row) * {t.k} + k0 + kk : A, pred);
+            }}
+        }}
+#pragma unroll
+        for (int r = 0; r < {rb_rounds}; ++r) {{
+            const int i = r * {t.threads} + tid;
+            {rb_guard}{{
+                {_b_index(t)}
+                const bool pred = {B_PRED.format(n=t.n)};
+                copy_async<{4 * t.vector_b}>(sb + kk * {t.b_stride} + col,
+                              pred ? B + (size_t)(k0 + kk) * {t.n} + block_col + col : B, pred);
+            }}
+        }}"""
+
+
+def _stage_pointers(t: GemmTiling, stage: str) -> str:
+    return (f"float* sa = smem + ({stage}) * {t.stage_floats}; "
+            f"float* sb = sa + {t.block_k * t.a_stride};")
+
+
+def _compute(t: GemmTiling) -> str:
+    """One shared-memory stage (`sa`, `sb`): block_k outer-product steps on the register tile."""
+    fa, fb = min(t.thread_m, 4), min(t.thread_n, 4)
+    ta, tb = _VECTOR_TYPE[fa], _VECTOR_TYPE[fb]
+    unroll = "#pragma unroll" if t.unroll >= t.block_k else f"#pragma unroll {t.unroll}"
+    return f"""
+{unroll}
+        for (int kk = 0; kk < {t.block_k}; ++kk) {{
+            float a_frag[{t.iter_m}][{t.thread_m}], b_frag[{t.iter_n}][{t.thread_n}];
+#pragma unroll
+            for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+                for (int x = 0; x < {t.thread_m}; x += {fa}) {{
+                    const {ta} v = *reinterpret_cast<const {ta}*>(sa + kk * {t.a_stride} + a_row0 + i * {t.sub_m} + x);
+                    {" ".join(f"a_frag[i][x + {e}] = {part};" for e, part in enumerate(_components("v", fa)))}
+                }}
+#pragma unroll
+            for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                for (int y = 0; y < {t.thread_n}; y += {fb}) {{
+                    const {tb} v = *reinterpret_cast<const {tb}*>(sb + kk * {t.b_stride} + b_col0 + j * {t.sub_n} + y);
+                    {" ".join(f"b_frag[j][y + {e}] = {part};" for e, part in enumerate(_components("v", fb)))}
+                }}
+#pragma unroll
+            for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+                for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                    for (int x = 0; x < {t.thread_m}; ++x)
+#pragma unroll
+                        for (int y = 0; y < {t.thread_n}; ++y)
+                            acc[i][j][x][y] = fmaf(a_frag[i][x], b_frag[j][y], acc[i][j][x][y]);
+        }}"""
+
+
+def _main_loop(t: GemmTiling) -> str:
+    compute = _compute(t)
+    if t.pipeline == "sync":
+        return f"""
+    for (int tile = 0; tile < k_tiles; ++tile) {{
+        const int k0 = k_begin + tile * {t.block_k};
+        {_stage_pointers(t, "0")}
+        {_fetch_to_registers(t)}
+        {_store_registers(t)}
+        __syncthreads();
+        {compute}
+        __syncthreads();
+    }}"""
+    if t.pipeline == "prefetch":
+        return f"""
+    if (k_tiles > 0) {{
+        const int k0 = k_begin;
+        {_stage_pointers(t, "0")}
+        {_fetch_to_registers(t)}
+        {_store_registers(t)}
+    }}
+    __syncthreads();
+    for (int tile = 0; tile < k_tiles; ++tile) {{
+        const bool more = tile + 1 < k_tiles;
+        if (more) {{  // the next tile's loads are in flight while this one computes
+            const int k0 = k_begin + (tile + 1) * {t.block_k};
+            {_fetch_to_registers(t)}
+        }}
+        {{
+            {_stage_pointers(t, "tile & 1")}
+            {compute}
+        }}
+        if (more) {{
+            {_stage_pointers(t, "(tile + 1) & 1")}
+            {_store_registers(t)}
+        }}
+        __syncthreads();
+    }}"""
+    stages = t.stages
+    return f"""
+#pragma unroll
+    for (int s = 0; s < {stages - 1}; ++s) {{
+        if (s < k_tiles) {{
+            const int k0 = k_begin + s * {t.block_k};
+            {_stage_pointers(t, "s")}
+            {_issue_async(t)}
+        }}
+        copy_commit();
+    }}
+    for (int tile = 0; tile < k_tiles; ++tile) {{
+        copy_wait<{stages - 2}>();  // this tile has landed; later ones may still be in flight
+        __syncthreads();            // ... for every thread, and the stage refilled next is free
+        const int next = tile + {stages - 1};
+        if (next < k_tiles) {{
+            const int k0 = k_begin + next * {t.block_k};
+            {_stage_pointers(t, f"next % {stages}")}
+            {_issue_async(t)}
+        }}
+        copy_commit();
+        {{
+            {_stage_pointers(t, f"tile % {stages}")}
+            {compute}
+        }}
+    }}"""
+
+
+def _store_tile(t: GemmTiling, target: str) -> str:
+    """Write the register tile to `target` (row-major M x N), skipping what lies past the edges."""
+    width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
+    vt = _VECTOR_TYPE[width]
+    return f"""
+#pragma unroll
+    for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+        for (int x = 0; x < {t.thread_m}; ++x) {{
+            const int row = block_row + a_row0 + i * {t.sub_m} + x;
+            if (row < {t.m}) {{
+#pragma unroll
+                for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                    for (int y = 0; y < {t.thread_n}; y += {width}) {{
+                        const int col = block_col + b_col0 + j * {t.sub_n} + y;
+                        if (col < {t.n})
+                            *reinterpret_cast<{vt}*>({target} + (size_t)row * {t.n} + col) =
+                                {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
+                    }}
+            }}
+        }}"""
+
+
+def _epilogue(t: GemmTiling) -> str:
+    if t.split_k == 1:
+        return _store_tile(t, "C")
+    tile_elements = t.block_m * t.block_n
+    return f"""
+    {_store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
+    // The last split to finish this tile sums every split's partial, in split order.
+    __shared__ int last_split;
+    __threadfence();
+    __syncthreads();
+    const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+    if (tid == 0) last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
+    __syncthreads();
+    if (!last_split) return;
+    __threadfence();
+    for (int i = tid; i < {tile_elements}; i += {t.threads}) {{
+        const int row = block_row + i / {t.block_n}, col = block_col + i % {t.block_n};
+        if (row < {t.m} && col < {t.n}) {{
+            float sum = 0.0f;
+#pragma unroll
+            for (int s = 0; s < {t.split_k}; ++s) sum += __ldcg(workspace + (size_t)s * {t.m * t.n} + (size_t)row * {t.n} + col);
+            C[(size_t)row * {t.n} + col] = sum;
+        }}
+    }}
+    if (tid == 0) counters[tile_id] = 0;  // ready for the next launch"""
+
+
+def generate(t: GemmTiling) -> KernelSource:
+    """The kernel for one config; the tiling must be one the template's rules accept."""
+    reason = t.why_not_tiled()
+    if reason:
+        raise ValueError(reason)
+    registers = ""
+    if t.pipeline in ("sync", "prefetch"):
+        registers = (f"{_VECTOR_TYPE[t.vector_a]} ra[{_rounds(t.a_vectors, t.threads)[0]}]; "
+                     f"{_VECTOR_TYPE[t.vector_b]} rb[{_rounds(t.b_vectors, t.threads)[0]}];")
+    code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
+// block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
+// thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}
+// pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll}
+{_ASYNC_HELPERS}
+extern "C" __global__ void __launch_bounds__({t.threads})
+{ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+        float* __restrict__ workspace, int* __restrict__ counters)
+{{
+    extern __shared__ __align__(16) float smem[];
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
+    // This lane's first row (within the block) of A's tile and first column of B's.
+    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
+    const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};
+    const int k_begin = blockIdx.z * {t.k_per_split};
+    const int k_end = min({t.k}, k_begin + {t.k_per_split});
+    const int k_tiles = (k_end - k_begin + {t.block_k - 1}) / {t.block_k};
+    {registers}
+
+    float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
+#pragma unroll
+    for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+        for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+            for (int x = 0; x < {t.thread_m}; ++x)
+#pragma unroll
+                for (int y = 0; y < {t.thread_n}; ++y) acc[i][j][x][y] = 0.0f;
+{_main_loop(t)}
+{_epilogue(t)}
+}}
+"""
+    return KernelSource(
+        name=ENTRY,
+        code=code,
+        grid=t.grid,
+        block=(t.threads, 1, 1),
+        shared_bytes=t.shared_bytes,
+        arg_order=("a", "b", "c", "workspace", "counters"),
+        output_index=2,
+    )
+
+
+def make_inputs(params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
+    """A and B uniform in [-1, 1), C to be written, and the split-K workspace and counters."""
+    a = rng.uniform(-1.0, 1.0, size=(params.m, params.k)).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, size=(params.k, params.n)).astype(np.float32)
+    split = max(params.split_k_choices)
+    workspace = np.zeros(split * params.m * params.n if split > 1 else 1, dtype=np.float32)
+    tiles = -(-params.m // SMALLEST_TILE) * -(-params.n // SMALLEST_TILE)
+    counters = np.zeros(tiles if split > 1 else 1, dtype=np.int32)
+    return [a, b, np.empty((params.m, params.n), dtype=np.float32), workspace, counters]
+
+
+def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m, k = a.shape
+    if m * k * b.shape[1] <= FLOAT64_REFERENCE_LIMIT:
+        return a.astype(np.float64) @ b.astype(np.float64)
+    return (a @ b).astype(np.float64)

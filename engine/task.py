@@ -1,0 +1,51 @@
+"""A tuning task: one template applied to one workload's args, on one device's limits."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from .records import canonical_args
+from .space import ConfigEntity, ConfigSpace
+from .templates import DeviceLimits, Template, get_template
+
+
+@dataclass(eq=False)
+class Task:
+    """`args` is the JSON list of a log's `input` (tensors as ["TENSOR", shape, dtype])."""
+
+    name: str
+    args: list
+    params: Any
+    template: Template
+    config_space: ConfigSpace
+    flops: int
+    limits: DeviceLimits = field(default_factory=DeviceLimits)
+
+    @property
+    def workload_key(self) -> tuple[str, str]:
+        """(task name, canonical args): the same key as engine.records.Record.workload_key."""
+        return (self.name, canonical_args(self.args))
+
+    def why_invalid(self, config: ConfigEntity) -> str | None:
+        return self.config_space.why_invalid(config)
+
+    def features(self, config: ConfigEntity) -> dict[str, float]:
+        return self.template.features(self.params, config)
+
+    def default_config(self) -> ConfigEntity:
+        return self.template.default_config(self.params, self.config_space)
+
+    def __repr__(self) -> str:
+        return f"Task({self.name}, {canonical_args(self.args)}, len={len(self.config_space)})"
+
+
+def create_task(name: str, args: list, limits: DeviceLimits | None = None) -> Task:
+    """The task for a log's task name and args; UnknownTemplate or BadArgs when there is none."""
+    template = get_template(name)
+    params = template.parse_args(args)
+    limits = limits or DeviceLimits()
+    space = template.define_space(params)
+    space = space.with_rules([partial(template.why_invalid, params, limits=limits)])
+    return Task(name=name, args=args, params=params, template=template, config_space=space,
+                flops=template.flops(params), limits=limits)

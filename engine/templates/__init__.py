@@ -1,0 +1,23 @@
+"""Template registry: task name (as written in logs) -> template class."""
+from __future__ import annotations
+
+from .base import BadArgs, DeviceLimits, Template, UnknownTemplate
+from .conv2d import Conv2dNCHW, Conv2dNoBatching
+from .broadcast import BroadcastNCHW
+from .depthwise import DepthwiseConv2dNCHW
+from .gemm import Gemm
+
+TEMPLATES: dict[str, type[Template]] = {
+    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW)
+}
+
+
+def get_template(name: str) -> Template:
+    """An instance of the template for this task name; UnknownTemplate lists the known ones."""
+    cls = TEMPLATES.get(name)
+    if cls is None:
+        raise UnknownTemplate(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}")
+    return cls()
+
+
+__all__ = ["TEMPLATES", "BadArgs", "DeviceLimits", "Template", "UnknownTemplate", "get_template"]

@@ -1,0 +1,173 @@
+"""What every template provides, and the device limits its validity rules read.
+
+A template names a task (the `task_name` written in logs), checks the log's `args`,
+defines the config space, counts FLOPs, says why a config cannot run on a device
+(before anything is compiled), describes a config to the cost model, and picks an
+untuned default. The GPU half (CUDA source, inputs, numpy reference) is filled in by
+`engine.kernels`.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..flops import FlopCountError, flop_count
+from ..space import ConfigEntity, ConfigSpace, SplitValue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..kernels import KernelSource
+
+# Tensors beyond this many elements are a typo, not a workload (and overflow int32 indexing).
+MAX_TENSOR_ELEMENTS = 2**31 - 1
+FLOAT_BYTES = 4
+
+
+class BadArgs(ValueError):
+    """A task's args that do not describe a workload this template can run."""
+
+
+class UnknownTemplate(KeyError):
+    """A task name with no template; the message lists the known ones."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Per-block launch limits of a CUDA device; templates' validity rules read these."""
+
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_shared_memory_per_block: int = 48 * 1024
+    max_shared_memory_optin: int = 227 * 1024
+    max_registers_per_thread: int = 255
+    regs_per_block: int = 65536
+    warp_size: int = 32
+    max_vector_bytes: int = 16
+
+    @classmethod
+    def for_h200(cls) -> "DeviceLimits":
+        """NVIDIA H200 (sm_90): 227 KB opt-in shared memory, 48 KB without opting in."""
+        return cls()
+
+    @classmethod
+    def for_v100(cls) -> "DeviceLimits":
+        return cls(max_shared_memory_optin=96 * 1024)
+
+    @classmethod
+    def for_model(cls, model: str) -> "DeviceLimits":
+        """Limits for a target `-model=` slug; the common sm_70+ limits for unknown ones."""
+        return {"v100": cls.for_v100}.get(model, cls.for_h200)()
+
+
+def reason_vector_width(elements: int, element_bytes: int, limits: DeviceLimits) -> str | None:
+    """A vector load/store wider than the device's widest (16 bytes on NVIDIA) cannot be issued."""
+    width = elements * element_bytes
+    if elements < 1 or elements & (elements - 1):
+        return f"vector width {elements} is not a power of two"
+    if width > limits.max_vector_bytes:
+        return f"vector of {width} bytes exceeds the {limits.max_vector_bytes}-byte maximum"
+    return None
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """What a config asks of one kernel launch, for the shared launch rules."""
+
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    shared_bytes: int
+    registers: int  # per-thread estimate
+    shared_detail: str = ""
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.block)
+
+
+def why_launch_fails(launch: LaunchShape, limits: DeviceLimits) -> str | None:
+    """Launch limits every CUDA template shares: threads, block and grid sizes, shared memory, registers."""
+    if launch.threads > limits.max_threads_per_block:
+        return f"{launch.threads} threads per block exceed the limit of {limits.max_threads_per_block}"
+    for axis, size, most in zip("xyz", launch.block, limits.max_block_dims):
+        if size > most:
+            return f"block dimension {axis} of {size} threads exceeds the limit of {most}"
+    for axis, size, most in zip("xyz", launch.grid, limits.max_grid_dims):
+        if size > most:
+            return f"grid dimension {axis} of {size} blocks exceeds the limit of {most}"
+    if launch.shared_bytes > limits.max_shared_memory_per_block:
+        detail = f" ({launch.shared_detail})" if launch.shared_detail else ""
+        return (f"shared memory of {launch.shared_bytes} bytes per block exceeds the limit of "
+                f"{limits.max_shared_memory_per_block}{detail}")
+    if launch.registers > limits.max_registers_per_thread:
+        return (f"about {launch.registers} registers per thread exceed the limit of "
+                f"{limits.max_registers_per_thread}")
+    if launch.registers * launch.threads > limits.regs_per_block:
+        return (f"about {launch.registers} registers x {launch.threads} threads exceed the "
+                f"{limits.regs_per_block} registers of a block")
+    return None
+
+
+def knob_features(config: ConfigEntity) -> dict[str, float]:
+    """Every knob as numbers, in knob order: log2 of each split part, plain values as they are."""
+    out: dict[str, float] = {}
+    for knob in config.space.knobs:
+        value = config[knob.name]
+        if isinstance(value, SplitValue):
+            for part, size in enumerate(value.size):
+                out[f"{knob.name}.{part}"] = math.log2(size)
+        else:
+            out[knob.name] = float(value.val)
+    return out
+
+
+class Template(ABC):
+    """One tunable operator; stateless, its params come from `parse_args`."""
+
+    name: str = ""
+
+    @abstractmethod
+    def parse_args(self, args: list) -> Any:
+        """Check a log's `args`; raise BadArgs with a one-line reason when they are unusable."""
+
+    @abstractmethod
+    def define_space(self, params: Any) -> ConfigSpace:
+        """The knobs (without device rules: `Task` adds `why_invalid` as the space's rule)."""
+
+    def flops(self, params: Any) -> int:
+        """FLOPs of one run, counted by engine.flops from the args `parse_args` kept."""
+        try:
+            count = flop_count(self.name, params.args)
+        except FlopCountError as exc:
+            raise BadArgs(str(exc)) from None
+        if count is None:
+            raise BadArgs(f"no FLOP count is known for {self.name}")
+        return count
+
+    @abstractmethod
+    def why_invalid(self, params: Any, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        """Why this config cannot run on a device with these limits, or None."""
+
+    @abstractmethod
+    def features(self, params: Any, config: ConfigEntity) -> dict[str, float]:
+        """Numbers describing a config for the cost model; same keys, same order, for every config."""
+
+    @abstractmethod
+    def default_config(self, params: Any, space: ConfigSpace) -> ConfigEntity:
+        """An untuned but valid config, the same every time."""
+
+    # -- GPU half: engine.kernels provides these ------------------------------------------
+    def kernel(self, params: Any, config: ConfigEntity) -> "KernelSource":
+        raise NotImplementedError(f"{self.name}: no CUDA kernel generator is registered yet (engine.kernels)")
+
+    def make_inputs(self, params: Any, rng: np.random.Generator) -> list[np.ndarray]:
+        raise NotImplementedError(f"{self.name}: no input maker is registered yet (engine.kernels)")
+
+    def reference(self, params: Any, inputs: list[np.ndarray]) -> np.ndarray:
+        raise NotImplementedError(f"{self.name}: no numpy reference is registered yet (engine.kernels)")

@@ -1,0 +1,245 @@
+"""NCHW broadcasts on CUDA with two tactics: CINN's general tiling and its TileBroadcastTactic.
+
+Args: [["TENSOR", [N, C, H, W], "float32"], op] with op one of
+    div        out[n,c,h,w] = x[n,c,h,w] / v[c]
+    mul_rsqrt  out[n,c,h,w] = x[n,c,h,w] * rsqrt(v[c] + 1e-5)
+    exp        out[n,c,h,w] = exp(v[c])
+    rsqrt      out[n,c,h,w] = rsqrt(v[c])
+(the first two read x and v, the last two only v; the tensor arg gives the output shape).
+
+Knobs: `tactic`, `threads` (per block), `elems_per_thread`, `vector` (floats per load/store).
+
+* general: every axis fused into one and tiled together; element e of the fused axis
+  belongs to channel (e / HW) % C, so the broadcast value is loaded and computed again
+  for every element (CINN's `exp(var[k * 256 + threadIdx.x])`). A block covers
+  threads x elems_per_thread vectors, its threads striding by one vector each.
+* tile_broadcast: C gets a block axis of its own, so a thread loads v[c] and computes
+  its part of f once, then streams its elements. The seed's rule: only when H x W is a
+  multiple of 32. The binding follows the size of an H x W plane (in vectors, P):
+    - P >= threads: blocks over (plane chunks, C, N); each block takes a chunk of
+      threads x elems_per_thread vectors of one plane (one chunk = the seed's example:
+      a block per (n, c) plane, its threads looping over the plane);
+    - P < threads: a block holds threads // P whole planes of one channel (threadIdx.y
+      picks the plane), each thread taking elems_per_thread planes (n) in turn;
+      blocks over (N chunks, C).
+  `elems_per_thread` beyond what the plane (or N) needs only repeats a smaller config,
+  so such configs are ruled invalid.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..flops import FlopCountError, _tensor_shape, register
+from ..space import ConfigEntity, ConfigSpace, OtherKnob
+from .base import (
+    FLOAT_BYTES,
+    MAX_TENSOR_ELEMENTS,
+    BadArgs,
+    DeviceLimits,
+    LaunchShape,
+    Template,
+    knob_features,
+    reason_vector_width,
+    why_launch_fails,
+)
+from .conv2d import REFERENCE_THREAD_SLOTS
+
+TASK_NAME = "broadcast_nchw"
+BINARY_OPS = ("div", "mul_rsqrt")
+UNARY_OPS = ("exp", "rsqrt")
+OPS = BINARY_OPS + UNARY_OPS
+# FLOPs per output element: mul_rsqrt adds, takes the root and multiplies.
+OP_FLOPS = {"div": 1, "mul_rsqrt": 3, "exp": 1, "rsqrt": 1}
+EPSILON = 1e-5
+TILE_BROADCAST_MULTIPLE = 32  # the CINN tactic's condition on H x W
+REGISTERS_ESTIMATE = 32  # a streaming kernel: indexes, one vector in, one out
+
+
+def _broadcast_shape(args: list) -> tuple[list[int], str]:
+    if not isinstance(args, list) or len(args) != 2:
+        raise FlopCountError(f'broadcast_nchw args are [["TENSOR", [N, C, H, W], "float32"], op] with op in {", ".join(OPS)}')
+    shape = _tensor_shape(args[0], "x")
+    if len(shape) != 4:
+        raise FlopCountError(f"x shape {shape} is not 4-D (NCHW)")
+    if args[1] not in OPS:
+        raise FlopCountError(f"op {args[1]!r} is not one of {', '.join(OPS)}")
+    return shape, args[1]
+
+
+def _broadcast_flops(args: list) -> int:
+    shape, op = _broadcast_shape(args)
+    return math.prod(shape) * OP_FLOPS[op]
+
+
+register(TASK_NAME, _broadcast_flops)
+
+
+def broadcast_args(shape: list[int], op: str) -> list:
+    return [["TENSOR", list(shape), "float32"], op]
+
+
+@dataclass(frozen=True)
+class BroadcastParams:
+    n: int
+    c: int
+    h: int
+    w: int
+    op: str
+    args: list = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def hw(self) -> int:
+        return self.h * self.w
+
+    @property
+    def total(self) -> int:
+        return self.n * self.c * self.hw
+
+    @property
+    def reads_x(self) -> bool:
+        return self.op in BINARY_OPS
+
+
+@dataclass(frozen=True)
+class BroadcastLayout:
+    """Launch geometry of a config (see the module docstring)."""
+
+    params: BroadcastParams
+    tactic: str
+    threads: int
+    per_thread: int
+    vector: int
+
+    @property
+    def plane_vectors(self) -> int:
+        return self.params.hw // self.vector
+
+    @property
+    def whole_planes(self) -> bool:
+        """tile_broadcast with planes smaller than a block: several planes per block."""
+        return self.tactic == "tile_broadcast" and self.plane_vectors < self.threads
+
+    @property
+    def planes_per_block(self) -> int:
+        return self.threads // self.plane_vectors
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        if self.whole_planes:
+            return (self.plane_vectors, self.planes_per_block, 1)
+        return (self.threads, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        p = self.params
+        if self.tactic == "general":
+            return (-(-p.total // (self.threads * self.per_thread * self.vector)), 1, 1)
+        if self.whole_planes:
+            return (-(-p.n // (self.planes_per_block * self.per_thread)), p.c, 1)
+        return (-(-self.plane_vectors // (self.threads * self.per_thread)), p.c, p.n)
+
+    @property
+    def broadcast_evaluations(self) -> int:
+        """How many times v[c] is loaded and f's broadcast part computed, over the launch."""
+        if self.tactic == "general":
+            return self.params.total
+        return math.prod(self.block) * math.prod(self.grid)
+
+    def launch(self) -> LaunchShape:
+        return LaunchShape(self.block, self.grid, 0, REGISTERS_ESTIMATE)
+
+    def why_not(self) -> str | None:
+        p = self.params
+        if self.tactic == "general":
+            if p.total % self.vector:
+                return f"vector {self.vector} does not divide N*C*H*W = {p.total}"
+            return None
+        if p.hw % TILE_BROADCAST_MULTIPLE:
+            return (f"tile_broadcast needs H*W to be a multiple of {TILE_BROADCAST_MULTIPLE} (CINN's condition); "
+                    f"H*W = {p.h}*{p.w} = {p.hw}")
+        if self.per_thread > 1:
+            if self.whole_planes and self.planes_per_block * (self.per_thread // 2) >= p.n:
+                return (f"elems_per_thread {self.per_thread} gives each thread more planes than "
+                        f"N = {p.n} needs with {self.planes_per_block} planes per block")
+            if not self.whole_planes and self.threads * (self.per_thread // 2) >= self.plane_vectors:
+                return (f"elems_per_thread {self.per_thread} is more than a plane of {self.plane_vectors} "
+                        f"vectors needs with {self.threads} threads")
+        return None
+
+
+def broadcast_layout(params: BroadcastParams, config: ConfigEntity) -> BroadcastLayout:
+    return BroadcastLayout(params, config["tactic"].val, config["threads"].val,
+                           config["elems_per_thread"].val, config["vector"].val)
+
+
+class BroadcastNCHW(Template):
+    name = TASK_NAME
+    baseline_provider = "default-config"
+
+    def parse_args(self, args: list) -> BroadcastParams:
+        try:
+            shape, op = _broadcast_shape(args)
+        except FlopCountError as exc:
+            raise BadArgs(str(exc)) from None
+        if args[0][2] != "float32":
+            raise BadArgs(f"dtype {args[0][2]!r} is not supported (only float32)")
+        if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+            raise BadArgs(f"x would have {math.prod(shape)} elements, more than 2^31 - 1")
+        return BroadcastParams(*shape, op=op, args=list(args))
+
+    def define_space(self, params: BroadcastParams) -> ConfigSpace:
+        return ConfigSpace([
+            OtherKnob("tactic", ["general", "tile_broadcast"]),
+            OtherKnob("threads", [64, 128, 256, 512, 1024]),
+            OtherKnob("elems_per_thread", [1, 2, 4, 8]),
+            OtherKnob("vector", [1, 2, 4]),
+        ])
+
+    def why_invalid(self, params: BroadcastParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        layout = broadcast_layout(params, config)
+        return (reason_vector_width(layout.vector, FLOAT_BYTES, limits) or layout.why_not()
+                or why_launch_fails(layout.launch(), limits))
+
+    def features(self, params: BroadcastParams, config: ConfigEntity) -> dict[str, float]:
+        layout = broadcast_layout(params, config)
+        out = knob_features(config)
+        out["tactic"] = float(layout.tactic == "tile_broadcast")
+        blocks = math.prod(layout.grid)
+        threads = math.prod(layout.block)
+        out.update({
+            "threads_per_block": threads,
+            "blocks": blocks,
+            "waves": blocks * threads / REFERENCE_THREAD_SLOTS,
+            "floats_per_thread": params.total / (blocks * threads),
+            "broadcast_per_element": layout.broadcast_evaluations / params.total,
+        })
+        return out
+
+    def default_config(self, params: BroadcastParams, space: ConfigSpace) -> ConfigEntity:
+        """The general tactic, 256 threads, one 4-wide vector each where N*C*H*W allows."""
+        entity = [["tactic", "ot", "general"], ["threads", "ot", 256], ["elems_per_thread", "ot", 1],
+                  ["vector", "ot", 4 if params.total % 4 == 0 else 1]]
+        return space.from_entity(entity)
+
+    def bytes_moved(self, params: BroadcastParams) -> int:
+        """Least traffic of a run: x read (div, mul_rsqrt), v read, out written."""
+        return FLOAT_BYTES * (params.total * (2 if params.reads_x else 1) + params.c)
+
+    # -- GPU half: engine.kernels.broadcast
+    def kernel(self, params: BroadcastParams, config: ConfigEntity):
+        from ..kernels.broadcast import generate
+
+        return generate(broadcast_layout(params, config))
+
+    def make_inputs(self, params: BroadcastParams, rng: np.random.Generator) -> list[np.ndarray]:
+        from ..kernels.broadcast import make_inputs
+
+        return make_inputs(params, rng)
+
+    def reference(self, params: BroadcastParams, inputs: list[np.ndarray]) -> np.ndarray:
+        from ..kernels.broadcast import reference
+
+        return reference(params, inputs)

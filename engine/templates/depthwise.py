@@ -1,0 +1,111 @@
+"""Depthwise NCHW conv2d on CUDA: TVM topi's `depthwise_conv2d_nchw.cuda`.
+
+Args as in TVM's logs: [data TENSOR [N, C, H, W], kernel TENSOR [C, multiplier, KH, KW],
+strides, padding, dilation, out_dtype]; output channel f reads input channel f // multiplier.
+Knobs (TVM's order): tile_f, tile_y, tile_x split four ways (blocks, vthreads, threads,
+inner) over C*multiplier, OH, OW; auto_unroll_max_step in [0, 256, 1500]; unroll_explicit.
+
+There is no reduction split: a block stages its whole input window and its filters in
+shared memory once (TVM's cache_read at the block's x axis):
+
+    input tile  [cin, (by-1)*sh + KH, (bx-1)*sw + KW]   floats
+    weight tile [bf, KH, KW]                             floats
+
+where cin is the most input channels any block's bf output channels read
+(bf / multiplier when the block starts on a channel boundary).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
+from .base import BadArgs, DeviceLimits, Template, why_launch_fails
+from .conv2d import ConvParams, ConvTiling, _shape, conv_params, first_valid, largest_divisor_at_most, spatial_features
+
+
+def input_channels_per_block(block_f: int, multiplier: int, blocks: int) -> int:
+    """Most distinct input channels that `block_f` consecutive output channels read, over all blocks."""
+    return max((b * block_f + block_f - 1) // multiplier - (b * block_f) // multiplier + 1
+               for b in range(min(blocks, multiplier)))
+
+
+@dataclass(frozen=True)
+class DepthwiseTiling(ConvTiling):
+    multiplier: int = 1
+
+    @property
+    def input_tile(self) -> tuple[int, int, int]:
+        _, rows, cols = super().input_tile
+        return (input_channels_per_block(self.block_tile[0], self.multiplier, self.f[0]), rows, cols)
+
+
+def depthwise_tiling(params: ConvParams, config: ConfigEntity) -> DepthwiseTiling:
+    return DepthwiseTiling(
+        f=config["tile_f"].size, y=config["tile_y"].size, x=config["tile_x"].size,
+        rc=(1, 1), ry=(1, params.kh), rx=(1, params.kw),
+        batch=params.n, stride=params.stride, multiplier=params.multiplier,
+    )
+
+
+class DepthwiseConv2dNCHW(Template):
+    name = "depthwise_conv2d_nchw.cuda"
+    baseline_provider = "cudnn"
+
+    def parse_args(self, args: list) -> ConvParams:
+        if not isinstance(args, list) or len(args) != 6:
+            raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
+        data = _shape(args[0], "data")
+        kc, multiplier, kh, kw = _shape(args[1], "kernel")
+        if kc != data[1]:
+            raise BadArgs(f"kernel has {kc} channels, data has {data[1]} (kernel is [C, multiplier, KH, KW])")
+        if args[5] != "float32":
+            raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
+        return conv_params(data, (kh, kw), kc * multiplier, args[2], args[3], args[4],
+                           multiplier=multiplier, args=args)
+
+    def define_space(self, params: ConvParams) -> ConfigSpace:
+        return ConfigSpace([
+            SplitKnob("tile_f", params.co, 4),
+            SplitKnob("tile_y", params.oh, 4),
+            SplitKnob("tile_x", params.ow, 4),
+            OtherKnob("auto_unroll_max_step", [0, 256, 1500]),
+            OtherKnob("unroll_explicit", [0, 1]),
+        ])
+
+    def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        return why_launch_fails(depthwise_tiling(params, config).launch(), limits)
+
+    def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
+        return spatial_features(params, config, depthwise_tiling(params, config), self.flops(params), DeviceLimits())
+
+    def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
+        """About 128 threads (x up to 16, then y, then f), one output per thread."""
+        tx = largest_divisor_at_most(params.ow, 16)
+        ty = largest_divisor_at_most(params.oh, max(1, 64 // tx))
+        tf = largest_divisor_at_most(params.co, max(1, min(64, 128 // (tx * ty))))
+        entity = [
+            ["tile_f", "sp", [-1, 1, tf, 1]],
+            ["tile_y", "sp", [-1, 1, ty, 1]],
+            ["tile_x", "sp", [-1, 1, tx, 1]],
+            ["auto_unroll_max_step", "ot", 256],
+            ["unroll_explicit", "ot", 1],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    # -- GPU half: engine.kernels.depthwise generates the CUDA source that stages these tiles.
+    def kernel(self, params: ConvParams, config: ConfigEntity):
+        from ..kernels.depthwise import generate
+
+        return generate(params, config)
+
+    def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
+        from ..kernels.depthwise import make_inputs
+
+        return make_inputs(params, rng)
+
+    def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
+        from ..kernels.depthwise import reference
+
+        return reference(params, inputs[0], inputs[1])

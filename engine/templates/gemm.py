@@ -1,0 +1,350 @@
+"""Dense fp32 GEMM on CUDA, row-major: C[M, N] = A[M, K] · B[K, N].
+
+Args as a log writes them: [A TENSOR [M, K], B TENSOR [K, N]] (float32). DESIGN.md's
+"512×49×4608" reads M × N × K: those skinny shapes are conv layers as implicit GEMMs
+(M = output channels, N = output pixels, K = CI·KH·KW: ResNet-18 C12 and a 56² layer).
+
+The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warptiling"):
+
+* A block computes a `block_m × block_n` tile of C, stepping through K `block_k` at a
+  time; each step stages A's tile transposed (`[block_k][block_m + pad]`, so a thread
+  reads its rows as vectors) and B's tile as is (`[block_k][block_n + pad]`) in shared
+  memory. `smem_pad` floats per row move the transposed stores off one bank.
+* The block's warps each own a `warp_m × warp_n` tile. A warp's 32 lanes stand as
+  `32 / warp_lanes_n` rows by `warp_lanes_n` columns; each lane holds `thread_m × thread_n`
+  accumulators per sub-tile, and the warp tile is covered in `warp_m / (lanes_m·thread_m)`
+  × `warp_n / (lanes_n·thread_n)` sub-tiles, so a lane's registers read as 4-wide vectors.
+* Global loads are `vector_a`/`vector_b` floats wide (float4 = 16 bytes) where K (A's
+  rows) and N (B's rows) keep them aligned.
+* `pipeline`: `sync` (load, then compute), `prefetch` (two shared buffers; the next tile
+  is read into registers while this one computes), `cp_async_S` (an S-stage ring filled
+  by `cp.async`, Ampere and newer; A's elements are copied one by one, transposing).
+* `split_k` > 1 cuts K over blockIdx.z; each split writes its partial tile to a workspace
+  and the last split to finish a tile (an atomic counter per tile) sums the partials in
+  a fixed order into C. That is how a skinny shape (few output tiles) fills 132 SMs.
+* Tails: M, N and K need not be multiples of the tiles: loads past an edge are predicated
+  (zero-filled) and stores past an edge skipped. Vector widths must divide the row length.
+
+Shared memory beyond 48 KB is asked for at launch (the runner sets the kernel's
+dynamic shared memory attribute), so configs may use up to the device's opt-in limit.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..flops import FlopCountError, _tensor_shape, register
+from ..space import ConfigEntity, ConfigSpace, OtherKnob
+from .base import (
+    FLOAT_BYTES,
+    MAX_TENSOR_ELEMENTS,
+    BadArgs,
+    DeviceLimits,
+    LaunchShape,
+    Template,
+    knob_features,
+    why_launch_fails,
+)
+from .conv2d import REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, first_valid
+
+TASK_NAME = "gemm"
+PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
+SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
+# Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
+MAX_WORKSPACE_BYTES = 64 * 2**20
+# A split should keep at least this much of K (shorter ones spend more on the fix-up than they save).
+MIN_K_PER_SPLIT = 64
+
+
+def _gemm_shapes(args: list) -> tuple[int, int, int]:
+    if not isinstance(args, list) or len(args) != 2:
+        raise FlopCountError('gemm args are [["TENSOR", [M, K], "float32"], ["TENSOR", [K, N], "float32"]]')
+    a = _tensor_shape(args[0], "A")
+    b = _tensor_shape(args[1], "B")
+    if len(a) != 2 or len(b) != 2:
+        raise FlopCountError(f"A {a} and B {b} must both be 2-D")
+    if a[1] != b[0]:
+        raise FlopCountError(f"A {a} and B {b} do not multiply: A is [M, K], B is [K, N]")
+    return a[0], b[1], a[1]
+
+
+def _gemm_flops(args: list) -> int:
+    m, n, k = _gemm_shapes(args)
+    return 2 * m * n * k
+
+
+register(TASK_NAME, _gemm_flops)
+
+
+def gemm_args(m: int, n: int, k: int) -> list:
+    return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
+
+
+@dataclass(frozen=True)
+class GemmParams:
+    m: int
+    n: int
+    k: int
+    args: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def split_k_choices(self) -> list[int]:
+        return [s for s in SPLIT_K_CHOICES
+                if s == 1 or (s * self.m * self.n * FLOAT_BYTES <= MAX_WORKSPACE_BYTES and self.k >= s * MIN_K_PER_SPLIT)]
+
+
+@dataclass(frozen=True)
+class GemmTiling:
+    """A config's sizes, and what they imply for one launch (see the module docstring)."""
+
+    m: int
+    n: int
+    k: int
+    block_m: int
+    block_n: int
+    block_k: int
+    warp_m: int
+    warp_n: int
+    thread_m: int
+    thread_n: int
+    lanes_n: int
+    vector_a: int
+    vector_b: int
+    pipeline: str
+    pad: int
+    split_k: int
+    unroll: int
+
+    @property
+    def lanes_m(self) -> int:
+        return 32 // self.lanes_n
+
+    @property
+    def warps_m(self) -> int:
+        return self.block_m // self.warp_m
+
+    @property
+    def warps_n(self) -> int:
+        return self.block_n // self.warp_n
+
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * 32
+
+    @property
+    def sub_m(self) -> int:
+        """Rows one pass of a warp's lanes covers."""
+        return self.lanes_m * self.thread_m
+
+    @property
+    def sub_n(self) -> int:
+        return self.lanes_n * self.thread_n
+
+    @property
+    def iter_m(self) -> int:
+        return self.warp_m // self.sub_m
+
+    @property
+    def iter_n(self) -> int:
+        return self.warp_n // self.sub_n
+
+    @property
+    def accumulators(self) -> int:
+        return self.iter_m * self.iter_n * self.thread_m * self.thread_n
+
+    @property
+    def stages(self) -> int:
+        return {"sync": 1, "prefetch": 2}.get(self.pipeline) or int(self.pipeline.rsplit("_", 1)[1])
+
+    @property
+    def uses_cp_async(self) -> bool:
+        return self.pipeline.startswith("cp_async")
+
+    @property
+    def a_stride(self) -> int:
+        """Floats per k-row of the transposed A tile in shared memory."""
+        return self.block_m + self.pad
+
+    @property
+    def b_stride(self) -> int:
+        return self.block_n + self.pad
+
+    @property
+    def stage_floats(self) -> int:
+        return self.block_k * (self.a_stride + self.b_stride)
+
+    @property
+    def shared_bytes(self) -> int:
+        return FLOAT_BYTES * self.stages * self.stage_floats
+
+    @property
+    def a_vectors(self) -> int:
+        return self.block_m * self.block_k // self.vector_a
+
+    @property
+    def b_vectors(self) -> int:
+        return self.block_k * self.block_n // self.vector_b
+
+    @property
+    def k_tiles(self) -> int:
+        return -(-self.k // self.block_k)
+
+    @property
+    def k_per_split(self) -> int:
+        """K each split covers: whole block_k steps, so only the last split has a K tail."""
+        return -(-self.k_tiles // self.split_k) * self.block_k
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (-(-self.n // self.block_n), -(-self.m // self.block_m), self.split_k)
+
+    @property
+    def registers(self) -> int:
+        """Accumulators, one k-step's fragments, prefetch registers, plus overhead."""
+        fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
+        staged = 0
+        if self.pipeline == "prefetch":
+            staged = (-(-self.a_vectors // self.threads) * self.vector_a
+                      + -(-self.b_vectors // self.threads) * self.vector_b)
+        return self.accumulators + fragments + staged + REGISTER_OVERHEAD
+
+    def launch(self) -> LaunchShape:
+        detail = (f"{self.stages} stage(s) of A {self.block_k}x{self.a_stride} + "
+                  f"B {self.block_k}x{self.b_stride} floats")
+        return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
+
+    def why_not_tiled(self) -> str | None:
+        """Shapes that do not fit together, before any device limit."""
+        if self.block_m % self.warp_m or self.block_n % self.warp_n:
+            return (f"warp tile {self.warp_m}x{self.warp_n} does not divide block tile "
+                    f"{self.block_m}x{self.block_n}")
+        if self.warp_m % self.sub_m or self.warp_n % self.sub_n:
+            return (f"a warp's lanes ({self.lanes_m}x{self.lanes_n}) with {self.thread_m}x{self.thread_n} "
+                    f"registers each cover {self.sub_m}x{self.sub_n}, which does not divide the warp tile "
+                    f"{self.warp_m}x{self.warp_n}")
+        if self.k % self.vector_a:
+            return f"vector_a {self.vector_a} does not divide K = {self.k} (A's rows would be misaligned)"
+        if self.n % self.vector_b:
+            return f"vector_b {self.vector_b} does not divide N = {self.n} (B's rows would be misaligned)"
+        if self.vector_b > self.block_n:
+            return f"vector_b {self.vector_b} is wider than block_n {self.block_n}"
+        if self.uses_cp_async and self.vector_a != 1:
+            return ("cp.async pipelines copy A element by element (transposing it into shared memory); "
+                    f"vector_a must be 1, not {self.vector_a}")
+        if self.split_k > 1 and self.k_per_split * (self.split_k - 1) >= self.k:
+            return (f"split_k {self.split_k} with block_k {self.block_k} leaves the last split of "
+                    f"K = {self.k} empty")
+        return None
+
+
+def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
+    v = config.values()
+    return GemmTiling(
+        m=params.m, n=params.n, k=params.k,
+        block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
+        warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
+        lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
+        pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
+    )
+
+
+class Gemm(Template):
+    name = TASK_NAME
+    baseline_provider = "cublas"
+
+    def parse_args(self, args: list) -> GemmParams:
+        try:
+            m, n, k = _gemm_shapes(args)
+        except FlopCountError as exc:
+            raise BadArgs(str(exc)) from None
+        for what, arg in (("A", args[0]), ("B", args[1])):
+            if arg[2] != "float32":
+                raise BadArgs(f"{what} dtype {arg[2]!r} is not supported (only float32)")
+        for what, elements in (("A", m * k), ("B", k * n), ("C", m * n)):
+            if elements > MAX_TENSOR_ELEMENTS:
+                raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
+        return GemmParams(m, n, k, list(args))
+
+    def define_space(self, params: GemmParams) -> ConfigSpace:
+        return ConfigSpace([
+            OtherKnob("block_m", [16, 32, 64, 128, 256]),
+            OtherKnob("block_n", [16, 32, 64, 128, 256]),
+            OtherKnob("block_k", [8, 16, 32]),
+            OtherKnob("warp_m", [16, 32, 64, 128]),
+            OtherKnob("warp_n", [16, 32, 64, 128]),
+            OtherKnob("thread_m", [1, 2, 4, 8]),
+            OtherKnob("thread_n", [1, 2, 4, 8]),
+            OtherKnob("warp_lanes_n", [2, 4, 8, 16]),
+            OtherKnob("vector_a", [1, 2, 4]),
+            OtherKnob("vector_b", [1, 2, 4]),
+            OtherKnob("pipeline", list(PIPELINES)),
+            OtherKnob("smem_pad", [0, 4]),
+            OtherKnob("split_k", params.split_k_choices),
+            OtherKnob("unroll_k", [1, 4, 32]),
+        ])
+
+    def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        tiling = gemm_tiling(params, config)
+        reason = tiling.why_not_tiled()
+        if reason:
+            return reason
+        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
+        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
+        return why_launch_fails(tiling.launch(), opted_in)
+
+    def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
+        tiling = gemm_tiling(params, config)
+        out = knob_features(config)
+        del out["pipeline"]  # a string; its parts follow as numbers
+        blocks = math.prod(tiling.grid)
+        covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
+        out.update({
+            "stages": tiling.stages,
+            "cp_async": float(tiling.uses_cp_async),
+            "threads_per_block": tiling.threads,
+            "work_per_thread": tiling.accumulators,
+            "registers_estimate": tiling.registers,
+            "shared_bytes": tiling.shared_bytes,
+            "blocks": blocks,
+            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+            "tile_waste": covered / (params.m * params.n),
+            "k_steps_per_block": tiling.k_per_split / tiling.block_k,
+            # FLOPs per float staged through shared memory, and per float a thread reads from it.
+            "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
+            "thread_intensity": tiling.accumulators / (tiling.iter_m * tiling.thread_m + tiling.iter_n * tiling.thread_n),
+        })
+        return out
+
+    def default_config(self, params: GemmParams, space: ConfigSpace) -> ConfigEntity:
+        """A textbook 64x64x8 tile, 128 threads of 4x8 registers, register prefetch."""
+        entity = [
+            ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
+            ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
+            ["warp_lanes_n", "ot", 4],
+            ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
+            ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    # -- GPU half: engine.kernels.gemm
+    def kernel(self, params: GemmParams, config: ConfigEntity):
+        from ..kernels.gemm import generate
+
+        return generate(gemm_tiling(params, config))
+
+    def make_inputs(self, params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
+        from ..kernels.gemm import make_inputs
+
+        return make_inputs(params, rng)
+
+    def reference(self, params: GemmParams, inputs: list[np.ndarray]) -> np.ndarray:
+        from ..kernels.gemm import reference
+
+        return reference(inputs[0], inputs[1])
+
+    def bytes_moved(self, params: GemmParams) -> int:
+        """A and B read once, C written once: the least traffic any schedule needs."""
+        return FLOAT_BYTES * (params.m * params.k + params.k * params.n + params.m * params.n)

@@ -1,0 +1,129 @@
+"""The tuning loop: propose a batch, measure it, learn, log, repeat.
+
+`tune` resumes from its log file: the configs already measured there for the
+same task and GPU model count against the trial budget, are not measured again,
+and are given to the tuner (`load_history`) to learn from. So re-running a
+killed run with the same arguments finishes it, and re-running a finished one
+measures nothing.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+from .callbacks import Callback, StopTuning, early_stopping as early_stopping_callback, log_to_file
+from .measure import Measurer, to_record
+from .records import Record, is_faster, read_records, target_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .task import Task
+    from .tuners import Tuner
+
+DEFAULT_BATCH_SIZE = 16
+
+
+@dataclass
+class TuneState:
+    """What callbacks see after each batch."""
+
+    task: "Task"
+    tuner: "Tuner"
+    target: str
+    n_trial: int
+    resumed: int = 0          # configs taken from the log file, counted in `trials`
+    trials: int = 0           # configs measured so far, resumed ones included
+    failures: int = 0         # failed measurements of this run
+    best: Record | None = None
+    best_trial: int = 0       # value of `trials` when `best` was found
+    records: list[Record] = field(default_factory=list)  # this run's, in order
+
+    @property
+    def best_gflops(self) -> float | None:
+        if self.best is None:
+            return None
+        return self.task.flops / self.best.mean_cost / 1e9
+
+    def add(self, records: Sequence[Record]) -> None:
+        for record in records:
+            self.trials += 1
+            self.records.append(record)
+            if not record.ok:
+                self.failures += 1
+            if is_faster(record, self.best):
+                self.best, self.best_trial = record, self.trials
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    best: Record | None       # fastest of the log's history and this run
+    trials: int               # measured in this run
+    results: list[Record]     # this run's measurements, in order
+    resumed: int = 0
+    stopped_early: bool = False
+
+
+def tune(
+    task: "Task",
+    tuner: "Tuner",
+    measurer: Measurer,
+    n_trial: int,
+    early_stopping: int | None = None,
+    callbacks: Sequence[Callback] = (),
+    log_file: str | None = None,
+    target: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> TuneResult:
+    """Tune `task` for `n_trial` configs in all (log history included); see the module docstring."""
+    if n_trial < 0 or batch_size < 1:
+        raise ValueError("tune needs n_trial >= 0 and batch_size >= 1")
+    target = target or measurer.device.target
+    state = TuneState(task=task, tuner=tuner, target=target, n_trial=n_trial)
+    if log_file:
+        _resume(state, log_file)
+
+    loop_callbacks: list[Callback] = [log_to_file(log_file)] if log_file else []
+    loop_callbacks += list(callbacks)
+    if early_stopping:
+        loop_callbacks.append(early_stopping_callback(early_stopping))
+
+    stopped = False
+    while state.trials < n_trial and tuner.has_next():
+        configs = tuner.next_batch(min(batch_size, n_trial - state.trials))
+        if not configs:
+            break
+        results = measurer.measure(task, configs)
+        if len(results) != len(configs):
+            raise RuntimeError(f"measurer returned {len(results)} results for {len(configs)} configs")
+        tuner.update(configs, results)
+        state.add([to_record(task, c, r, target) for c, r in zip(configs, results)])
+        try:
+            for callback in loop_callbacks:
+                callback(state, configs, results)
+        except StopTuning:
+            stopped = True
+            break
+    return TuneResult(
+        best=state.best,
+        trials=len(state.records),
+        results=state.records,
+        resumed=state.resumed,
+        stopped_early=stopped,
+    )
+
+
+def _resume(state: TuneState, log_file: str) -> None:
+    """Load this task's earlier measurements on the same GPU model from the log, if it exists."""
+    if not os.path.exists(log_file):
+        return
+    with open(log_file, encoding="utf-8") as stream:
+        model = target_model(state.target)
+        history = [
+            r for r in read_records(stream) if r.workload_key == state.task.workload_key and r.model == model
+        ]
+    state.tuner.load_history(history)
+    for record in history:
+        if is_faster(record, state.best):
+            state.best = record
+    state.resumed = len({r.config_index for r in history})
+    state.trials = state.best_trial = state.resumed

@@ -1,0 +1,26 @@
+"""Tuners by name: `get_tuner("xgb", task, seed=1)`."""
+from __future__ import annotations
+
+from .base import Tuner
+from .ga import GATuner
+from .grid import GridSearchTuner
+from .random import RandomTuner
+from .xgb import XGBTuner
+
+TUNERS: dict[str, type[Tuner]] = {cls.name: cls for cls in (RandomTuner, GridSearchTuner, GATuner, XGBTuner)}
+
+
+class UnknownTuner(ValueError):
+    pass
+
+
+def get_tuner(name: str, task, **options) -> Tuner:
+    """A tuner of `task` by registry name; options go to its constructor (seed, plan_size, ...)."""
+    try:
+        cls = TUNERS[name]
+    except KeyError:
+        raise UnknownTuner(f"unknown tuner {name!r}; valid tuners: {', '.join(sorted(TUNERS))}") from None
+    return cls(task, **options)
+
+
+__all__ = ["TUNERS", "Tuner", "UnknownTuner", "get_tuner", "GATuner", "GridSearchTuner", "RandomTuner", "XGBTuner"]

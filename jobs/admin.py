@@ -1,0 +1,23 @@
+from django.contrib import admin
+
+from .models import Job, JobRun, Worker
+
+
+class JobRunInline(admin.TabularInline):
+    model = JobRun
+    extra = 0
+    fields = ("device", "state", "trials_done", "best_gflops", "worker", "attempts", "started_at", "finished_at")
+    readonly_fields = fields
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "workload", "tuner", "n_trial", "created_at")
+    list_filter = ("tuner",)
+    inlines = [JobRunInline]
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ("name", "queue", "is_replay", "last_heartbeat", "status")
+    list_filter = ("queue", "is_replay")

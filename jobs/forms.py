@@ -1,0 +1,72 @@
+"""The submit form: fields for the browser; the rules themselves are jobs.submission's."""
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from engine.templates import TEMPLATES
+from engine.tuners import TUNERS
+from engine.workloads import PRESETS
+
+from .submission import JobRequest, check_request, online_devices
+
+ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
+
+
+class AnyChoices(forms.MultipleChoiceField):
+    """Choices shown are the GPUs online now; what was posted is judged by check_request,
+    which says which GPU model is missing instead of "not one of the available choices"."""
+
+    def valid_value(self, value) -> bool:
+        return True
+
+
+def preset_choices() -> list:
+    groups: dict[str, list] = {}
+    for preset in PRESETS.values():
+        groups.setdefault(f"{preset.group} ({preset.task_name})", []).append(
+            (preset.name, f"{preset.name}: {preset.description}")
+        )
+    return [("", "— typed args —"), *groups.items()]
+
+
+def gpu_choices() -> list:
+    choices = []
+    for model, workers in sorted(online_devices().items()):
+        idle = sum(1 for w in workers if w.status == "idle")
+        label = str(workers[0].device) + f" — {len(workers)} online, {idle} idle"
+        choices.append((model, label))
+    return choices
+
+
+class JobForm(forms.Form):
+    template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
+    preset = forms.ChoiceField(required=False, label="Workload preset")
+    args = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 70}), help_text=ARGS_HELP)
+    tuner = forms.ChoiceField()
+    n_trial = forms.IntegerField(label="Trial budget", initial=200, help_text="configs measured per GPU")
+    early_stopping = forms.IntegerField(
+        required=False, help_text="stop after this many trials without a faster config (empty: never)"
+    )
+    gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
+        self.fields["preset"].choices = preset_choices()
+        self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
+        self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
+        self.fields["n_trial"].max_value = settings.TUNERWEB_JOB_MAX_TRIALS
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: JobRequest | None = None
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        self.request = check_request(
+            template=data["template"], preset=data.get("preset", ""), args=data.get("args", ""),
+            tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
+            early_stopping=data.get("early_stopping"),
+        )
+        return data

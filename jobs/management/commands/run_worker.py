@@ -1,0 +1,30 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from engine.replay import RecordingError
+from jobs.worker import exec_worker, gpu_config, replay_config
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a tuning worker for one GPU (--gpu N) or, without a GPU, for a replay recording "
+        "(--replay FILE): a Celery worker on the queue named after the GPU model, one job at a time."
+    )
+
+    def add_arguments(self, parser):
+        where = parser.add_mutually_exclusive_group(required=True)
+        where.add_argument("--gpu", type=int, metavar="N", help="CUDA device index")
+        where.add_argument("--replay", metavar="FILE", help="AutoTVM log (.log or .log.gz) to answer from")
+        parser.add_argument(
+            "--pace", type=float, default=0.0, help="replay: seconds each replayed config takes (to watch progress)"
+        )
+        parser.add_argument("--loglevel", default="INFO")
+
+    def handle(self, gpu=None, replay=None, pace=0.0, loglevel="INFO", **options):
+        try:
+            config = replay_config(replay, pace) if replay else gpu_config(gpu)
+        except (OSError, RecordingError) as exc:
+            raise CommandError(str(exc)) from None
+        except ImportError as exc:
+            raise CommandError(f"no GPU support here ({exc}); install it with: pip install -e '.[gpu]'") from None
+        self.stderr.write(f"worker {config.name}: queue {config.queue}")
+        exec_worker(config, loglevel)

@@ -1,0 +1,212 @@
+"""Tuning jobs, their per-GPU runs, and the workers that run them.
+
+A Job is what a person asked for (workload, tuner, budget, GPU models); a JobRun is
+that job on one GPU model, run by one worker at a time. Its records live in the
+records app, in the ImportBatch the run owns, so leaderboards, diffs and downloads
+see them like any imported log.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from engine.records import ErrorNo
+from records.bests import BEST_ORDER, valid_records
+from records.models import Device, ImportBatch, MeasurementRecord, Workload
+
+
+def stale_before():
+    """Heartbeats older than this mean the process that sent them is gone."""
+    return timezone.now() - timedelta(seconds=settings.TUNERWEB_WORKER_STALE_SECONDS)
+
+
+class State(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+
+
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "JobQuerySet":
+        """Staff see every job; others only their own."""
+        if user.is_staff:
+            return self
+        return self.filter(owner=user)
+
+
+class Job(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tuning_jobs")
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="jobs")
+    preset = models.CharField(max_length=32, blank=True, help_text="workload preset name, if one was picked")
+    tuner = models.CharField(max_length=32)
+    n_trial = models.PositiveIntegerField(help_text="trial budget per GPU")
+    early_stopping = models.PositiveIntegerField(
+        null=True, blank=True, help_text="stop after this many trials without a better config"
+    )
+    seed = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"job {self.pk}: {self.workload.task_name} ({self.tuner}, {self.n_trial} trials)"
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:detail", args=[self.pk])
+
+    @property
+    def state(self) -> str:
+        """One state for the whole job from its runs' states."""
+        states = {run.state for run in self.runs.all()}
+        if State.RUNNING in states:
+            return State.RUNNING
+        if State.QUEUED in states:
+            return State.QUEUED
+        if states <= {State.DONE}:
+            return State.DONE
+        if State.FAILED in states:
+            return State.FAILED
+        return State.CANCELLED
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def cancel(self, by) -> int:
+        """Cancel the runs not yet finished; a running one stops after its current batch."""
+        return self.runs.filter(state__in=ACTIVE_STATES).update(
+            state=State.CANCELLED, finished_at=timezone.now(), message=f"cancelled by {by}"
+        )
+
+
+class WorkerQuerySet(models.QuerySet):
+    def online(self) -> "WorkerQuerySet":
+        return self.filter(last_heartbeat__gte=stale_before())
+
+
+class Worker(models.Model):
+    """One worker process serving one GPU (or one replay recording) from one queue."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="queue@host:gpu, stable across restarts")
+    hostname = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    queue = models.SlugField(max_length=64, help_text="Celery queue: the GPU model")
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="workers")
+    gpu_index = models.PositiveSmallIntegerField(null=True, blank=True)
+    is_replay = models.BooleanField(default=False)
+    recording = models.CharField(max_length=255, blank=True, help_text="replay recording file")
+    device_info = models.JSONField(default=dict, blank=True)
+    workloads = models.JSONField(
+        default=list, blank=True, help_text="replay only: [task_name, canonical args] it can answer for"
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    last_heartbeat = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkerQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["queue", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (replay)" if self.is_replay else self.name
+
+    @property
+    def online(self) -> bool:
+        return self.last_heartbeat is not None and self.last_heartbeat >= stale_before()
+
+    @property
+    def current_run(self) -> "JobRun | None":
+        return self.runs.filter(state=State.RUNNING).select_related("job").first()
+
+    @property
+    def status(self) -> str:
+        if not self.online:
+            return "offline"
+        return "busy" if self.current_run else "idle"
+
+    def serves(self, workload: Workload) -> bool:
+        """A GPU serves any workload; a replay device only those in its recording."""
+        if not self.is_replay:
+            return True
+        return [workload.task_name, workload.args_json] in self.workloads
+
+
+class JobRun(models.Model):
+    """A job on one GPU model: the unit a worker claims, runs and reports on."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="job_runs")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    message = models.TextField(blank=True, help_text="why it stopped, or what went wrong")
+    batch = models.OneToOneField(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="job_run",
+        help_text="the records this run measured",
+    )
+    trials_done = models.PositiveIntegerField(default=0)
+    best_record = models.ForeignKey(
+        MeasurementRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    best_cost = models.FloatField(null=True, blank=True, help_text="seconds")
+    best_gflops = models.FloatField(null=True, blank=True)
+    failures = models.JSONField(default=dict, blank=True, help_text="error number -> count")
+    worker = models.ForeignKey(Worker, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    claim_token = models.UUIDField(null=True, blank=True, help_text="changes with every claim")
+    attempts = models.PositiveIntegerField(default=0, help_text="times a worker claimed it")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="last time a message reached the broker")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job_id", "device__model"]
+        constraints = [models.UniqueConstraint(fields=["job", "device"], name="one_run_per_job_and_gpu")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} on {self.device}"
+
+    @property
+    def queue(self) -> str:
+        return self.device.model
+
+    @property
+    def trials_planned(self) -> int:
+        return self.job.n_trial
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def records(self):
+        """This run's measurements, in the order they were stored."""
+        if self.batch_id is None:
+            return MeasurementRecord.objects.none()
+        return MeasurementRecord.objects.filter(batch_id=self.batch_id).order_by("id")
+
+    def best(self) -> MeasurementRecord | None:
+        return valid_records(self.records()).order_by(*BEST_ORDER).select_related("workload", "device").first()
+
+    def failure_counts(self) -> list[tuple[str, int]]:
+        """(error label, count), most frequent first."""
+        rows = [(ErrorNo(int(number)).label, count) for number, count in self.failures.items()]
+        return sorted(rows, key=lambda row: -row[1])
+
+    def convergence(self) -> list[tuple[int, float | None]]:
+        """(trial number, best GFLOPS so far) after each trial."""
+        points, best = [], None
+        for number, gflops in enumerate(self.records().values_list("gflops", flat=True), start=1):
+            if gflops is not None and (best is None or gflops > best):
+                best = gflops
+            points.append((number, best))
+        return points

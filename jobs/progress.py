@@ -1,0 +1,83 @@
+"""A job's progress as plain data: the job page's JSON endpoint and the API both serve it."""
+from __future__ import annotations
+
+from django.urls import reverse
+
+from records.bests import BEST_ORDER, best_config_for, valid_records
+
+from .models import Job, JobRun
+
+TRIAL_ROWS = 50
+
+
+def _time(value):
+    return value.isoformat() if value else None
+
+
+def leaderboard_best_for(run: JobRun):
+    """The record to diff the run's best against: the leaderboard's best of the
+    workload on that GPU, or, when that is the run's own, the best on any other GPU."""
+    best = run.best_record
+    if best is None:
+        return None
+    board = best_config_for(run.job.workload, run.device)
+    if board is not None and board.pk != best.pk:
+        return board
+    return valid_records(run.job.workload.records.exclude(device=run.device)).order_by(*BEST_ORDER).first()
+
+
+def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
+    best = run.best_record
+    rival = leaderboard_best_for(run)
+    trials = list(run.records().order_by("-id")[:trial_rows])
+    first_number = run.trials_done - len(trials) + 1
+    return {
+        "id": run.pk,
+        "gpu": run.device.model,
+        "replay": run.device.is_replay,
+        "state": run.state,
+        "message": run.message,
+        "trials_done": run.trials_done,
+        "trials_planned": run.trials_planned,
+        "best_cost": run.best_cost,
+        "best_gflops": run.best_gflops,
+        "best_record": best.pk if best else None,
+        "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
+        "best_entity": best.entity if best else None,
+        "failures": [{"kind": kind, "count": count} for kind, count in run.failure_counts()],
+        "convergence": run.convergence(),
+        "trials": [
+            {
+                "number": first_number + len(trials) - 1 - i, "record": r.pk, "config_index": r.config_index,
+                "mean_cost": r.mean_cost, "gflops": r.gflops, "error": r.error.label if r.error_no else "",
+            }
+            for i, r in enumerate(trials)
+        ],
+        "worker": str(run.worker) if run.worker else None,
+        "attempts": run.attempts,
+        "started_at": _time(run.started_at),
+        "finished_at": _time(run.finished_at),
+        "diff_url": (
+            reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
+        ),
+        "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
+    }
+
+
+def job_progress(job: Job) -> dict:
+    runs = job.runs.select_related("device", "worker", "best_record", "job__workload")
+    return {
+        "id": job.pk,
+        "state": job.state,
+        "owner": job.owner.username,
+        "task_name": job.workload.task_name,
+        "args": job.workload.args,
+        "workload": job.workload_id,
+        "preset": job.preset,
+        "tuner": job.tuner,
+        "n_trial": job.n_trial,
+        "early_stopping": job.early_stopping,
+        "created_at": _time(job.created_at),
+        "url": job.get_absolute_url(),
+        "runs": [run_progress(run) for run in runs],
+    }

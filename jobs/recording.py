@@ -1,0 +1,107 @@
+"""A run's measurements into the records app, one batch per transaction.
+
+Each batch of engine Records becomes MeasurementRecord rows in the run's own
+ImportBatch (source "tuning job"), with the same fingerprint, device and workload
+helpers the log importer uses, so a job's records and an imported log of the same
+lines are the same rows. The run's progress is updated in the same transaction:
+a crash loses at most the batch in flight, and what is stored is what resumes.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Sequence
+
+from django.db import transaction
+from django.db.models import F
+
+from engine.callbacks import StopTuning
+from engine.records import Record
+from records.importing import Catalog, canonical_line, fingerprint
+from records.models import ImportBatch, MeasurementRecord
+
+from .claims import ClaimLost, held
+from .models import JobRun, State
+
+
+class RunCancelled(StopTuning):
+    """The run was cancelled; the batch just measured is stored, nothing more is measured."""
+
+
+def open_batch(run: JobRun) -> ImportBatch:
+    """The ImportBatch holding the run's records, made on first use."""
+    if run.batch_id is None:
+        run.batch = ImportBatch.objects.create(
+            file_name=f"job-{run.job_id}-{run.device.model}.log",
+            source=ImportBatch.Source.ENGINE,
+            created_by=run.job.owner,
+        )
+        JobRun.objects.filter(pk=run.pk).update(batch=run.batch)
+    return run.batch
+
+
+def stored_records(run: JobRun) -> list[Record]:
+    """What this run measured before, to resume from."""
+    return [row.to_record() for row in run.records().select_related("workload")]
+
+
+def _row(record: Record, batch: ImportBatch, catalog: Catalog) -> MeasurementRecord:
+    workload, _note = catalog.workload(record.task_name, record.args)
+    return MeasurementRecord(
+        device_id=catalog.device_id(record.model),
+        workload=workload,
+        target=record.target,
+        config_index=record.config_index,
+        entity=record.entity,
+        costs=list(record.costs),
+        mean_cost=record.mean_cost,
+        gflops=workload.gflops(record.mean_cost),
+        error_no=int(record.error_no),
+        error_msg=record.error_msg,
+        all_cost=record.all_cost,
+        timestamp=record.timestamp,
+        tvm_version=record.tvm_version,
+        code_hash=record.code_hash,
+        kwargs=record.kwargs,
+        batch=batch,
+        fingerprint=fingerprint(canonical_line(record)),
+    )
+
+
+class RunRecorder:
+    """Tuning-loop callback: store each batch and the run's progress, stop on cancel."""
+
+    def __init__(self, run: JobRun, token: uuid.UUID) -> None:
+        self.run = run
+        self.token = token
+        self.catalog = Catalog()
+
+    def __call__(self, state, configs, results) -> None:
+        self.store(state.records[-len(configs):])
+
+    def store(self, records: Sequence[Record]) -> None:
+        with transaction.atomic():
+            # Locks the row (PostgreSQL) so a takeover cannot interleave with this batch.
+            current = held(self.run.pk, self.token).select_for_update().values_list("state", flat=True).first()
+            if current is None:
+                raise ClaimLost(f"run {self.run.pk} was taken over by another worker")
+            batch = open_batch(self.run)
+            MeasurementRecord.objects.bulk_create([_row(r, batch, self.catalog) for r in records], ignore_conflicts=True)
+            ImportBatch.objects.filter(pk=batch.pk).update(
+                lines=F("lines") + len(records), imported=self.run.records().count()
+            )
+            self._update_progress(records)
+        if current == State.CANCELLED:
+            raise RunCancelled("cancelled")
+
+    def _update_progress(self, records: Sequence[Record]) -> None:
+        failures = Counter({int(k): v for k, v in JobRun.objects.get(pk=self.run.pk).failures.items()})
+        failures.update(int(r.error_no) for r in records if not r.ok)
+        best = self.run.best()
+        held(self.run.pk, self.token).update(
+            trials_done=self.run.records().count(),
+            failures={str(k): v for k, v in sorted(failures.items())},
+            best_record=best,
+            best_cost=best.mean_cost if best else None,
+            best_gflops=best.gflops if best else None,
+        )

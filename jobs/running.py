@@ -1,0 +1,64 @@
+"""One claimed run, tuned: build the task, tuner and measurer, resume from the run's
+stored records, and let engine.tune call back after every batch."""
+from __future__ import annotations
+
+import logging
+import tempfile
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+
+from engine import create_task
+from engine.records import write_records
+from engine.replay import RecordingError, restrict_to_recording
+from engine.templates import BadArgs, UnknownTemplate
+from engine.tune import tune
+from engine.tuners import UnknownTuner, get_tuner
+
+from .claims import ClaimLost, RunHeartbeat, finish
+from .models import JobRun, State
+from .recording import RunRecorder, stored_records
+from .worker import WorkerConfig, measurer_for
+
+log = logging.getLogger(__name__)
+
+# A job that passed submission can still fail here for these reasons, each with a
+# message a person can act on; anything else is a bug, logged with its traceback.
+EXPECTED_ERRORS = (BadArgs, UnknownTemplate, UnknownTuner, RecordingError)
+
+
+def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
+    run = JobRun.objects.select_related("job__workload", "job__owner", "device").get(pk=run_id)
+    job = run.job
+    try:
+        measurer = measurer_for(config)
+        task = create_task(job.workload.task_name, job.workload.args)
+        if config.kind == "replay":
+            task = restrict_to_recording(task, measurer.records)
+        tuner = get_tuner(job.tuner, task, seed=job.seed)
+        with tempfile.TemporaryDirectory() as tmp, RunHeartbeat(run_id, token):
+            history = Path(tmp) / "history.log"
+            with history.open("w", encoding="utf-8") as stream:
+                write_records(stream, stored_records(run))
+            result = tune(
+                task, tuner, measurer, n_trial=job.n_trial, early_stopping=job.early_stopping,
+                callbacks=[RunRecorder(run, token)], log_file=str(history), target=measurer.device.target,
+                batch_size=settings.TUNERWEB_JOB_BATCH_SIZE,
+            )
+    except ClaimLost as exc:
+        return str(exc)
+    except EXPECTED_ERRORS as exc:
+        finish(run_id, token, State.FAILED, str(exc))
+        return f"run {run_id} failed: {exc}"
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        finish(run_id, token, State.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    message = ""
+    if result.stopped_early and job.early_stopping:
+        message = f"stopped early: no faster config in {job.early_stopping} trials"
+    elif not tuner.has_next() and result.trials + result.resumed < job.n_trial:
+        message = "every config of the space was measured"
+    finish(run_id, token, State.DONE, message)
+    return f"run {run_id} finished: {result.trials} trials measured, {result.resumed} resumed"

@@ -1,0 +1,223 @@
+"""Submitting a tuning job: the rules a request must pass, and handing its runs to Celery.
+
+The form and the API both call `check_request` (one set of rules, one set of messages)
+and `submit_job`. Runs are sent to the broker only after the job is committed
+(pretix's TransactionAwareTask), so a worker never looks for a row that is not there.
+A broker that is down is retried once and then reported, never swallowed: the job
+stays queued in the database and `requeue_orphans` sends it when a worker starts or
+beats.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from celery import current_app
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+from kombu.utils.url import maybe_sanitize_url
+
+from engine import create_task
+from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
+from engine.tuners import TUNERS
+from engine.workloads import PRESETS
+from records.importing import Catalog
+from records.models import Device, Workload
+
+from .models import Job, JobRun, State, Worker, stale_before
+
+log = logging.getLogger(__name__)
+
+# Retry a failed publish once, quickly, then tell the person.
+PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.2, "interval_max": 0.5}
+TASK_NAME = "jobs.run_tuning_job"
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A request that passed every rule."""
+
+    task_name: str
+    args: list
+    tuner: str
+    n_trial: int
+    gpus: list[str]
+    preset: str = ""
+    early_stopping: int | None = None
+    seed: int | None = None
+
+
+@dataclass
+class Submission:
+    job: Job
+    queue_errors: list[str] = field(default_factory=list)
+
+
+def online_devices() -> dict[str, list[Worker]]:
+    """GPU model -> online workers serving it."""
+    found: dict[str, list[Worker]] = {}
+    for worker in Worker.objects.online().select_related("device"):
+        found.setdefault(worker.queue, []).append(worker)
+    return found
+
+
+def parse_args_text(text: str) -> list:
+    """Args typed as JSON, as in a log's `input`; ValueError with a readable reason."""
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"args are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(args, list):
+        raise ValueError("args must be a JSON list, as in a log's input, e.g. [[\"TENSOR\", [1, 512, 7, 7], \"float32\"], ...]")
+    return args
+
+
+def check_request(
+    *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None
+) -> JobRequest:
+    """The request as a JobRequest, or ValidationError naming each bad field and why."""
+    errors: dict[str, str] = {}
+    task_name, task_args = _check_workload(template, preset, args, errors)
+    if tuner not in TUNERS:
+        errors["tuner"] = f"unknown tuner {tuner!r}; choose one of {', '.join(sorted(TUNERS))}"
+    limit = settings.TUNERWEB_JOB_MAX_TRIALS
+    if not isinstance(n_trial, int) or not 1 <= n_trial <= limit:
+        errors["n_trial"] = f"the trial budget must be a whole number from 1 to {limit}"
+    if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
+        errors["early_stopping"] = "early stopping must be a positive number of trials, or empty for none"
+    gpu_list = list(gpus or [])
+    if not gpu_list:
+        errors["gpus"] = "choose at least one GPU model"
+    elif "template" not in errors and "args" not in errors and "preset" not in errors:
+        problem = _why_gpus_cannot_run(gpu_list, task_name, task_args)
+        if problem:
+            errors["gpus"] = problem
+    if errors:
+        raise ValidationError(errors)
+    return JobRequest(
+        task_name=task_name, args=task_args, tuner=tuner, n_trial=n_trial, gpus=sorted(set(gpu_list)),
+        preset=preset or "", early_stopping=early_stopping, seed=seed,
+    )
+
+
+def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str, list]:
+    if template not in TEMPLATES:
+        errors["template"] = f"unknown template {template!r}; choose one of {', '.join(sorted(TEMPLATES))}"
+        return template, []
+    if preset:
+        if preset not in PRESETS:
+            errors["preset"] = f"unknown workload preset {preset!r}; known: {', '.join(PRESETS)}"
+            return template, []
+        chosen = PRESETS[preset]
+        if chosen.task_name != template:
+            errors["preset"] = f"preset {preset} is a {chosen.task_name} workload, not {template}"
+            return template, []
+        args = chosen.args
+    if isinstance(args, str):
+        try:
+            args = parse_args_text(args)
+        except ValueError as exc:
+            errors["args"] = str(exc)
+            return template, []
+    if not args:
+        errors["args"] = "pick a workload preset or type the workload's args"
+        return template, []
+    try:
+        create_task(template, args)
+    except UnknownTemplate as exc:
+        errors["template"] = str(exc)
+    except BadArgs as exc:
+        errors["args"] = str(exc)
+    return template, args
+
+
+def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | None:
+    online = online_devices()
+    workload_key = [*Workload.key_of(task_name, args)]
+    for model in gpus:
+        workers = online.get(model)
+        if not workers:
+            known = ", ".join(sorted(online)) or "none"
+            return f"no GPU of model {model!r} is online (online now: {known})"
+        if not any(w.is_replay is False or workload_key in w.workloads for w in workers):
+            return (
+                f"{model} is a replay device: it answers only for the workloads in its recording, "
+                f"and this workload is not one of them"
+            )
+    return None
+
+
+def submit_job(user, request: JobRequest) -> Submission:
+    """Create the job and one run per GPU model; send the runs once committed.
+
+    Inside an outer transaction the runs are sent when it commits, and their
+    queue errors, if any, are only logged.
+    """
+    with transaction.atomic():
+        workload, _note = Catalog().workload(request.task_name, request.args)
+        job = Job.objects.create(
+            owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
+            early_stopping=request.early_stopping, seed=request.seed,
+        )
+        runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
+        submission = Submission(job)
+        transaction.on_commit(lambda: submission.queue_errors.extend(send_runs(runs)))
+    return submission
+
+
+def send_runs(runs: list[JobRun]) -> list[str]:
+    """Send each run to its GPU model's queue; the errors, one message per run that failed."""
+    errors = []
+    for run in runs:
+        try:
+            send_run(run)
+        except QueueUnavailable as exc:
+            log.warning("%s", exc)
+            errors.append(str(exc))
+    return errors
+
+
+class QueueUnavailable(Exception):
+    pass
+
+
+def send_run(run: JobRun) -> None:
+    url = settings.CELERY_BROKER_URL
+    try:
+        with current_app.connection_for_write(url) as connection:
+            current_app.send_task(
+                TASK_NAME, args=(run.pk,), queue=run.queue, connection=connection,
+                retry=True, retry_policy=PUBLISH_RETRY,
+            )
+    except (OperationalError, OSError) as exc:
+        raise QueueUnavailable(
+            f"job {run.job_id} on {run.queue} is saved and queued, but the task queue "
+            f"(Redis at {maybe_sanitize_url(url)}) is unreachable: {exc}. It starts once the "
+            f"queue is back and a {run.queue} worker is running."
+        ) from None
+    JobRun.objects.filter(pk=run.pk).update(enqueued_at=timezone.now())
+
+
+def requeue_orphans(queue: str, worker: Worker | None = None, *, all_queued: bool = False) -> int:
+    """Re-send runs of `queue` that no live worker holds: never sent (broker was down),
+    running under a silent worker, or running under `worker` itself (it restarted).
+    With `all_queued`, every queued run (after a broker restart lost its messages).
+    A duplicate message is harmless: only one claim succeeds."""
+    orphaned = Q(state=State.RUNNING, heartbeat_at__lt=stale_before())
+    orphaned |= Q(state=State.QUEUED) if all_queued else Q(state=State.QUEUED, enqueued_at__isnull=True)
+    if worker is not None:
+        orphaned |= Q(state=State.RUNNING, worker=worker)
+    runs = list(JobRun.objects.filter(orphaned, device__model=queue).select_related("device"))
+    sent = 0
+    for run in runs:
+        try:
+            send_run(run)
+            sent += 1
+        except QueueUnavailable as exc:
+            log.warning("%s", exc)
+    return sent

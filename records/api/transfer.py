@@ -1,0 +1,147 @@
+"""JSON API for moving records in and out: log imports, baseline imports, log exports."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import renderers, serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
+from ..importing import NotALogError, import_log
+from ..models import ImportBatch
+from ..views.transfer import check_upload_size, export_response
+
+
+class LogUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="an AutoTVM JSON-lines log", validators=[check_upload_size])
+
+
+class BaselineUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV, JSON or engine log of baselines", validators=[check_upload_size])
+    format = serializers.ChoiceField(choices=FORMATS, required=False, help_text="default: from the file extension")
+
+
+class ImportResultSerializer(serializers.Serializer):
+    batch = serializers.IntegerField(help_text="id of the import batch")
+    file_name = serializers.CharField()
+    lines = serializers.IntegerField()
+    imported = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    legacy_skipped = serializers.IntegerField(help_text="version 0.1 lines")
+    malformed = serializers.IntegerField()
+    problems = serializers.ListField(child=serializers.DictField(), help_text="[{line, reason}]")
+
+
+class BaselineImportResultSerializer(serializers.Serializer):
+    batch = serializers.IntegerField()
+    file_name = serializers.CharField()
+    rows = serializers.IntegerField()
+    saved = serializers.IntegerField()
+    problems = serializers.ListField(child=serializers.DictField(), help_text="[{line, reason}]")
+
+
+ERROR = inline_serializer("ImportError", {"detail": serializers.CharField()})
+
+
+def _upload_error(errors) -> Response:
+    """The serializer's first complaint as one `detail` line, like the other API errors."""
+    field, messages = next(iter(errors.items()))
+    return Response({"detail": f"{field}: {' '.join(str(m) for m in messages)}"}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class LogImportView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        summary="Import an AutoTVM log",
+        request={"multipart/form-data": LogUploadSerializer},
+        responses={201: ImportResultSerializer, 400: OpenApiResponse(ERROR, description="not a log, or too big")},
+        tags=["imports"],
+    )
+    def post(self, request):
+        upload = LogUploadSerializer(data=request.data)
+        if not upload.is_valid():
+            return _upload_error(upload.errors)
+        file = upload.validated_data["file"]
+        try:
+            result = import_log(file, file.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+        except NotALogError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(ImportResultSerializer(result.as_dict()).data, status=status.HTTP_201_CREATED)
+
+
+class BaselineImportView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        summary="Import baseline times (CSV, JSON or engine log)",
+        request={"multipart/form-data": BaselineUploadSerializer},
+        responses={201: BaselineImportResultSerializer, 400: OpenApiResponse(ERROR, description="unreadable file")},
+        tags=["imports"],
+    )
+    def post(self, request):
+        upload = BaselineUploadSerializer(data=request.data)
+        if not upload.is_valid():
+            return _upload_error(upload.errors)
+        file = upload.validated_data["file"]
+        try:
+            fmt = upload.validated_data.get("format") or detect_format(file.name)
+            result = import_baselines(file, fmt, file_name=file.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+        except BaselineFileError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(BaselineImportResultSerializer(result.as_dict()).data, status=status.HTTP_201_CREATED)
+
+
+class PlainTextRenderer(renderers.BaseRenderer):
+    """Lets clients ask for text/plain; the export responses are already text."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return str(data).encode(self.charset)
+
+
+EXPORT_PARAMETERS = [
+    OpenApiParameter("workload", OpenApiTypes.INT, description="workload id"),
+    OpenApiParameter("device", OpenApiTypes.STR, description="GPU model, as in -model= (e.g. v100)"),
+    OpenApiParameter("batch", OpenApiTypes.INT, description="import batch id"),
+    OpenApiParameter("task", OpenApiTypes.STR, description="task name, e.g. conv2d_nchw.cuda"),
+]
+
+
+class ExportView(APIView):
+    renderer_classes = [PlainTextRenderer, renderers.JSONRenderer]
+    kind: str  # "best" or "records"
+
+    def get(self, request):
+        return export_response(request.query_params, self.kind)
+
+
+class BestExportView(ExportView):
+    kind = "best"
+
+    @extend_schema(
+        summary="Best config per (GPU model, workload) as an AutoTVM log",
+        parameters=EXPORT_PARAMETERS,
+        responses={(200, "text/plain"): OpenApiTypes.STR, (400, "text/plain"): OpenApiTypes.STR, (404, "text/plain"): OpenApiTypes.STR},
+        tags=["exports"],
+    )
+    def get(self, request):
+        return super().get(request)
+
+
+class RecordExportView(ExportView):
+    kind = "records"
+
+    @extend_schema(
+        summary="Every selected record as an AutoTVM log",
+        parameters=EXPORT_PARAMETERS,
+        responses={(200, "text/plain"): OpenApiTypes.STR, (400, "text/plain"): OpenApiTypes.STR, (404, "text/plain"): OpenApiTypes.STR},
+        tags=["exports"],
+    )
+    def get(self, request):
+        return super().get(request)

@@ -1,0 +1,80 @@
+"""Two configs side by side, knob by knob, with their times."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .models import MeasurementRecord
+
+
+def knob_names(*records: MeasurementRecord) -> list[str]:
+    """Every knob any of `records` sets, in definition order (first record's order first)."""
+    names: dict[str, None] = {}
+    for record in records:
+        for name in record.knobs:
+            names.setdefault(name)
+    return list(names)
+
+
+@dataclass(frozen=True)
+class KnobRow:
+    name: str
+    a: Any  # None when record a has no such knob
+    b: Any
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+
+@dataclass
+class ConfigDiff:
+    a: MeasurementRecord
+    b: MeasurementRecord
+    rows: list[KnobRow]
+
+    @property
+    def same_workload(self) -> bool:
+        return self.a.workload_id == self.b.workload_id
+
+    @property
+    def same_device(self) -> bool:
+        return self.a.device_id == self.b.device_id
+
+    @property
+    def differing_rows(self) -> list[KnobRow]:
+        return [row for row in self.rows if row.differs]
+
+    @property
+    def ratio(self) -> float | None:
+        """Time of b over time of a: below 1 means b is faster."""
+        if self.a.mean_cost is None or self.b.mean_cost is None:
+            return None
+        return self.b.mean_cost / self.a.mean_cost
+
+    @property
+    def faster(self) -> str | None:
+        """'a', 'b' or 'same'; None when either failed."""
+        if self.ratio is None:
+            return None
+        if self.ratio < 1:
+            return "b"
+        if self.ratio > 1:
+            return "a"
+        return "same"
+
+    @property
+    def speedup(self) -> float | None:
+        """How many times faster the faster one is (1 when equal)."""
+        if self.ratio is None:
+            return None
+        return max(self.ratio, 1 / self.ratio)
+
+    def shown_rows(self, only_differences: bool) -> list[KnobRow]:
+        return self.differing_rows if only_differences else self.rows
+
+
+def config_diff(a: MeasurementRecord, b: MeasurementRecord) -> ConfigDiff:
+    knobs_a, knobs_b = a.knobs, b.knobs
+    rows = [KnobRow(name, knobs_a.get(name), knobs_b.get(name)) for name in knob_names(a, b)]
+    return ConfigDiff(a=a, b=b, rows=rows)

@@ -1,0 +1,320 @@
+"""Bring an AutoTVM log into the records manager, streaming, in bulk.
+
+`import_log` reads a log line by line (an open file, an UploadedFile, any
+iterable of str or bytes lines), parses it with engine.records.scan_log, creates
+devices and workloads the first time it sees them and inserts records in chunks.
+Re-importing a file, or a log exported from here, adds nothing: a record's
+fingerprint is the sha256 of its canonical line (`format_record` of the parsed
+record), unique in the database, and inserts ignore rows that already exist.
+
+A file that is not a log at all (binary, not UTF-8, or no record among its first
+lines) raises NotALogError before anything is written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from django.db import transaction
+
+from engine.flops import FlopCountError, flop_count
+from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
+
+from .models import Device, ImportBatch, MeasurementRecord, Workload
+
+CHUNK_SIZE = 2000
+MAX_PROBLEMS = 300
+# The first lines a file must show a record among, or it is refused as not a log.
+SNIFF_LINES = 20
+_BIGINT_MAX = 2**63 - 1
+
+
+class NotALogError(ValueError):
+    """The file is not an AutoTVM log at all; nothing was imported."""
+
+
+@dataclass
+class ImportResult:
+    batch: ImportBatch
+    lines: int = 0
+    imported: int = 0
+    duplicates: int = 0
+    legacy_skipped: int = 0
+    malformed: int = 0
+    problems: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "batch": self.batch.pk,
+            "file_name": self.batch.file_name,
+            "lines": self.lines,
+            "imported": self.imported,
+            "duplicates": self.duplicates,
+            "legacy_skipped": self.legacy_skipped,
+            "malformed": self.malformed,
+            "problems": self.problems,
+        }
+
+    def summary(self) -> str:
+        return (
+            f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
+            f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed"
+        )
+
+
+def canonical_line(record: Record) -> str:
+    """The record's line as `format_record` writes it, kwargs keys sorted, since JSON
+    columns (PostgreSQL's jsonb) may hand an object back in another key order."""
+    if record.kwargs:
+        record = dataclasses.replace(record, kwargs=json.loads(canonical_args(record.kwargs)))
+    return format_record(record)
+
+
+def fingerprint(line: str) -> str:
+    """What makes a record unique: the sha256 of its canonical line."""
+    return hashlib.sha256(line.encode()).hexdigest()
+
+
+class Catalog:
+    """Devices and workloads by their natural keys, created on first sight, cached."""
+
+    def __init__(self) -> None:
+        self._devices: dict[str, int] = {}
+        self._workloads: dict[tuple[str, str], Workload] = {}
+        # repr() of parsed JSON is far cheaper than canonical_args and as exact;
+        # it is only a shortcut to the canonical key.
+        self._by_repr: dict[tuple[str, str], Workload] = {}
+
+    def device_id(self, model: str) -> int:
+        if model not in self._devices:
+            self._devices[model] = Device.objects.get_or_create(model=model)[0].pk
+        return self._devices[model]
+
+    def workload(self, task_name: str, args: list) -> tuple[Workload, str | None]:
+        """The workload and, the first time a FLOP count is missing, a note saying why."""
+        quick = (task_name, repr(args))
+        if quick in self._by_repr:
+            return self._by_repr[quick], None
+        key = Workload.key_of(task_name, args)
+        note = None
+        if key not in self._workloads:
+            flops, note = _flops_or_note(task_name, args)
+            workload, created = Workload.objects.get_or_create(task_name=key[0], args_json=key[1], defaults={"flops": flops})
+            self._workloads[key] = workload
+            note = note if created else None
+        self._by_repr[quick] = self._workloads[key]
+        return self._workloads[key], note
+
+
+def _flops_or_note(task_name: str, args: list) -> tuple[int | None, str | None]:
+    try:
+        flops = flop_count(task_name, args)
+    except FlopCountError as exc:
+        return None, f"no FLOP count for {task_name} ({exc}): imported with time only"
+    if flops is None:
+        return None, f"no FLOP counter for task {task_name}: imported with time only"
+    if flops > _BIGINT_MAX:
+        return None, f"FLOP count of {task_name} is too large to store: imported with time only"
+    return flops, None
+
+
+_LIMITS = {
+    "target": MeasurementRecord._meta.get_field("target").max_length,
+    "task name": Workload._meta.get_field("task_name").max_length,
+    "GPU model": Device._meta.get_field("model").max_length,
+    "tvm_version": MeasurementRecord._meta.get_field("tvm_version").max_length,
+    "code_hash": MeasurementRecord._meta.get_field("code_hash").max_length,
+}
+
+
+def storage_problem(record: Record, line: str) -> str | None:
+    """Why a parsed record cannot be stored as it is, or None; `line` is its
+    `format_record` text, where a NUL shows as \\u0000 and a NaN as NaN.
+
+    The parser accepts some things the database refuses (long strings, NUL
+    characters, NaN inside JSON values, indexes beyond 64 bits); catching them
+    here keeps one odd line from failing a whole chunk.
+    """
+    values = {
+        "target": record.target,
+        "task name": record.task_name,
+        "GPU model": record.model,
+        "tvm_version": record.tvm_version,
+        "code_hash": record.code_hash or "",
+    }
+    for what, value in values.items():
+        if not isinstance(value, str):
+            return f"{what} is not a string"
+        if len(value) > _LIMITS[what]:
+            return f"{what} is longer than {_LIMITS[what]} characters"
+    if record.config_index > _BIGINT_MAX:
+        return "config.index is larger than a 64-bit integer"
+    if "\x00" in line or "\\u0000" in line:
+        return "contains a NUL character"
+    if "NaN" in line or "Infinity" in line:
+        try:
+            json.dumps([record.args, record.kwargs, record.entity], allow_nan=False)
+        except ValueError:
+            return "contains NaN or Infinity"
+    return None
+
+
+class _Reader:
+    """Lines as text, with the file's sha256, its line count and the lines that
+    were not UTF-8 (decoded with replacement characters so numbering holds)."""
+
+    def __init__(self, lines: Iterable[str | bytes]) -> None:
+        self._lines = lines
+        self.sha256 = hashlib.sha256()
+        self.count = 0
+        self.undecodable: set[int] = set()
+
+    def __iter__(self) -> Iterator[str]:
+        for self.count, raw in enumerate(self._lines, start=1):
+            if isinstance(raw, str):
+                self.sha256.update(raw.encode("utf-8", "surrogatepass"))
+                text = raw
+            else:
+                self.sha256.update(raw)
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    self.undecodable.add(self.count)
+                    text = raw.decode("utf-8", "replace")
+            if self.count == 1:
+                text = text.removeprefix("\ufeff")
+            if "\x00" in text:
+                self.undecodable.add(self.count)
+            yield text
+
+
+def _sniff(items: Iterator, reader: _Reader, file_name: str) -> list:
+    """The first parsed items; NotALogError when none of them is a record."""
+    head = list(itertools.islice(items, SNIFF_LINES))
+    if not head or any(isinstance(item, (Record, LegacyLineError)) for _, item in head):
+        return head
+    lineno, error = head[0]
+    if reader.undecodable:
+        raise NotALogError(f"{file_name} is not a text log: line {min(reader.undecodable)} is binary or not UTF-8")
+    raise NotALogError(
+        f"{file_name} is not an AutoTVM log: none of its first {len(head)} lines is a record "
+        f"(line {lineno}: {error})"
+    )
+
+
+class _Importer:
+    def __init__(self, batch: ImportBatch, reader: _Reader) -> None:
+        self.batch = batch
+        self.reader = reader
+        self.catalog = Catalog()
+        self.pending: dict[str, tuple[int, Record]] = {}  # fingerprint: (line number, record)
+        self.valid = 0
+        self.legacy = 0
+        self.malformed = 0
+        self.problems: list[dict] = []
+
+    def note(self, lineno: int, reason: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"line": lineno, "reason": reason})
+
+    def take(self, lineno: int, item: Record | LogLineError) -> None:
+        if lineno in self.reader.undecodable:
+            self.malformed += 1
+            self.note(lineno, "binary data or not UTF-8 text")
+            return
+        if isinstance(item, LegacyLineError):
+            self.legacy += 1
+            return
+        if isinstance(item, LogLineError):
+            self.malformed += 1
+            self.note(lineno, str(item))
+            return
+        line = canonical_line(item)
+        problem = storage_problem(item, line)
+        if problem:
+            self.malformed += 1
+            self.note(lineno, problem)
+            return
+        self.valid += 1
+        self.pending.setdefault(fingerprint(line), (lineno, item))
+        if len(self.pending) >= CHUNK_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        # Rows for records not stored yet only; ignore_conflicts covers an import
+        # of the same lines running at the same time.
+        stored = set(
+            MeasurementRecord.objects.filter(fingerprint__in=list(self.pending)).values_list("fingerprint", flat=True)
+        )
+        rows = [self.row(key, lineno, item) for key, (lineno, item) in self.pending.items() if key not in stored]
+        MeasurementRecord.objects.bulk_create(rows, ignore_conflicts=True)
+        self.pending.clear()
+
+    def row(self, key: str, lineno: int, item: Record) -> MeasurementRecord:
+        workload, flops_note = self.catalog.workload(item.task_name, item.args)
+        if flops_note:
+            self.note(lineno, flops_note)
+        return MeasurementRecord(
+            device_id=self.catalog.device_id(item.model),
+            workload=workload,
+            target=item.target,
+            config_index=item.config_index,
+            entity=item.entity,
+            costs=list(item.costs),
+            mean_cost=item.mean_cost,
+            gflops=workload.gflops(item.mean_cost),
+            error_no=int(item.error_no),
+            error_msg=item.error_msg,
+            all_cost=item.all_cost,
+            timestamp=item.timestamp,
+            tvm_version=item.tvm_version,
+            code_hash=item.code_hash,
+            kwargs=item.kwargs,
+            batch=self.batch,
+            fingerprint=key,
+        )
+
+
+def _batch_file_name(file_name: str) -> str:
+    limit = ImportBatch._meta.get_field("file_name").max_length
+    return file_name if len(file_name) <= limit else "…" + file_name[-(limit - 1):]
+
+
+def import_log(
+    lines: Iterable[str | bytes],
+    file_name: str,
+    user=None,
+    source: str = ImportBatch.Source.COMMAND,
+) -> ImportResult:
+    """Import one log; see the module docstring. Raises NotALogError, changing nothing,
+    for a file that is not a log."""
+    reader = _Reader(lines)
+    items = scan_log(reader)
+    head = _sniff(items, reader, file_name)
+    with transaction.atomic():
+        batch = ImportBatch.objects.create(
+            file_name=_batch_file_name(file_name), source=source, created_by=user if user and user.is_authenticated else None
+        )
+        importer = _Importer(batch, reader)
+        for lineno, item in itertools.chain(head, items):
+            importer.take(lineno, item)
+        importer.flush()
+        imported = batch.records.count()
+        result = ImportResult(
+            batch=batch,
+            lines=reader.count,
+            imported=imported,
+            duplicates=importer.valid - imported,
+            legacy_skipped=importer.legacy,
+            malformed=importer.malformed,
+            problems=sorted(importer.problems, key=lambda problem: problem["line"]),
+        )
+        batch.sha256 = reader.sha256.hexdigest()
+        for name in ("lines", "imported", "duplicates", "legacy_skipped", "malformed", "problems"):
+            setattr(batch, name, getattr(result, name))
+        batch.save()
+    return result

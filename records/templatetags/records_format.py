@@ -1,0 +1,41 @@
+"""How numbers read on every page and in every CSV: times in µs, GFLOPS to one decimal."""
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+EMPTY = "—"
+
+
+@register.filter
+def usec(seconds: float | None) -> str:
+    """Seconds shown as microseconds, two decimals."""
+    if seconds is None:
+        return EMPTY
+    return f"{seconds * 1e6:.2f}"
+
+
+@register.filter
+def gflops(value: float | None) -> str:
+    if value is None:
+        return EMPTY
+    return f"{value:.1f}"
+
+
+@register.filter
+def ratio(value: float | None) -> str:
+    """A speedup or time ratio, e.g. `1.84×`."""
+    if value is None:
+        return EMPTY
+    return f"{value:.2f}×"
+
+
+@register.filter
+def knob(value) -> str:
+    """A knob value as the log writes it: `[-1, 2, 8, 1]`, `1500`; missing is —."""
+    if value is None:
+        return EMPTY
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)

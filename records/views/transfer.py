@@ -1,0 +1,98 @@
+"""Pages that move records in and out: log upload, baseline upload, log downloads."""
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
+from django.views.decorators.http import require_GET
+
+from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
+from ..exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
+from ..importing import NotALogError, import_log
+from ..models import Baseline, ImportBatch
+from ..permissions import public_read
+
+
+def check_upload_size(upload) -> None:
+    limit = settings.TUNERWEB_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        raise forms.ValidationError(
+            f"The file is {filesizeformat(upload.size)}; the largest accepted is {filesizeformat(limit)}."
+        )
+
+
+class LogUploadForm(forms.Form):
+    file = forms.FileField(label="AutoTVM log", validators=[check_upload_size])
+
+
+class BaselineUploadForm(forms.Form):
+    file = forms.FileField(label="Baseline file", validators=[check_upload_size])
+    format = forms.ChoiceField(
+        choices=[("", "from the file name (.csv, .json, .log)")] + [(f, f) for f in FORMATS], required=False
+    )
+
+
+@login_required
+def upload(request):
+    form = LogUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            result = import_log(upload, upload.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+        except NotALogError as exc:
+            form.add_error("file", str(exc))
+        else:
+            messages.success(request, f"{upload.name}: {result.summary()}.")
+            return redirect("records:batch_detail", pk=result.batch.pk)
+    status = 400 if form.errors else 200
+    return render(request, "records/upload.html", {"form": form, "max_bytes": settings.TUNERWEB_MAX_UPLOAD_BYTES}, status=status)
+
+
+@login_required
+def baseline_upload(request):
+    form = BaselineUploadForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            fmt = form.cleaned_data["format"] or detect_format(upload.name)
+            result = import_baselines(upload, fmt, file_name=upload.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+        except BaselineFileError as exc:
+            form.add_error("file", str(exc))
+    context = {
+        "form": form,
+        "result": result,
+        "providers": Baseline.Provider.choices,
+        "max_bytes": settings.TUNERWEB_MAX_UPLOAD_BYTES,
+    }
+    return render(request, "records/baseline_upload.html", context, status=400 if form.errors else 200)
+
+
+def export_response(params, kind: str) -> HttpResponse:
+    """A streamed log download of the records `params` select, or a plain-text error."""
+    try:
+        selection = ExportFilter.from_params(params)
+    except UnknownFilterTarget as exc:
+        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+    except ExportFilterError as exc:
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+    lines = best_lines(selection) if kind == "best" else record_lines(selection)
+    response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{selection.file_name(kind)}"'
+    return response
+
+
+@require_GET
+@public_read
+def download_best(request):
+    return export_response(request.GET, "best")
+
+
+@require_GET
+@public_read
+def download_records(request):
+    return export_response(request.GET, "records")

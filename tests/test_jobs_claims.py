@@ -1,0 +1,114 @@
+"""A run is claimed by one worker at a time, resumes from its stored records, and
+keeps its cancel; the tuning glue runs here in-process, without Celery."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs.claims import claim, finish
+from jobs.models import JobRun, State, Worker
+from jobs.running import run_claimed
+from jobs.submission import check_request, submit_job
+from jobs.worker import WorkerConfig, register, replay_config
+from jobs_fixtures import REPLAY_QUEUE, recording_path  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def config(recording_path) -> WorkerConfig:
+    return replay_config(recording_path)
+
+
+@pytest.fixture
+def worker(config) -> Worker:
+    return register(config)
+
+
+@pytest.fixture
+def other_worker(worker) -> Worker:
+    return Worker.objects.create(name="other@host:replay", hostname="host", queue=worker.queue, device=worker.device,
+                                 is_replay=True, last_heartbeat=timezone.now())
+
+
+@pytest.fixture
+def run(alice, worker) -> JobRun:
+    request = check_request(template="conv2d_nchw.cuda", preset="C12", tuner="random", n_trial=8, gpus=[REPLAY_QUEUE])
+    return submit_job(alice, request).job.runs.get()
+
+
+def test_a_run_is_claimed_once(run, worker, other_worker):
+    assert claim(run.pk, worker) is not None
+    assert claim(run.pk, other_worker) is None
+    run.refresh_from_db()
+    assert (run.state, run.worker, run.attempts) == (State.RUNNING, worker, 1)
+
+
+def test_a_run_whose_worker_went_silent_is_taken_over(run, worker, other_worker):
+    first = claim(run.pk, worker)
+    JobRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+
+    second = claim(run.pk, other_worker)
+
+    assert second not in (None, first)
+    assert not finish(run.pk, first, State.DONE), "the old claim no longer writes"
+    run.refresh_from_db()
+    assert (run.worker, run.attempts, run.state) == (other_worker, 2, State.RUNNING)
+
+
+def test_a_worker_that_restarted_takes_back_its_own_run_at_once(run, worker, other_worker):
+    claim(run.pk, worker)
+    assert claim(run.pk, other_worker) is None
+    assert claim(run.pk, worker) is not None
+
+
+def test_a_finished_run_is_never_claimed_again(run, worker):
+    token = claim(run.pk, worker)
+    assert finish(run.pk, token, State.DONE)
+    assert claim(run.pk, worker) is None
+
+
+def test_finishing_keeps_a_cancel(run, worker):
+    token = claim(run.pk, worker)
+    run.job.cancel(by="alice")
+
+    assert not finish(run.pk, token, State.DONE)
+    run.refresh_from_db()
+    assert run.state == State.CANCELLED
+
+
+def test_a_run_resumes_from_its_stored_records_without_measuring_them_again(run, worker, config):
+    run_claimed(run.pk, claim(run.pk, worker), config)
+    first = set(JobRun.objects.get(pk=run.pk).records().values_list("config_index", flat=True))
+    assert len(first) == 8
+    run.job.n_trial = 20
+    run.job.save()
+    JobRun.objects.filter(pk=run.pk).update(state=State.QUEUED)
+
+    run_claimed(run.pk, claim(run.pk, worker), config)
+
+    run.refresh_from_db()
+    indexes = list(run.records().values_list("config_index", flat=True))
+    assert (run.state, run.trials_done, len(indexes), len(set(indexes))) == (State.DONE, 20, 20, 20)
+    assert first <= set(indexes)
+
+
+def test_a_cancelled_run_stores_the_batch_in_flight_and_stops(run, worker, config, monkeypatch, settings):
+    from jobs import recording
+
+    settings.TUNERWEB_JOB_BATCH_SIZE = 8
+    store = recording.RunRecorder.store
+
+    def cancel_during_first_batch(self, records):
+        run.job.cancel(by="alice")
+        store(self, records)
+
+    monkeypatch.setattr(recording.RunRecorder, "store", cancel_during_first_batch)
+    run.job.n_trial = 40
+    run.job.save()
+
+    run_claimed(run.pk, claim(run.pk, worker), config)
+
+    run.refresh_from_db()
+    assert run.state == State.CANCELLED
+    assert run.trials_done == run.records().count() == 8  # one batch

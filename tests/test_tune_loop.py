@@ -1,0 +1,103 @@
+"""The tuning loop: budget, logging through engine.records, resume after a kill, early stopping."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import engine
+from engine.callbacks import StopTuning, progress_printer
+from engine.records import read_records
+from engine.tuners import get_tuner
+
+from synthetic_fixtures import CountingReplayMeasurer, c12_recording, replayed_c12
+
+
+def run(log_file, n_trial, name="xgb", seed=0, callbacks=(), measurer=None, **options):
+    task, replay = replayed_c12()
+    measurer = measurer or replay
+    return engine.tune(task, get_tuner(name, task, seed=seed), measurer, n_trial,
+                       callbacks=callbacks, log_file=str(log_file), **options)
+
+
+def test_every_measurement_is_logged_and_reads_back_the_same(tmp_path):
+    log = tmp_path / "tune.log"
+    result = run(log, 40, name="random")
+    with open(log, encoding="utf-8") as stream:
+        logged = read_records(stream)
+    assert [(r.config_index, r.costs, r.error_no, r.entity) for r in logged] == [
+        (r.config_index, r.costs, r.error_no, r.entity) for r in result.results
+    ]
+    assert all(r.target == "cuda -model=synthetic-h200" for r in logged)
+    assert result.best == min((r for r in logged if r.ok), key=lambda r: r.mean_cost)
+
+
+def test_a_rerun_after_a_kill_measures_only_the_configs_not_in_the_log(tmp_path):
+    log = tmp_path / "tune.log"
+
+    def killed_after_three_batches(state, configs, results):
+        if state.trials >= 48:
+            raise KeyboardInterrupt  # the process dies; the log holds what was measured
+
+    with pytest.raises(KeyboardInterrupt):
+        run(log, 100, callbacks=[killed_after_three_batches])
+    with open(log, encoding="utf-8") as stream:
+        first = [r.config_index for r in read_records(stream)]
+    assert len(first) == 48
+
+    counting = CountingReplayMeasurer(c12_recording())
+    result = run(log, 100, measurer=counting)
+    assert len(counting.measured) == 52
+    assert not set(counting.measured) & set(first)
+    assert (result.trials, result.resumed) == (52, 48)
+    with open(log, encoding="utf-8") as stream:
+        assert len({r.config_index for r in read_records(stream)}) == 100
+
+
+def test_rerunning_a_finished_run_measures_nothing(tmp_path):
+    log = tmp_path / "tune.log"
+    first = run(log, 30, name="ga")
+    counting = CountingReplayMeasurer(c12_recording())
+    again = run(log, 30, name="ga", measurer=counting)
+    assert counting.measured == []
+    assert again.best == first.best and again.trials == 0
+
+
+def test_resume_ignores_records_of_another_gpu(tmp_path):
+    log = tmp_path / "tune.log"
+    run(log, 20, name="random")
+    text = log.read_text().replace("-model=synthetic-h200", "-model=v100")
+    log.write_text(text)
+    counting = CountingReplayMeasurer(c12_recording())
+    result = run(log, 20, name="random", measurer=counting)
+    assert (result.resumed, len(counting.measured)) == (0, 20)
+
+
+def test_early_stopping_ends_the_run_after_that_many_trials_without_improvement(tmp_path):
+    seen = []
+    result = run(tmp_path / "tune.log", 1500, name="grid", early_stopping=50, batch_size=10,
+                 callbacks=[lambda state, c, r: seen.append((state.trials, state.best_trial))])
+    assert result.stopped_early
+    trials, best_trial = seen[-1]
+    assert trials < 1500 and 50 <= trials - best_trial < 60
+
+
+def test_a_callback_can_stop_the_run_and_sees_the_state(tmp_path):
+    out = io.StringIO()
+
+    def stop_at_32(state, configs, results):
+        assert len(configs) == len(results) == 16
+        if state.trials >= 32:
+            raise StopTuning("enough")
+
+    result = run(tmp_path / "tune.log", 200, name="random", callbacks=[progress_printer(out), stop_at_32])
+    assert result.trials == 32 and result.stopped_early
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[conv2d_nchw.cuda] trials 16/200  best ") and "GFLOPS" in lines[0]
+    assert lines[1].startswith("[conv2d_nchw.cuda] trials 32/200")
+
+
+def test_tune_refuses_a_negative_budget():
+    task, measurer = replayed_c12()
+    with pytest.raises(ValueError, match="n_trial >= 0"):
+        engine.tune(task, get_tuner("random", task), measurer, -1)

@@ -1,0 +1,169 @@
+"""Contract tests every registered tuner passes, against a replayed synthetic recording
+(Kernel Tuner's way: no GPU needed), then the XGBoost tuner's own promises."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine.callbacks import StopTuning
+from engine.measure import DeviceInfo
+from engine.records import ErrorNo, read_records
+from engine.replay import ReplayMeasurer, restrict_to_recording
+from engine.synthetic import MODEL, synthetic_recording
+from engine.tuners import TUNERS, UnknownTuner, get_tuner
+from engine.tuners.sa import SimulatedAnnealingOptimizer
+from engine.tuners.xgb import diverse_pick
+from engine.workloads import get_preset
+
+from synthetic_fixtures import c12_recording, c12_task, replayed_c12
+
+ALL_TUNERS = sorted(TUNERS)
+
+
+def measured_indexes(name, n_trial, seed=0, batch_size=16):
+    task, measurer = replayed_c12()
+    result = engine.tune(task, get_tuner(name, task, seed=seed), measurer, n_trial, batch_size=batch_size)
+    return [record.config_index for record in result.results]
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_it_proposes_only_valid_configs_it_never_proposed_before(name):
+    task, measurer = replayed_c12()
+    tuner = get_tuner(name, task, seed=3)
+    seen = set()
+    for _ in range(6):
+        batch = tuner.next_batch(16)
+        assert len(batch) == 16
+        assert all(task.config_space.is_valid(config) for config in batch)
+        indexes = {config.index for config in batch}
+        assert len(indexes) == 16 and not indexes & seen
+        seen |= indexes
+        tuner.update(batch, measurer.measure(task, batch))
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_it_measures_exactly_the_trial_budget(name):
+    indexes = measured_indexes(name, 70, batch_size=16)
+    assert len(indexes) == 70
+    assert len(set(indexes)) == 70
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_the_same_seed_gives_the_same_run(name):
+    assert measured_indexes(name, 100, seed=7) == measured_indexes(name, 100, seed=7)
+
+
+@pytest.mark.parametrize("name", ["random", "ga", "xgb"])
+def test_different_seeds_give_different_runs(name):
+    assert measured_indexes(name, 40, seed=1) != measured_indexes(name, 40, seed=2)
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_it_keeps_tuning_when_every_measurement_fails(name):
+    task = replayed_c12()[0]
+    nothing_recorded = ReplayMeasurer([], device=DeviceInfo(model=MODEL, is_replay=True))
+    result = engine.tune(task, get_tuner(name, task, seed=0), nothing_recorded, 150, batch_size=32)
+    assert result.trials == 150
+    assert result.best is None
+    assert {record.error_no for record in result.results} == {ErrorNo.UNKNOWN_ERROR}
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_it_stops_when_the_space_runs_out(name):
+    task, measurer = replayed_c12()
+    small = restrict_to_recording(task, c12_recording()[:40])
+    tuner = get_tuner(name, small, seed=0)
+    result = engine.tune(small, tuner, measurer, 100, batch_size=16)
+    assert sorted(r.config_index for r in result.results) == sorted(small.config_space.iter_indexes())
+    assert not tuner.has_next()
+    assert tuner.next_batch(8) == []
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_load_history_marks_configs_measured_and_skips_other_workloads(name):
+    task, _ = replayed_c12()
+    history = list(c12_recording()[:100])
+    other = synthetic_recording(engine.create_task("conv2d_nchw.cuda", get_preset("C9").args), 20, seed=1)
+    tuner = get_tuner(name, task, seed=0)
+    assert tuner.load_history(history + other) == 100
+    proposed = {c.index for _ in range(5) for c in tuner.next_batch(20)}
+    assert not proposed & {r.config_index for r in history}
+
+
+def test_an_unknown_tuner_is_refused_with_the_valid_names():
+    with pytest.raises(UnknownTuner, match="unknown tuner 'anneal'; valid tuners: ga, grid, random, xgb"):
+        get_tuner("anneal", c12_task())
+
+
+# -- the XGBoost tuner -----------------------------------------------------------------
+def trials_to_reach(name, seed, share=0.95, budget=600):
+    """Trials a tuner needs to measure a config within `share` of the recording's best."""
+    task, measurer = replayed_c12()
+    target = min(r.mean_cost for r in c12_recording() if r.ok) / share
+
+    def stop_at_target(state, configs, results):
+        if state.best is not None and state.best.mean_cost <= target:
+            raise StopTuning("reached")
+
+    result = engine.tune(task, get_tuner(name, task, seed=seed), measurer, budget, callbacks=[stop_at_target])
+    reached = result.best is not None and result.best.mean_cost <= target
+    return result.trials if reached else budget + 1
+
+
+def test_xgb_reaches_95_percent_of_the_best_in_far_fewer_trials_than_random():
+    seeds = range(7)
+    xgb = np.median([trials_to_reach("xgb", seed) for seed in seeds])
+    random = np.median([trials_to_reach("random", seed) for seed in seeds])
+    assert xgb * 2 <= random, (xgb, random)
+
+
+def synthetic_gflops(task, configs, records):
+    by_index = {r.config_index: r for r in records}
+    return [task.flops / by_index[c.index].mean_cost / 1e9 if by_index[c.index].ok else 0.0 for c in configs]
+
+
+def test_transfer_from_another_workload_makes_the_first_plan_better_than_random():
+    task, _ = replayed_c12()
+    c9 = engine.create_task("conv2d_nchw.cuda", get_preset("C9").args)
+    earlier = synthetic_recording(c9, 600, seed=5)
+    warm = get_tuner("xgb", task, seed=0, transfer_from=earlier).next_batch(32)
+    cold = get_tuner("random", task, seed=0).next_batch(32)
+    warm_score = np.median(synthetic_gflops(task, warm, c12_recording()))
+    cold_score = np.median(synthetic_gflops(task, cold, c12_recording()))
+    assert warm_score > 2 * cold_score, (warm_score, cold_score)
+
+
+def test_transfer_from_real_tophub_records_skips_what_it_cannot_rebuild(tophub_log):
+    with open(tophub_log, encoding="utf-8") as stream:
+        tophub = read_records(stream)  # five GPUs, conv2d, depthwise and winograd (no template here)
+    tuner = get_tuner("xgb", replayed_c12()[0], seed=0)
+    assert tuner.transfer(tophub) is True
+    assert len(tuner.next_batch(16)) == 16
+
+
+def test_simulated_annealing_finds_configs_the_model_scores_best_in_a_full_space():
+    task = c12_task()
+    assert len(task.config_space) > 800_000  # too big to score whole: the chains must walk
+
+    def score(configs):
+        features = [task.features(c) for c in configs]
+        return np.array([-abs(np.log2(f["threads_per_block"]) - 8) - abs(np.log2(f["work_per_thread"]) - 4)
+                         for f in features])
+
+    rng = np.random.default_rng(0)
+    optimizer = SimulatedAnnealingOptimizer(task.config_space, rng, n_iter=200, parallel_size=64)
+    found = optimizer.find_maximums(score, 10, exclude=set())
+    sampled = task.config_space.sample(rng, len(found) * 64 * 10)
+    assert len({c.index for c in found}) == 10
+    assert np.median(score(found)) >= np.percentile(score(sampled), 99)
+
+
+def test_the_diversity_filter_prefers_new_knob_values_over_near_duplicates():
+    task = c12_task()
+    start = task.default_config()
+    near = [start] + [task.config_space.neighbour(start, np.random.default_rng(i)) for i in range(5)]
+    far = task.config_space.sample(np.random.default_rng(9), 5)
+    picked = diverse_pick(near + far, 4)
+    assert picked[0] == start
+    assert sum(c in far for c in picked) >= 2
