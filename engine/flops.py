@@ -13,7 +13,7 @@ class FlopCountError(ValueError):
     """Args that do not describe the task they claim to (wrong arity, bad shapes)."""
 
 
-def _tensor_shape(arg, what: str) -> list[int]:
+def tensor_shape(arg, what: str) -> list[int]:
     if not (isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR" and isinstance(arg[1], list)):
         raise FlopCountError(f"{what} is not a [\"TENSOR\", shape, dtype] argument")
     shape = arg[1]
@@ -22,7 +22,7 @@ def _tensor_shape(arg, what: str) -> list[int]:
     return shape
 
 
-def _pair(value, what: str) -> tuple[int, int]:
+def as_pair(value, what: str) -> tuple[int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         return value, value
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
@@ -30,7 +30,7 @@ def _pair(value, what: str) -> tuple[int, int]:
     raise FlopCountError(f"{what} {value!r} is not an integer or a pair")
 
 
-def _padding(value) -> tuple[int, int, int, int]:
+def as_padding(value) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from TVM's 1-, 2- or 4-element padding."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value, value, value, value
@@ -49,13 +49,13 @@ def conv2d_output_size(size: int, kernel: int, stride: int, pad_before: int, pad
 def _conv2d_nchw(args: list) -> int:
     if len(args) < 5:
         raise FlopCountError("conv2d args are [data, kernel, strides, padding, dilation, out_dtype]")
-    n, ci, h, w = _4d(_tensor_shape(args[0], "data"), "data")
-    co, kci, kh, kw = _4d(_tensor_shape(args[1], "kernel"), "kernel")
+    n, ci, h, w = _4d(tensor_shape(args[0], "data"), "data")
+    co, kci, kh, kw = _4d(tensor_shape(args[1], "kernel"), "kernel")
     if kci != ci:
         raise FlopCountError(f"kernel has {kci} input channels, data has {ci}")
-    sh, sw = _pair(args[2], "strides")
-    top, left, bottom, right = _padding(args[3])
-    dh, dw = _pair(args[4], "dilation")
+    sh, sw = as_pair(args[2], "strides")
+    top, left, bottom, right = as_padding(args[3])
+    dh, dw = as_pair(args[4], "dilation")
     oh = conv2d_output_size(h, kh, sh, top, bottom, dh)
     ow = conv2d_output_size(w, kw, sw, left, right, dw)
     if oh <= 0 or ow <= 0:
@@ -66,13 +66,13 @@ def _conv2d_nchw(args: list) -> int:
 def _depthwise_conv2d_nchw(args: list) -> int:
     if len(args) < 5:
         raise FlopCountError("depthwise args are [data, kernel, strides, padding, dilation, out_dtype]")
-    n, c, h, w = _4d(_tensor_shape(args[0], "data"), "data")
-    kc, multiplier, kh, kw = _4d(_tensor_shape(args[1], "kernel"), "kernel")
+    n, c, h, w = _4d(tensor_shape(args[0], "data"), "data")
+    kc, multiplier, kh, kw = _4d(tensor_shape(args[1], "kernel"), "kernel")
     if kc != c:
         raise FlopCountError(f"kernel has {kc} channels, data has {c}")
-    sh, sw = _pair(args[2], "strides")
-    top, left, bottom, right = _padding(args[3])
-    dh, dw = _pair(args[4], "dilation")
+    sh, sw = as_pair(args[2], "strides")
+    top, left, bottom, right = as_padding(args[3])
+    dh, dw = as_pair(args[4], "dilation")
     oh = conv2d_output_size(h, kh, sh, top, bottom, dh)
     ow = conv2d_output_size(w, kw, sw, left, right, dw)
     if oh <= 0 or ow <= 0:
@@ -83,8 +83,8 @@ def _depthwise_conv2d_nchw(args: list) -> int:
 def _conv2d_transpose_nchw(args: list) -> int:
     if len(args) < 3:
         raise FlopCountError("conv2d_transpose args are [data, kernel, strides, padding, out_dtype]")
-    n, ci, h, w = _4d(_tensor_shape(args[0], "data"), "data")
-    kci, co, kh, kw = _4d(_tensor_shape(args[1], "kernel"), "kernel")
+    n, ci, h, w = _4d(tensor_shape(args[0], "data"), "data")
+    kci, co, kh, kw = _4d(tensor_shape(args[1], "kernel"), "kernel")
     if kci != ci:
         raise FlopCountError(f"kernel has {kci} input channels, data has {ci}")
     # Every input element scatters a KH x KW x CO patch; padding only crops the result.
@@ -94,8 +94,8 @@ def _conv2d_transpose_nchw(args: list) -> int:
 def _batch_matmul(args: list) -> int:
     if len(args) < 2:
         raise FlopCountError("batch_matmul args are [x, y, ...]")
-    b, m, k = _3d(_tensor_shape(args[0], "x"), "x")
-    yb, n, yk = _3d(_tensor_shape(args[1], "y"), "y")
+    b, m, k = _3d(tensor_shape(args[0], "x"), "x")
+    yb, n, yk = _3d(tensor_shape(args[1], "y"), "y")
     if yk != k or yb not in (b, 1):
         raise FlopCountError(f"x {[b, m, k]} and y {[yb, n, yk]} do not multiply (y is [batch, N, K])")
     return 2 * b * m * n * k
@@ -104,8 +104,8 @@ def _batch_matmul(args: list) -> int:
 def _dense(args: list) -> int:
     if len(args) < 2:
         raise FlopCountError("dense args are [data, weight, ...]")
-    data = _tensor_shape(args[0], "data")
-    weight = _tensor_shape(args[1], "weight")
+    data = tensor_shape(args[0], "data")
+    weight = tensor_shape(args[1], "weight")
     if len(data) != 2 or len(weight) != 2 or data[1] != weight[1]:
         raise FlopCountError(f"data {data} and weight {weight} are not [M, K] and [N, K]")
     return 2 * data[0] * weight[0] * data[1]
@@ -116,8 +116,8 @@ def _conv2d_no_batching(args: list) -> int:
     if len(args) != 9:
         raise FlopCountError("conv2d_no_batching args are (N, H, W, CO, CI, KH, KW, stride, padding)")
     n, h, w, co, ci, kh, kw = args[:7]
-    sh, sw = _pair(args[7], "stride")
-    ph, pw = _pair(args[8], "padding")
+    sh, sw = as_pair(args[7], "stride")
+    ph, pw = as_pair(args[8], "padding")
     ints = [n, h, w, co, ci, kh, kw]
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in ints):
         raise FlopCountError("N, H, W, CO, CI, KH, KW must be positive integers")

@@ -91,17 +91,10 @@ def make_target(model: str) -> str:
     return f"cuda -model={model}"
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
 def canonical_args(args: Iterable) -> str:
-    """One spelling of a workload's args, so equal workloads compare equal as text."""
-    return json.dumps(_jsonable(args), separators=(",", ":"), sort_keys=True)
+    """One spelling of a workload's args, so equal workloads compare equal as text
+    (json writes tuples as lists, so a tuple and a list spell the same)."""
+    return json.dumps(args, separators=(",", ":"), sort_keys=True)
 
 
 def _require(condition: bool, reason: str) -> None:
@@ -116,10 +109,8 @@ def _is_number(value: Any) -> bool:
 def _check_entity(entity: Any) -> list:
     _require(isinstance(entity, list), "config.entity is not a list")
     for knob in entity:
-        _require(
-            isinstance(knob, list) and len(knob) == 3 and isinstance(knob[0], str) and isinstance(knob[1], str),
-            f"config.entity item {json.dumps(knob)[:60]} is not [name, kind, value]",
-        )
+        if not (isinstance(knob, list) and len(knob) == 3 and isinstance(knob[0], str) and isinstance(knob[1], str)):
+            raise LogLineError(f"config.entity item {json.dumps(knob)[:60]} is not [name, kind, value]")
     return entity
 
 
@@ -195,8 +186,8 @@ def parse_line(text: str) -> Record | None:
 def format_record(record: Record) -> str:
     """One log line (no newline) that AutoTVM and `parse_line` both read back."""
     row = {
-        "input": [record.target, record.task_name, _jsonable(record.args), _jsonable(record.kwargs)],
-        "config": {"index": record.config_index, "code_hash": record.code_hash, "entity": _jsonable(record.entity)},
+        "input": [record.target, record.task_name, record.args, record.kwargs],
+        "config": {"index": record.config_index, "code_hash": record.code_hash, "entity": record.entity},
         "result": [
             list(record.costs) if record.ok else [ERROR_COST],
             int(record.error_no),

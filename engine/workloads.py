@@ -39,6 +39,15 @@ def depthwise_args(size: int, channels: int, stride: int) -> list:
     ]
 
 
+def gemm_args(m: int, n: int, k: int) -> list:
+    """C[M, N] = A[M, K] . B[K, N], row-major fp32."""
+    return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
+
+
+def broadcast_args(shape: list[int], op: str) -> list:
+    return [["TENSOR", list(shape), "float32"], op]
+
+
 # (name, H=W, CI, CO, K, stride, pad): ResNet-18 at batch 1, TVM OSDI'18 Table 2.
 _RESNET18 = [
     ("C1", 224, 3, 64, 7, 2, 3),
@@ -68,6 +77,21 @@ _MOBILENET_DW = [
     ("D9", 7, 1024, 1),
 ]
 
+# (name, M, N, K): DESIGN.md writes GEMMs M x N x K. The skinny two are conv layers as
+# implicit GEMMs (M = output channels, N = output pixels, K = CI x KH x KW): ResNet-18 C12
+# (512 x 7*7 x 512*9) and a 56x56 layer of 64 input and 128 output channels (128 x 56*56 x 64*9).
+_GEMM = [
+    ("G1", 4096, 4096, 4096),
+    ("G2", 8192, 8192, 8192),
+    ("G3", 1024, 1024, 1024),
+    ("G4", 512, 49, 4608),
+    ("G5", 128, 3136, 576),
+]
+
+# (shape tag, [N, C, H, W]) x op: the CINN TileBroadcastTactic's workloads.
+_BROADCAST_SHAPES = [("a", [128, 256, 32, 32]), ("b", [256, 64, 56, 56]), ("c", [64, 512, 7, 7])]
+_BROADCAST_OPS = ["exp", "div", "rsqrt", "mul_rsqrt"]
+
 PRESETS: dict[str, Preset] = {}
 for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
     PRESETS[_name] = Preset(
@@ -80,8 +104,18 @@ for _name, _hw, _c, _s in _MOBILENET_DW:
         f"{_hw}² {_c} K3 s{_s} p1",
     )
 
+for _name, _m, _n, _k in _GEMM:
+    PRESETS[_name] = Preset(_name, "GEMM", "gemm", gemm_args(_m, _n, _k), f"{_m}×{_n}×{_k} (M×N×K)")
+for _op in _BROADCAST_OPS:
+    for _tag, _shape in _BROADCAST_SHAPES:
+        _name = f"B-{_op}-{_tag}"
+        PRESETS[_name] = Preset(_name, "NCHW broadcast", "broadcast_nchw", broadcast_args(_shape, _op),
+                                f"{_op} {'×'.join(map(str, _shape))}")
+
 RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
+GEMM = [PRESETS[row[0]] for row in _GEMM]
+BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 
 
 def get_preset(name: str) -> Preset:

@@ -17,7 +17,7 @@ from django.db.models import F
 
 from engine.callbacks import StopTuning
 from engine.records import Record
-from records.importing import Catalog, canonical_line, fingerprint
+from records.importing import Catalog, record_row
 from records.models import ImportBatch, MeasurementRecord
 
 from .claims import ClaimLost, held
@@ -45,29 +45,6 @@ def stored_records(run: JobRun) -> list[Record]:
     return [row.to_record() for row in run.records().select_related("workload")]
 
 
-def _row(record: Record, batch: ImportBatch, catalog: Catalog) -> MeasurementRecord:
-    workload, _note = catalog.workload(record.task_name, record.args)
-    return MeasurementRecord(
-        device_id=catalog.device_id(record.model),
-        workload=workload,
-        target=record.target,
-        config_index=record.config_index,
-        entity=record.entity,
-        costs=list(record.costs),
-        mean_cost=record.mean_cost,
-        gflops=workload.gflops(record.mean_cost),
-        error_no=int(record.error_no),
-        error_msg=record.error_msg,
-        all_cost=record.all_cost,
-        timestamp=record.timestamp,
-        tvm_version=record.tvm_version,
-        code_hash=record.code_hash,
-        kwargs=record.kwargs,
-        batch=batch,
-        fingerprint=fingerprint(canonical_line(record)),
-    )
-
-
 class RunRecorder:
     """Tuning-loop callback: store each batch and the run's progress, stop on cancel."""
 
@@ -86,7 +63,7 @@ class RunRecorder:
             if current is None:
                 raise ClaimLost(f"run {self.run.pk} was taken over by another worker")
             batch = open_batch(self.run)
-            MeasurementRecord.objects.bulk_create([_row(r, batch, self.catalog) for r in records], ignore_conflicts=True)
+            MeasurementRecord.objects.bulk_create([record_row(r, batch, self.catalog)[0] for r in records], ignore_conflicts=True)
             ImportBatch.objects.filter(pk=batch.pk).update(
                 lines=F("lines") + len(records), imported=self.run.records().count()
             )

@@ -42,7 +42,7 @@ from django.db import transaction
 
 from engine.records import Record, scan_log, target_model
 
-from .importing import MAX_PROBLEMS, Catalog
+from .importing import MAX_PROBLEMS, Catalog, new_batch
 from .models import Baseline, Device, ImportBatch, Workload
 
 FORMATS = ("csv", "json", "log")
@@ -163,7 +163,15 @@ def read_csv(stream: Iterable[str | bytes]) -> Iterator[tuple[int, BaselineRow |
         missing |= {"task", "args"}
     if missing:
         raise BaselineFileError(f"the CSV header lacks {', '.join(sorted(missing))} (see the format on the page)")
-    for row in reader:
+    rows = iter(reader)
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # a field over the csv module's size limit, a stray quote
+            # The reader counts a line only once it has parsed it.
+            raise BaselineFileError(f"line {reader.line_num + 1} is not CSV: {exc}") from None
         try:
             yield reader.line_num, _row_from_mapping(row)
         except RowError as exc:
@@ -229,10 +237,7 @@ def import_baselines(
     problems: list[dict] = []
     found: dict[tuple[int, int, str], Baseline] = {}
     with transaction.atomic():
-        batch = ImportBatch.objects.create(
-            file_name=file_name[-255:], source=source, kind=ImportBatch.Kind.BASELINES,
-            created_by=user if user and user.is_authenticated else None,
-        )
+        batch = new_batch(file_name, source, user, kind=ImportBatch.Kind.BASELINES)
         for number, item in parsed:
             if isinstance(item, RowError):
                 problems.append({"line": number, "reason": str(item)})

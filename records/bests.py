@@ -20,14 +20,25 @@ def valid_records(records: QuerySet | None = None) -> QuerySet:
 
 def best_records(records: QuerySet | None = None) -> QuerySet:
     """The best record of each (workload, device) among `records` (all when None)."""
-    ranked = valid_records(records).annotate(
-        rank=Window(
-            RowNumber(),
-            partition_by=[F("workload_id"), F("device_id")],
-            order_by=[F(name).asc() for name in BEST_ORDER],
+    # Rank only the narrow indexed columns, then fetch the winners by key: ranking whole
+    # rows (with their joins) made PostgreSQL sort every candidate row on disk.
+    winners = (
+        valid_records(records)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("workload_id"), F("device_id")],
+                order_by=[F(name).asc() for name in BEST_ORDER],
+            )
         )
+        .filter(rank=1)
+        .values("pk")
     )
-    return ranked.filter(rank=1).select_related("workload", "device").order_by("workload_id", "mean_cost")
+    return (
+        MeasurementRecord.objects.filter(pk__in=winners)
+        .select_related("workload", "device")
+        .order_by("workload_id", "mean_cost")
+    )
 
 
 def best_config_for(workload, device) -> MeasurementRecord | None:

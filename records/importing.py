@@ -255,33 +255,47 @@ class _Importer:
         self.pending.clear()
 
     def row(self, key: str, lineno: int, item: Record) -> MeasurementRecord:
-        workload, flops_note = self.catalog.workload(item.task_name, item.args)
+        row, flops_note = record_row(item, self.batch, self.catalog, key)
         if flops_note:
             self.note(lineno, flops_note)
-        return MeasurementRecord(
-            device_id=self.catalog.device_id(item.model),
-            workload=workload,
-            target=item.target,
-            config_index=item.config_index,
-            entity=item.entity,
-            costs=list(item.costs),
-            mean_cost=item.mean_cost,
-            gflops=workload.gflops(item.mean_cost),
-            error_no=int(item.error_no),
-            error_msg=item.error_msg,
-            all_cost=item.all_cost,
-            timestamp=item.timestamp,
-            tvm_version=item.tvm_version,
-            code_hash=item.code_hash,
-            kwargs=item.kwargs,
-            batch=self.batch,
-            fingerprint=key,
-        )
+        return row
 
 
-def _batch_file_name(file_name: str) -> str:
+def record_row(
+    record: Record, batch: ImportBatch | None, catalog: Catalog, key: str | None = None
+) -> tuple[MeasurementRecord, str | None]:
+    """The unsaved row of one record, and a note the first time its workload has no FLOP
+    count. Log imports and tuning jobs both store records through here."""
+    workload, flops_note = catalog.workload(record.task_name, record.args)
+    row = MeasurementRecord(
+        device_id=catalog.device_id(record.model),
+        workload=workload,
+        target=record.target,
+        config_index=record.config_index,
+        entity=record.entity,
+        costs=list(record.costs),
+        mean_cost=record.mean_cost,
+        gflops=workload.gflops(record.mean_cost),
+        error_no=int(record.error_no),
+        error_msg=record.error_msg,
+        all_cost=record.all_cost,
+        timestamp=record.timestamp,
+        tvm_version=record.tvm_version,
+        code_hash=record.code_hash,
+        kwargs=record.kwargs,
+        batch=batch,
+        fingerprint=key or fingerprint(canonical_line(record)),
+    )
+    return row, flops_note
+
+
+def new_batch(file_name: str, source: str, user=None, kind: str = ImportBatch.Kind.RECORDS) -> ImportBatch:
+    """The ImportBatch row of one file; a long name keeps its end, where the extension is."""
     limit = ImportBatch._meta.get_field("file_name").max_length
-    return file_name if len(file_name) <= limit else "…" + file_name[-(limit - 1):]
+    if len(file_name) > limit:
+        file_name = "…" + file_name[-(limit - 1):]
+    created_by = user if user is not None and user.is_authenticated else None
+    return ImportBatch.objects.create(file_name=file_name, source=source, kind=kind, created_by=created_by)
 
 
 def import_log(
@@ -296,9 +310,7 @@ def import_log(
     items = scan_log(reader)
     head = _sniff(items, reader, file_name)
     with transaction.atomic():
-        batch = ImportBatch.objects.create(
-            file_name=_batch_file_name(file_name), source=source, created_by=user if user and user.is_authenticated else None
-        )
+        batch = new_batch(file_name, source, user)
         importer = _Importer(batch, reader)
         for lineno, item in itertools.chain(head, items):
             importer.take(lineno, item)

@@ -70,6 +70,11 @@ def test_a_csv_without_the_needed_columns_is_refused_and_nothing_changes():
     assert ImportBatch.objects.count() == 0
 
 
+def test_a_csv_the_csv_module_cannot_read_is_refused():
+    with pytest.raises(BaselineFileError, match=r"line 2 is not CSV: field larger than field limit"):
+        import_baselines(csv_file("x" * 200_000 + ",[],h200,cudnn,1,"), "csv")
+
+
 def test_a_file_with_no_usable_row_is_refused():
     with pytest.raises(BaselineFileError, match="no baseline in x.csv"):
         import_baselines(csv_file(f'conv2d_nchw.cuda,"{C12_CSV}",h200,mkl,10,'), "csv", "x.csv")
@@ -135,6 +140,6 @@ def test_the_command_imports_and_prints_counts(tmp_path):
 def test_the_command_fails_cleanly_on_a_missing_or_unreadable_file(tmp_path):
     with pytest.raises(CommandError, match="cannot read it: No such file or directory"):
         call_command("import_baselines", str(tmp_path / "missing.csv"))
-    (tmp_path / "b.txt").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "b.txt").write_bytes(b"\xff\xfe")
     with pytest.raises(CommandError, match="refused: the file is not UTF-8 text"):
         call_command("import_baselines", str(tmp_path / "b.txt"))

@@ -22,8 +22,10 @@ def config_of(task, **splits):
     return task.config_space.from_entity(entity)
 
 
-def test_the_registry_has_the_three_templates():
-    assert set(TEMPLATES) == {"conv2d_nchw.cuda", "depthwise_conv2d_nchw.cuda", "conv2d_no_batching"}
+def test_the_registry_has_every_template():
+    assert set(TEMPLATES) == {
+        "conv2d_nchw.cuda", "depthwise_conv2d_nchw.cuda", "conv2d_no_batching", "gemm", "broadcast_nchw", "custom",
+    }
     assert get_template("conv2d_nchw.cuda").name == "conv2d_nchw.cuda"
 
 

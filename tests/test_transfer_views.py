@@ -50,6 +50,14 @@ def test_a_logged_in_user_uploads_a_log_and_lands_on_its_batch(alice_client, ali
     assert "688 lines: 688 imported, 0 duplicates" in response.content.decode()
 
 
+def test_after_an_upload_the_batch_page_lists_the_malformed_lines(alice_client, tophub_log):
+    content = tophub_log.read_bytes().splitlines(keepends=True)[0] + b"{broken\n"
+    response = alice_client.post(reverse("records:upload"), {"file": SimpleUploadedFile("two.log", content)}, follow=True)
+    text = response.content.decode()
+    assert "2 lines: 1 imported, 0 duplicates, 0 version 0.1 skipped, 1 malformed" in text
+    assert "not JSON (Expecting property name enclosed in double quotes at column 2)" in text
+
+
 def test_the_upload_page_refuses_a_file_over_the_limit(alice_client, settings):
     settings.TUNERWEB_MAX_UPLOAD_BYTES = 100
     response = alice_client.post(reverse("records:upload"), {"file": SimpleUploadedFile("big.log", b"#" * 101)})

@@ -28,6 +28,7 @@ import numpy as np
 
 from engine.kernels import KernelSource
 from engine.measure import DeviceInfo
+from engine.measurers import MeasurerUnavailable
 from engine.records import ErrorNo
 
 from .child import Child, ChildDied
@@ -39,6 +40,10 @@ DEFAULT_SHARED_LIMIT = 48 * 1024
 # CUDA error numbers (the runtime's and the driver's agree on these).
 _REFUSED_LAUNCH = {1, 9, 701}  # invalid value, invalid configuration, launch out of resources
 _CONTEXT_FATAL = {700, 702, 714, 715, 716, 717, 718, 719, 720}  # illegal address ... launch failure
+
+
+class GpuUnavailable(MeasurerUnavailable):
+    """No GPU runner could start here (no CuPy, no driver, no GPU)."""
 
 
 @dataclass(frozen=True)
@@ -244,8 +249,12 @@ class Runner:
         self._child_tasks = set()
         if not self._child.conn.poll(STARTUP_TIMEOUT_S):
             self._child.kill()
-            raise RuntimeError(f"the GPU runner did not start within {STARTUP_TIMEOUT_S:g} s")
-        kind, info = self._child.recv()
+            raise GpuUnavailable(f"the GPU runner did not start within {STARTUP_TIMEOUT_S:g} s")
+        try:
+            _, info = self._child.recv()
+        except ChildDied as exc:
+            raise GpuUnavailable(f"the GPU runner could not start ({exc}): is CuPy installed and a CUDA GPU "
+                                 "visible? Its error is printed above") from None
         self.device = info
         return info
 
@@ -277,8 +286,10 @@ class Runner:
         self._in_flight.append(job)
         try:
             self._send(job)
-        except ChildDied:  # it died while idle; a fresh one gets every queued job
-            self._restart()
+        except ChildDied:
+            if len(self._in_flight) == 1:  # it died while idle: nobody to blame, start a fresh one
+                self._restart()
+            # else it died on an earlier job: `poll` blames that one and resends this one
 
     @property
     def pending(self) -> int:

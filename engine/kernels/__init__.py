@@ -8,7 +8,6 @@ the output array at `output_index`.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 Dim3 = tuple[int, int, int]
@@ -28,6 +27,3 @@ class KernelSource:
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 
-    def digest(self) -> str:
-        """Identifies the code; two configs that generate the same code share it."""
-        return hashlib.sha256(self.code.encode()).hexdigest()[:16]

@@ -16,9 +16,13 @@ reduction splits). Both schedules are the same loop nest:
   threads together with zero-filled (predicated) padding; each reduction step
   inside reads the thread's inputs and weights into registers and does an
   outer-product update of its accumulators.
-* Shared memory: input tile `RC * ((BY-1)*SH + (RY-1)*DH + 1) * ((BX-1)*SW +
-  (RX-1)*DW + 1)` plus weight tile `BF * RC * RY * RX` floats, where RC, RY,
-  RX are the middle x inner extents: the space's validity rule counts the same.
+* Shared memory per stage: input tile `RC * ((BY-1)*SH + (RY-1)*DH + 1) *
+  ((BX-1)*SW + (RX-1)*DW + 1)` plus weight tile `BF * RC * RY * RX` floats, where
+  RC, RY, RX are the middle x inner extents: the space's validity rule counts
+  the same (one stage, at most 48 KB). With more than one outer step the kernel
+  keeps two stages (double buffering: `cp.async` fills the next step's tiles
+  while this step computes), so it asks for twice that as dynamic shared
+  memory; the runner opts in past 48 KB (an H200 block may have 227 KB).
 
 `auto_unroll_max_step` and `unroll_explicit` become `#pragma unroll` choices,
 counted as TVM's unroller counts steps: the reduction loops inside an outer
@@ -183,11 +187,6 @@ def plan(shape: ConvShape, schedule: ConvSchedule) -> _Plan:
         kh=_reduction(schedule.tile_kh, shape.kernel_h, "kernel-height split"),
         kw=_reduction(schedule.tile_kw, shape.kernel_w, "kernel-width split"),
     )
-
-
-def shared_memory_bytes(shape: ConvShape, schedule: ConvSchedule) -> int:
-    p = plan(shape, schedule)
-    return 4 * (p.input_tile + p.weight_tile)
 
 
 # Global-to-shared copies: asynchronous (cp.async, sm_80 and newer, zero-filled when the

@@ -43,7 +43,10 @@ def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dic
         raise SpecError(f"custom kernel spec: reference.kernel.source must be CUDA source that defines {name!r}")
     for key in ("grid", "block"):
         for expr in _dim3(trusted[key], set(sizes), f"reference.kernel.{key}"):
-            _int_value(expr, sizes, f"reference.kernel.{key}")
+            try:
+                _int_value(expr, sizes, f"reference.kernel.{key}")
+            except ExprError as exc:
+                raise SpecError(f"custom kernel spec: reference.kernel.{key}: {exc}") from None
 
 
 def _macros(values: dict) -> str:

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from .base import BadArgs, DeviceLimits, Template, UnknownTemplate
-from .conv2d import Conv2dNCHW, Conv2dNoBatching
 from .broadcast import BroadcastNCHW
+from .conv2d import Conv2dNCHW, Conv2dNoBatching
+from .custom import CustomKernel
 from .depthwise import DepthwiseConv2dNCHW
 from .gemm import Gemm
 
 TEMPLATES: dict[str, type[Template]] = {
-    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW)
+    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW, CustomKernel)
 }
 
 

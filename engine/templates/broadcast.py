@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..flops import FlopCountError, _tensor_shape, register
+from ..flops import FlopCountError, tensor_shape, register
 from ..space import ConfigEntity, ConfigSpace, OtherKnob
 from .base import (
     FLOAT_BYTES,
@@ -41,11 +41,11 @@ from .base import (
     DeviceLimits,
     LaunchShape,
     Template,
-    knob_features,
     reason_vector_width,
     why_launch_fails,
 )
 from .conv2d import REFERENCE_THREAD_SLOTS
+from .gemm import numeric_knob_features
 
 TASK_NAME = "broadcast_nchw"
 BINARY_OPS = ("div", "mul_rsqrt")
@@ -61,7 +61,7 @@ REGISTERS_ESTIMATE = 32  # a streaming kernel: indexes, one vector in, one out
 def _broadcast_shape(args: list) -> tuple[list[int], str]:
     if not isinstance(args, list) or len(args) != 2:
         raise FlopCountError(f'broadcast_nchw args are [["TENSOR", [N, C, H, W], "float32"], op] with op in {", ".join(OPS)}')
-    shape = _tensor_shape(args[0], "x")
+    shape = tensor_shape(args[0], "x")
     if len(shape) != 4:
         raise FlopCountError(f"x shape {shape} is not 4-D (NCHW)")
     if args[1] not in OPS:
@@ -76,9 +76,6 @@ def _broadcast_flops(args: list) -> int:
 
 register(TASK_NAME, _broadcast_flops)
 
-
-def broadcast_args(shape: list[int], op: str) -> list:
-    return [["TENSOR", list(shape), "float32"], op]
 
 
 @dataclass(frozen=True)
@@ -205,8 +202,7 @@ class BroadcastNCHW(Template):
 
     def features(self, params: BroadcastParams, config: ConfigEntity) -> dict[str, float]:
         layout = broadcast_layout(params, config)
-        out = knob_features(config)
-        out["tactic"] = float(layout.tactic == "tile_broadcast")
+        out = numeric_knob_features(config)
         blocks = math.prod(layout.grid)
         threads = math.prod(layout.block)
         out.update({

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..flops import FlopCountError, _pair, _padding, _tensor_shape, conv2d_output_size
+from ..flops import FlopCountError, as_padding, as_pair, conv2d_output_size, tensor_shape
 from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
 from .base import (
     FLOAT_BYTES,
@@ -63,7 +63,7 @@ class ConvParams:
 
 
 def _shape(arg, what: str) -> list[int]:
-    shape = _as_bad_args(_tensor_shape, arg, what)
+    shape = _as_bad_args(tensor_shape, arg, what)
     if len(shape) != 4:
         raise BadArgs(f"{what} shape {shape} is not 4-D (NCHW)")
     if arg[2] != "float32":
@@ -84,13 +84,13 @@ def conv_params(data: list[int], kernel_hw: tuple[int, int], co: int, stride, pa
     """Check a convolution's geometry and work out its output size; BadArgs when unusable."""
     n, ci, h, w = data
     kh, kw = kernel_hw
-    sh, sw = _as_bad_args(_pair, stride, "strides")
+    sh, sw = _as_bad_args(as_pair, stride, "strides")
     if sh < 1 or sw < 1:
         raise BadArgs(f"strides {stride!r} must be positive")
-    pad = _as_bad_args(_padding, padding)
+    pad = _as_bad_args(as_padding, padding)
     if min(pad) < 0:
         raise BadArgs(f"padding {padding!r} must not be negative")
-    if _as_bad_args(_pair, dilation, "dilation") != (1, 1):
+    if _as_bad_args(as_pair, dilation, "dilation") != (1, 1):
         raise BadArgs(f"dilation {dilation!r} is not supported (only 1)")
     padded_h, padded_w = h + pad[0] + pad[2], w + pad[1] + pad[3]
     if kh > padded_h or kw > padded_w:

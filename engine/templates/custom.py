@@ -38,7 +38,7 @@ import numpy as np
 
 from ..flops import FlopCountError, register
 from ..safe_expr import Expr, ExprError, parse
-from ..space import ConfigEntity, ConfigSpace, OtherKnob
+from ..space import ENUMERATE_LIMIT, ConfigEntity, ConfigSpace, OtherKnob
 from .base import MAX_TENSOR_ELEMENTS, BadArgs, DeviceLimits, LaunchShape, Template, knob_features, why_launch_fails
 from .conv2d import first_valid
 
@@ -308,13 +308,17 @@ class CustomKernel(Template):
         return out
 
     def default_config(self, params: CustomParams, space: ConfigSpace) -> ConfigEntity:
-        """The spec's `default` values (first value of any it leaves out), else a fixed-seed valid one."""
-        entity = [[name, "ot", params.default.get(name, values[0])] for name, values in params.tune_params]
-        try:
-            preferred = space.from_entity(entity)
-        except ValueError as exc:
-            raise SpecError(f"custom kernel spec: default: {exc}") from None
-        return first_valid(space, preferred)
+        """The spec's `default` values when given, else the valid config of lowest index."""
+        if params.default:
+            entity = [[name, "ot", params.default.get(name, values[0])] for name, values in params.tune_params]
+            try:
+                return first_valid(space, space.from_entity(entity))
+            except ValueError as exc:
+                raise SpecError(f"custom kernel spec: default: {exc}") from None
+        for index in range(min(len(space), ENUMERATE_LIMIT)):
+            if space.is_valid(space.get(index)):
+                return space.get(index)
+        return first_valid(space, space.get(0))
 
     # -- GPU half: engine.kernels.custom
     def kernel(self, params: CustomParams, config: ConfigEntity):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..flops import FlopCountError, _tensor_shape, register
+from ..flops import FlopCountError, tensor_shape, register
 from ..space import ConfigEntity, ConfigSpace, OtherKnob
 from .base import (
     FLOAT_BYTES,
@@ -45,7 +45,6 @@ from .base import (
     DeviceLimits,
     LaunchShape,
     Template,
-    knob_features,
     why_launch_fails,
 )
 from .conv2d import REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, first_valid
@@ -62,8 +61,8 @@ MIN_K_PER_SPLIT = 64
 def _gemm_shapes(args: list) -> tuple[int, int, int]:
     if not isinstance(args, list) or len(args) != 2:
         raise FlopCountError('gemm args are [["TENSOR", [M, K], "float32"], ["TENSOR", [K, N], "float32"]]')
-    a = _tensor_shape(args[0], "A")
-    b = _tensor_shape(args[1], "B")
+    a = tensor_shape(args[0], "A")
+    b = tensor_shape(args[1], "B")
     if len(a) != 2 or len(b) != 2:
         raise FlopCountError(f"A {a} and B {b} must both be 2-D")
     if a[1] != b[0]:
@@ -78,9 +77,6 @@ def _gemm_flops(args: list) -> int:
 
 register(TASK_NAME, _gemm_flops)
 
-
-def gemm_args(m: int, n: int, k: int) -> list:
-    return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
 
 
 @dataclass(frozen=True)
@@ -240,6 +236,12 @@ class GemmTiling:
         return None
 
 
+def numeric_knob_features(config: ConfigEntity) -> dict[str, float]:
+    """Every plain knob as a number (a text value as its option's position), in knob order."""
+    return {knob.name: float(digit) if isinstance(knob.options[digit], str) else float(knob.options[digit])
+            for knob, digit in zip(config.space.knobs, config.digits)}
+
+
 def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
     v = config.values()
     return GemmTiling(
@@ -297,8 +299,7 @@ class Gemm(Template):
 
     def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
         tiling = gemm_tiling(params, config)
-        out = knob_features(config)
-        del out["pipeline"]  # a string; its parts follow as numbers
+        out = numeric_knob_features(config)
         blocks = math.prod(tiling.grid)
         covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
         out.update({

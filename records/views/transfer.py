@@ -38,8 +38,8 @@ class BaselineUploadForm(forms.Form):
 
 @login_required
 def upload(request):
-    form = LogUploadForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
+    form = LogUploadForm(request.POST, request.FILES) if request.method == "POST" else LogUploadForm()
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             result = import_log(upload, upload.name, user=request.user, source=ImportBatch.Source.UPLOAD)
@@ -54,9 +54,9 @@ def upload(request):
 
 @login_required
 def baseline_upload(request):
-    form = BaselineUploadForm(request.POST or None, request.FILES or None)
+    form = BaselineUploadForm(request.POST, request.FILES) if request.method == "POST" else BaselineUploadForm()
     result = None
-    if request.method == "POST" and form.is_valid():
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             fmt = form.cleaned_data["format"] or detect_format(upload.name)

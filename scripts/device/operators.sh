@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Operator templates on the device, in one call of about 8 minutes:
+#   run(command="bash scripts/device/operators.sh", carry=[".whl"], timeout_s=600)
+# .whl/ holds xgboost-cpu (the device image has Python 3.12, CuPy, torch and numpy, not xgboost).
+# 1. pytest -m gpu tests/test_gpu_operators.py: random configs of gemm, depthwise, broadcast
+#    and custom kernels against their references, and the vendor baselines (about 1 minute);
+# 2. benchmarks/operators.py with a 360 s budget: xgb tuning of GEMM G1-G5, depthwise D1-D9 and
+#    the 12 broadcast workloads against cuBLAS, cuDNN and copy bandwidth.
+# Writes to $OUT: gpu_tests.txt, operators.txt (full output), operators.json, operators-h200.md
+# (copy to docs/benchmarks/), operators.log (every tuning record, AutoTVM format); prints the table last.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site || exit 1
+export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
+
+timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_operators.py 2>&1 | tee "$OUT/gpu_tests.txt" | tail -n 15
+
+timeout 430 python3 benchmarks/operators.py --budget-s 360 --trials 200 --batch-size 48 \
+    --log "$OUT/operators.log" --json "$OUT/operators.json" --markdown "$OUT/operators-h200.md" \
+    > "$OUT/operators.txt" 2>&1
+status=$?
+tail -n 30 "$OUT/operators.txt" | grep -v '^{' >&2
+echo "benchmark exit status $status"
+cat "$OUT/operators-h200.md" 2>/dev/null || echo "no table written (see operators.txt)"

@@ -1,0 +1,56 @@
+"""The depthwise_conv2d_nchw.cuda kernel generator: compiles, computes the reference."""
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.gpu.builder import Builder
+from engine.workloads import PRESETS, depthwise_args
+
+# Multiplier 2, stride (2, 1), padding (top 1, left 0, bottom 1, right 1): every index rule at once.
+ODD = [["TENSOR", [2, 6, 9, 10], "float32"], ["TENSOR", [6, 2, 3, 3], "float32"], [2, 1], [1, 0, 1, 1], [1, 1],
+       "float32"]
+
+
+def error_on_cpu(task, cfg):
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = task.template.reference(task.params, inputs)
+    inputs[2].fill(np.nan)
+    cuda_on_cpu.run(task.template.kernel(task.params, cfg), inputs)
+    return np.linalg.norm(inputs[2] - expected) / np.linalg.norm(expected)
+
+
+def test_the_template_names_cudnn_as_its_baseline():
+    assert engine.create_task("depthwise_conv2d_nchw.cuda", depthwise_args(7, 8, 1)).template.baseline_provider == "cudnn"
+
+
+def test_the_reference_is_the_direct_depthwise_sum():
+    task = engine.create_task("depthwise_conv2d_nchw.cuda", ODD)
+    data, weight, out = task.template.make_inputs(task.params, np.random.default_rng(0))
+    padded = np.pad(data.astype(np.float64), ((0, 0), (0, 0), (1, 1), (0, 1)))
+    expected = np.zeros(out.shape)
+    for n in range(2):
+        for f in range(12):
+            for y in range(out.shape[2]):
+                for x in range(out.shape[3]):
+                    window = padded[n, f // 2, 2 * y:2 * y + 3, x:x + 3]
+                    expected[n, f, y, x] = (window * weight[f // 2, f % 2]).sum()
+    np.testing.assert_allclose(task.template.reference(task.params, [data, weight, out]), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_random_valid_configs_compile(tmp_path, arch):
+    rng = np.random.default_rng(5)
+    tasks = [engine.create_task(PRESETS[name].task_name, PRESETS[name].args) for name in ("D1", "D4", "D9")]
+    sources = [task.template.kernel(task.params, cfg)
+               for task in tasks for cfg in [task.default_config(), *task.config_space.sample(rng, 1)]]
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        assert [r.message[:300] for r in builder.build(sources) if not r.ok] == []
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("args", [ODD, depthwise_args(14, 8, 1), depthwise_args(14, 8, 2)])
+def test_random_configs_compute_the_reference(args):
+    task = engine.create_task("depthwise_conv2d_nchw.cuda", args)
+    for cfg in [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 3)]:
+        assert error_on_cpu(task, cfg) < 1e-6, cfg

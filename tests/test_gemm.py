@@ -1,0 +1,132 @@
+"""The gemm template: args, space and validity rules, CUDA that compiles, and what it computes."""
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.flops import flop_count
+from engine.gpu.builder import Builder
+from engine.templates import BadArgs, DeviceLimits
+from engine.templates.gemm import gemm_tiling
+from engine.workloads import GEMM, PRESETS, gemm_args
+
+BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, "thread_m": 4, "thread_n": 8,
+        "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 1,
+        "unroll_k": 32}
+
+
+def config(task, **knobs):
+    values = {**BASE, **knobs}
+    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+
+
+def run_on_cpu(task, cfg, launches=1):
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = task.template.reference(task.params, inputs)
+    source = task.template.kernel(task.params, cfg)
+    for _ in range(launches):
+        inputs[2].fill(np.nan)
+        cuda_on_cpu.run(source, inputs)
+    return np.linalg.norm(inputs[2] - expected) / np.linalg.norm(expected)
+
+
+def test_it_counts_two_flops_per_multiply_add_and_the_least_bytes():
+    task = engine.create_task("gemm", gemm_args(512, 49, 4608))
+    assert task.flops == flop_count("gemm", gemm_args(512, 49, 4608)) == 2 * 512 * 49 * 4608
+    assert task.template.bytes_moved(task.params) == 4 * (512 * 4608 + 4608 * 49 + 512 * 49)
+
+
+@pytest.mark.parametrize("args, message", [
+    (gemm_args(4, 5, 6)[:1], "gemm args are"),
+    ([["TENSOR", [4, 6], "float32"], ["TENSOR", [7, 5], "float32"]], "do not multiply: A is [M, K], B is [K, N]"),
+    ([["TENSOR", [4, 6], "float16"], ["TENSOR", [6, 5], "float32"]], "dtype 'float16' is not supported"),
+    ([["TENSOR", [4, 6, 1], "float32"], ["TENSOR", [6, 5], "float32"]], "must both be 2-D"),
+])
+def test_it_rejects_args_that_are_not_an_fp32_product(args, message):
+    with pytest.raises(BadArgs, match=message.replace("[", r"\[").replace("]", r"\]")):
+        engine.create_task("gemm", args)
+
+
+def test_the_presets_read_m_by_n_by_k():
+    assert PRESETS["G4"].args == [["TENSOR", [512, 4608], "float32"], ["TENSOR", [4608, 49], "float32"]]
+    assert [p.name for p in GEMM] == ["G1", "G2", "G3", "G4", "G5"]
+
+
+@pytest.mark.parametrize("preset", ["G1", "G2", "G3", "G4", "G5"])
+def test_every_preset_has_a_valid_default_and_many_valid_configs(preset):
+    task = engine.create_task("gemm", PRESETS[preset].args)
+    assert task.why_invalid(task.default_config()) is None
+    assert len(task.config_space.sample(np.random.default_rng(0), 200)) == 200
+
+
+def test_split_k_is_offered_only_where_its_workspace_fits():
+    assert engine.create_task("gemm", PRESETS["G1"].args).config_space.knobs[12].options == [1]
+    assert engine.create_task("gemm", PRESETS["G4"].args).config_space.knobs[12].options == [1, 2, 4, 8, 16]
+    assert engine.create_task("gemm", gemm_args(64, 64, 200)).config_space.knobs[12].options == [1, 2]
+
+
+@pytest.mark.parametrize("knobs, reason", [
+    ({"warp_m": 128}, "warp tile 128x32 does not divide block tile 64x64"),
+    ({"thread_m": 8, "warp_lanes_n": 2}, "cover 128x16, which does not divide the warp tile 32x32"),
+    ({"vector_b": 4}, "vector_b 4 does not divide N = 49"),
+    ({"pipeline": "cp_async_3", "vector_a": 4}, "vector_a must be 1, not 4"),
+    ({"block_m": 256, "block_n": 256, "warp_m": 128, "warp_n": 128},
+     "about 616 registers per thread exceed the limit of 255"),
+])
+def test_configs_that_cannot_work_are_invalid_with_the_reason(knobs, reason):
+    task = engine.create_task("gemm", PRESETS["G4"].args)
+    assert reason in task.why_invalid(config(task, **knobs))
+
+
+def test_a_split_that_would_get_no_k_is_invalid():
+    task = engine.create_task("gemm", gemm_args(64, 64, 544))  # 17 steps of 32 over 8 splits of 3
+    assert task.why_invalid(config(task, split_k=8, block_k=32)) == (
+        "split_k 8 with block_k 32 leaves the last split of K = 544 empty")
+
+
+def test_shared_memory_may_use_the_opt_in_limit_but_not_more():
+    task = engine.create_task("gemm", gemm_args(1024, 1024, 1024))
+    big = config(task, block_m=256, block_n=128, block_k=32, warp_m=64, warp_n=64, pipeline="cp_async_4")
+    assert gemm_tiling(task.params, big).shared_bytes == 4 * 4 * 32 * (260 + 132) > 48 * 1024
+    assert task.why_invalid(big) is None
+    v100 = engine.create_task("gemm", gemm_args(1024, 1024, 1024), DeviceLimits.for_v100())
+    assert "exceeds the limit of 98304" in v100.why_invalid(v100.config_space.get(big.index))
+
+
+def test_features_have_the_same_names_for_every_config():
+    task = engine.create_task("gemm", PRESETS["G5"].args)
+    names = {tuple(task.features(c)) for c in task.config_space.sample(np.random.default_rng(1), 30)}
+    assert len(names) == 1 and "registers_estimate" in next(iter(names))
+
+
+def test_the_reference_is_the_matrix_product():
+    task = engine.create_task("gemm", gemm_args(7, 5, 3))
+    a, b, c, workspace, counters = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = np.einsum("mk,kn->mn", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(task.template.reference(task.params, [a, b, c]), expected, rtol=1e-12)
+    assert c.shape == (7, 5) and counters.dtype == np.int32
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_random_valid_configs_compile(tmp_path, arch):
+    rng = np.random.default_rng(11)
+    tasks = [engine.create_task("gemm", PRESETS[preset].args) for preset in ("G1", "G4", "G5")]
+    sources = [task.template.kernel(task.params, cfg) for task in tasks for cfg in task.config_space.sample(rng, 2)]
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        assert [r.message[:300] for r in builder.build(sources) if not r.ok] == []
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("knobs", [
+    {},
+    {"vector_a": 4, "vector_b": 4, "pipeline": "sync", "thread_n": 4, "unroll_k": 4},
+    {"pipeline": "cp_async_3", "block_m": 32, "warp_m": 16, "thread_m": 2, "vector_b": 2, "smem_pad": 0},
+    {"split_k": 4, "block_k": 16, "vector_a": 2, "block_n": 32, "warp_n": 16, "thread_n": 4},
+    {"split_k": 8, "pipeline": "cp_async_2", "thread_m": 1, "thread_n": 1, "warp_lanes_n": 8},
+])
+def test_configs_compute_the_product_with_tails_on_every_side(knobs):
+    # 70 x 36 x 1000: no tile divides M, N or K, so every edge takes the predicated path.
+    task = engine.create_task("gemm", gemm_args(70, 36, 1000))
+    cfg = config(task, **knobs)
+    assert task.why_invalid(cfg) is None
+    assert run_on_cpu(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6

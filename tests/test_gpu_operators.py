@@ -1,0 +1,82 @@
+"""On a GPU: random configs of gemm, depthwise, broadcast and custom kernels against their
+references through the GPU measurer, and the operators' vendor baselines.
+
+Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine.workloads import PRESETS, broadcast_args, gemm_args
+
+cupy = pytest.importorskip("cupy")
+try:
+    HAS_GPU = cupy.cuda.runtime.getDeviceCount() > 0
+except Exception:  # no driver
+    HAS_GPU = False
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")]
+
+TRUSTED = r"""
+extern "C" __global__ void reference_add(const float* a, const float* b, float* c) {
+    const int i = blockIdx.x * 256 + threadIdx.x;
+    if (i < N) c[i] = SCALE * a[i] + b[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def measurer():
+    from engine.gpu.measurer import GpuMeasurer
+
+    with GpuMeasurer(run_timeout=3.0) as m:
+        yield m
+
+
+def assert_all_correct(measurer, task, configs):
+    results = measurer.measure(task, configs)
+    assert [(c.index, r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+    assert all(r.mean_cost > 0 for r in results)
+
+
+@pytest.mark.parametrize("args", [PRESETS["G4"].args, PRESETS["G5"].args, gemm_args(70, 36, 1000), gemm_args(256, 256, 256)])
+def test_random_gemm_configs_compute_the_product(measurer, args):
+    task = engine.create_task("gemm", args)
+    assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(2), 24)])
+
+
+@pytest.mark.parametrize("layer", ["D1", "D4", "D9"])
+def test_random_depthwise_configs_compute_the_reference(measurer, layer):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 12)])
+
+
+@pytest.mark.parametrize("op", ["exp", "div", "rsqrt", "mul_rsqrt"])
+@pytest.mark.parametrize("shape", [[8, 32, 32, 32], [4, 64, 7, 7], [3, 5, 8, 8]])
+def test_random_broadcast_configs_compute_the_reference(measurer, op, shape):
+    task = engine.create_task("broadcast_nchw", broadcast_args(shape, op))
+    assert_all_correct(measurer, task, task.config_space.sample(np.random.default_rng(4), 16))
+
+
+@pytest.mark.parametrize("reference", [{"numpy": "SCALE * a + b"},
+                                       {"kernel": {"source": TRUSTED, "kernel_name": "reference_add",
+                                                   "grid": ["ceil_div(N, 256)"], "block": [256]}}])
+def test_custom_kernels_are_checked_against_either_reference(measurer, reference):
+    from test_custom_kernel import SPEC
+
+    task = engine.create_task("custom", [{**SPEC, "sizes": {"N": 100_000, "SCALE": 3}, "reference": reference}])
+    configs = [c for c in task.config_space.sample(np.random.default_rng(0), 12)]
+    assert_all_correct(measurer, task, configs)
+
+
+def test_the_cublas_and_cudnn_baselines_pass_the_reference_check(measurer):
+    from engine.kernels.vendor import copy_bandwidth, cublas_gemm, cudnn_depthwise
+
+    gemm = engine.create_task("gemm", PRESETS["G3"].args)
+    assert cublas_gemm(gemm, settings=measurer.timing).ok
+    depthwise = engine.create_task(PRESETS["D3"].task_name, PRESETS["D3"].args)
+    assert cudnn_depthwise(depthwise, settings=measurer.timing).ok
+    seconds, bandwidth = copy_bandwidth(256 * 2**20, measurer.timing)
+    assert seconds > 0 and bandwidth > 1e11

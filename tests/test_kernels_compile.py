@@ -1,0 +1,100 @@
+"""Generated conv2d kernels: launch geometry and shared memory agree with the templates'
+validity rules, random valid configs compile with NVRTC for sm_90 and sm_80 (no GPU
+needed), and the numpy reference is the convolution."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import engine
+from engine.gpu.builder import Builder
+from engine.kernels.conv2d import ConvSchedule, ConvShape, ScheduleError, generate, reference
+from engine.records import ErrorNo
+from engine.templates.conv2d import conv2d_tiling
+from engine.workloads import PRESETS
+
+SEED_C12 = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
+
+
+def tasks():
+    yield from (engine.create_task(PRESETS[n].task_name, PRESETS[n].args) for n in ("C1", "C4", "C8", "C12"))
+    yield engine.create_task("conv2d_no_batching", SEED_C12)
+
+
+def sources(per_task: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for task in tasks():
+        for config in task.config_space.sample(rng, per_task):
+            yield task, config, task.template.kernel(task.params, config)
+
+
+def test_kernels_launch_what_the_validity_rules_counted():
+    for task, config, source in sources(per_task=40):
+        tiling = conv2d_tiling(task.params, config)
+        assert source.grid == tiling.grid and source.block == tiling.block, config
+        stages = 1 if tiling.outer_steps == 1 else 2  # double-buffered when there is a next step to prefetch
+        assert source.shared_bytes == stages * tiling.shared_bytes, config
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_random_valid_configs_of_every_conv2d_template_compile(tmp_path, arch):
+    picked = list(sources(per_task=3, seed=1 if arch == "sm_90" else 2))
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([source for _, _, source in picked])
+    failed = [(task.name, config, r.message[:300]) for (task, config, _), r in zip(picked, results) if not r.ok]
+    assert failed == []
+    assert all(r.error_no == ErrorNo.NO_ERROR and r.cubin_path for r in results)
+
+
+def test_split_sizes_that_do_not_tile_the_convolution_are_refused():
+    shape = ConvShape(1, 16, 8, 8, 32, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)
+    good = dict(tile_f=(2, 1, 16, 1), tile_y=(1, 1, 8, 1), tile_x=(1, 1, 8, 1), tile_rc=(4, 4), tile_kh=(1, 3),
+                tile_kw=(3, 1))
+    assert "conv2d_nchw_kernel" in generate(shape, ConvSchedule(**good)).code
+    for knob, bad in (("tile_f", (2, 1, 8, 1)), ("tile_y", (1, 8, 1)), ("tile_rc", (4, 2)), ("tile_kh", (1, 1, 1, 3))):
+        with pytest.raises(ScheduleError, match=knob.replace("tile_kh", "kernel-height")):
+            generate(shape, ConvSchedule(**{**good, knob: bad}))
+
+
+def test_unroll_knobs_change_the_pragmas_within_the_step_budget():
+    shape = ConvShape(1, 64, 7, 7, 64, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)
+    base = dict(tile_f=(8, 1, 8, 1), tile_y=(1, 1, 7, 1), tile_x=(1, 1, 7, 1), tile_rc=(8, 8), tile_kh=(1, 3),
+                tile_kw=(1, 3))
+    rolled = generate(shape, ConvSchedule(**base, auto_unroll_max_step=0, unroll_explicit=1)).code
+    unrolled = generate(shape, ConvSchedule(**base, auto_unroll_max_step=1500, unroll_explicit=1)).code
+    assert "#pragma unroll 1\n    for (int rcm" in rolled
+    # 8 x 3 x 3 = 72 reduction steps of one output fit in 1500: the whole nest unrolls.
+    assert "#pragma unroll\n    for (int rcm" in unrolled
+
+
+def naive_conv(data, weight, stride, pad):
+    n, ci, h, w = data.shape
+    co, _, kh, kw = weight.shape
+    padded = np.pad(data.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, co, oh, ow))
+    for b, f, y, x in itertools.product(range(n), range(co), range(oh), range(ow)):
+        window = padded[b, :, y * stride:y * stride + kh, x * stride:x * stride + kw]
+        out[b, f, y, x] = np.sum(window * weight[f])
+    return out
+
+
+@pytest.mark.parametrize("stride,pad,k", [(1, 1, 3), (2, 3, 7), (2, 0, 1)])
+def test_the_numpy_reference_is_the_convolution(stride, pad, k):
+    rng = np.random.default_rng(stride * 10 + k)
+    shape = ConvShape(2, 3, 9, 9, 4, k, k, stride, stride, pad, pad, pad, pad)
+    data = rng.uniform(-1, 1, shape.data_shape).astype(np.float32)
+    weight = rng.uniform(-1, 1, shape.kernel_shape).astype(np.float32)
+    got = reference(shape, data, weight)
+    assert got.shape == shape.out_shape
+    np.testing.assert_allclose(got, naive_conv(data, weight, stride, pad), rtol=1e-12, atol=1e-12)
+
+
+def test_templates_make_inputs_and_reference_for_the_gpu_half():
+    task = engine.create_task("conv2d_no_batching", SEED_C12)
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    assert [a.shape for a in inputs] == [(1, 512, 7, 7), (512, 512, 3, 3), (1, 512, 7, 7)]
+    assert np.count_nonzero(inputs[0]) == inputs[0].size  # random data, never zeros
+    assert task.template.reference(task.params, inputs).shape == (1, 512, 7, 7)
