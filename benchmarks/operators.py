@@ -31,7 +31,8 @@ import engine  # noqa: E402
 from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
 from engine.callbacks import StopTuning  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.kernels.vendor import BaselineUnavailable, copy_bandwidth, cublas_gemm, cudnn_depthwise  # noqa: E402
+from engine.gpu.baselines import BaselineUnavailable
+from engine.kernels.vendor import copy_bandwidth, cublas_gemm, cudnn_depthwise  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402

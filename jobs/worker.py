@@ -18,7 +18,6 @@ import gzip
 import json
 import logging
 import os
-import shutil
 import socket
 import sys
 import threading
@@ -113,9 +112,9 @@ def gpu_config(index: int) -> WorkerConfig:
 
 
 def celery_argv(config: WorkerConfig, loglevel: str = "INFO") -> list[str]:
-    celery = shutil.which("celery", path=str(Path(sys.executable).parent)) or "celery"
+    # `python -m celery` finds Celery wherever this interpreter does (a venv, PYTHONPATH).
     return [
-        celery, "-A", "tunerweb", "worker", "-Q", config.queue, "--concurrency", "1", "-n", config.name,
+        sys.executable, "-m", "celery", "-A", "tunerweb", "worker", "-Q", config.queue, "--concurrency", "1", "-n", config.name,
         "--without-gossip", "--without-mingle", "--loglevel", loglevel,
     ]
 

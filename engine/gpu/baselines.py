@@ -34,51 +34,35 @@ class BaselineUnavailable(RuntimeError):
     """The provider cannot run here (PyTorch missing, a shape it does not take)."""
 
 
-def cudnn_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
-    """Time PyTorch/cuDNN's fp32 convolution of a conv2d task, in this process."""
-    try:
-        import cupy as cp
-        import torch
-        import torch.nn.functional as F
-    except ImportError as exc:
-        raise BaselineUnavailable(f"the cudnn baseline needs PyTorch and CuPy: {exc}") from None
+def time_torch_op(op, reference: np.ndarray, what: str, settings: TimingSettings | None = None) -> MeasureResult:
+    """Check a PyTorch callable's output against `reference`, then time it by the runner's
+    rule, as a CUDA graph of `number` calls replayed `repeat` times (cuBLAS and cuDNN both
+    allow graph capture through PyTorch, so library launch overhead is not counted)."""
+    import cupy as cp
+    import torch
+
     settings = settings or TimingSettings()
-    params = task.params
-    top, left, bottom, right = params.padding
-    if (top, left) != (bottom, right):
-        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
-
-    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
-    reference = task.template.reference(task.params, inputs)
     start = time.perf_counter()
-    data, weight = (torch.from_numpy(a).cuda() for a in inputs[:2])
     stream = torch.cuda.Stream()
-
-    def conv():
-        return F.conv2d(data, weight, stride=params.stride, padding=(top, left))
-
     with torch.cuda.stream(stream):
         for _ in range(3):  # cudnn.benchmark picks its algorithm on the first calls
-            out = conv()
+            out = op()
     stream.synchronize()
-    got = out.double().cpu().numpy()
-    error = float(np.linalg.norm(got - reference) / np.linalg.norm(reference))
+    got = out.double().cpu().numpy().reshape(reference.shape)
+    error = float(np.linalg.norm(got - reference) / (np.linalg.norm(reference) or 1.0))
     if not error < settings.tolerance:
-        return MeasureResult.failure(ErrorNo.WRONG_ANSWER, f"cuDNN's relative L2 error {error:.3g}",
+        return MeasureResult.failure(ErrorNo.WRONG_ANSWER, f"{what}'s relative L2 error {error:.3g}",
                                      time.perf_counter() - start)
 
     def launch():
         with torch.cuda.stream(stream):
-            conv()
+            op()
 
     def make_replay(number: int):
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(number):
-                conv()
+                op()
 
         def replay():
             with torch.cuda.stream(stream):
@@ -87,6 +71,40 @@ def cudnn_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = 
 
     costs = time_launches(cp, cp.cuda.ExternalStream(stream.cuda_stream), launch, make_replay, settings)
     return MeasureResult(ErrorNo.NO_ERROR, costs, all_cost=time.perf_counter() - start)
+
+
+def fp32_torch():
+    """PyTorch with TF32 off everywhere and cuDNN's autotuner on; BaselineUnavailable without it."""
+    try:
+        import cupy  # noqa: F401  (the timing rule runs on CuPy events)
+        import torch
+    except ImportError as exc:
+        raise BaselineUnavailable(f"vendor baselines need PyTorch and CuPy: {exc}") from None
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    return torch
+
+
+def cudnn_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = None, groups: int = 1) -> MeasureResult:
+    """PyTorch/cuDNN's fp32 convolution of a conv2d (or, with groups, depthwise) task."""
+    torch = fp32_torch()
+    import torch.nn.functional as F
+
+    params = task.params
+    top, left, bottom, right = params.padding
+    if (top, left) != (bottom, right):
+        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
+    inputs = task.template.make_inputs(params, np.random.default_rng(seed))
+    reference = task.template.reference(params, inputs)
+    data = torch.from_numpy(inputs[0]).cuda()
+    weight = torch.from_numpy(inputs[1]).cuda()
+    if groups > 1:
+        weight = weight.reshape(params.co, 1, params.kh, params.kw)  # [C*mult, 1, KH, KW]
+    return time_torch_op(
+        lambda: F.conv2d(data, weight, stride=params.stride, padding=(top, left), groups=groups),
+        reference, "cuDNN", settings,
+    )
 
 
 def default_config(task: "Task", measurer: "GpuMeasurer") -> tuple[int, MeasureResult]:

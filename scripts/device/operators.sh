@@ -15,10 +15,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     && export PYTHONPATH=/tmp/site || exit 1
 export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
 
-timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_operators.py 2>&1 | tee "$OUT/gpu_tests.txt" | tail -n 15
+timeout ${GPU_TEST_S:-110} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_operators.py 2>&1 | tee "$OUT/gpu_tests.txt" | tail -n 15
 
-timeout 430 python3 benchmarks/operators.py --budget-s 360 --trials 200 --batch-size 48 \
-    --log "$OUT/operators.log" --json "$OUT/operators.json" --markdown "$OUT/operators-h200.md" \
+timeout $((${BUDGET_S:-360} + 70)) python3 benchmarks/operators.py --budget-s ${BUDGET_S:-360} --trials 200 --batch-size 48 --sections "${SECTIONS:-gemm,depthwise,broadcast}" \
+    --log "$OUT/operators.log" --json "${JSON_OUT:-$OUT/operators.json}" --markdown "$OUT/operators-h200.md" \
     > "$OUT/operators.txt" 2>&1
 status=$?
 tail -n 30 "$OUT/operators.txt" | grep -v '^{' >&2
