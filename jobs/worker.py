@@ -114,7 +114,7 @@ def gpu_config(index: int) -> WorkerConfig:
 def celery_argv(config: WorkerConfig, loglevel: str = "INFO") -> list[str]:
     # `python -m celery` finds Celery wherever this interpreter does (a venv, PYTHONPATH).
     return [
-        sys.executable, "-m", "celery", "-A", "tunerweb", "worker", "-Q", config.queue, "--concurrency", "1", "-n", config.name,
+        sys.executable, "-m", "celery", "-A", "tunerweb", "worker", "-Q", config.queue, "--pool", "solo", "-n", config.name,
         "--without-gossip", "--without-mingle", "--loglevel", loglevel,
     ]
 
