@@ -14,6 +14,8 @@ old logs whose knob order differs from ours still match.
 from __future__ import annotations
 
 import dataclasses
+import gzip
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .measure import DeviceInfo, MeasureResult, Measurer
@@ -42,9 +44,11 @@ def result_of(record: Record) -> MeasureResult:
     )
 
 
-def load_recording(path: str) -> list[Record]:
-    """Every record of a log file; OSError when it cannot be read, RecordingError when it holds none."""
-    with open(path, encoding="utf-8") as stream:
+def load_recording(path: str | Path) -> list[Record]:
+    """Every record of a log file, gzipped (`.gz`) or not; OSError when it cannot be read,
+    RecordingError when it holds none."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as stream:
         records = read_records(stream)
     if not records:
         raise RecordingError(f"{path} holds no version 0.2 tuning records")

@@ -14,7 +14,6 @@ so replayed measurements never mix with real ones on the leaderboards.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import logging
 import os
@@ -32,8 +31,8 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from engine.measure import DeviceInfo, MeasureResult, Measurer
-from engine.records import Record, make_target, read_records
-from engine.replay import ReplayMeasurer, RecordingError, recording_model
+from engine.records import Record, make_target
+from engine.replay import ReplayMeasurer, load_recording, recording_model
 
 log = logging.getLogger(__name__)
 
@@ -81,19 +80,8 @@ class WorkerConfig:
 
 # -- working out the device ------------------------------------------------------------
 
-def read_recording(path: str | Path) -> list[Record]:
-    """A recorded log, gzipped or not; RecordingError when it holds no records."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as stream:
-        records = read_records(stream)
-    if not records:
-        raise RecordingError(f"{path} holds no version 0.2 tuning records")
-    return records
-
-
 def replay_config(recording: str | Path, pace: float = 0.0) -> WorkerConfig:
-    records = read_recording(recording)
+    records = load_recording(recording)
     model = recording_model(records)
     device = DeviceInfo(
         model=model + REPLAY_SUFFIX, name=f"{model} replay of {Path(recording).name}", is_replay=True
@@ -256,7 +244,7 @@ def measurer_for(config: WorkerConfig) -> Measurer:
         device = config.device_info()
         if config.kind == "replay":
             target = make_target(device.model)
-            records = [dataclasses.replace(r, target=target) for r in read_recording(config.recording)]
+            records = [dataclasses.replace(r, target=target) for r in load_recording(config.recording)]
             _measurers[key] = ReplayAtPace(ReplayMeasurer(records, device=device), config.pace)
         else:
             from engine.measurers import make_measurer
