@@ -1,7 +1,7 @@
 """Model-based tuning in AutoTVM's manner (XGBTuner).
 
-After `warmup` random measurements, and then every `plan_size` new ones, the
-tuner refits an XGBoost ranking model on all measured configs (failures as the worst score), runs simulated
+Every `refit_every` new measurements (32; the first model after 32 random
+ones) the tuner refits an XGBoost ranking model on all measured configs (failures as the worst score), runs simulated
 annealing over the space to find the `plan_size * diversity_filter_ratio`
 configs the model likes best, keeps a diverse `plan_size` of them (greedy:
 predicted rank plus one point per knob value not yet in the plan), and measures
@@ -31,7 +31,7 @@ class XGBTuner(Tuner):
         task,
         seed=None,
         plan_size: int = 64,
-        warmup: int = 32,
+        refit_every: int = 32,
         diversity_filter_ratio: float = 2.0,
         epsilon: float = 0.05,
         sa_iterations: int = 500,
@@ -40,10 +40,12 @@ class XGBTuner(Tuner):
         transfer_from: Iterable[Record] = (),
     ):
         super().__init__(task, seed)
-        if plan_size < 1 or warmup < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1:
-            raise ValueError("XGB tuner needs plan_size >= 1, warmup >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1")
+        if plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1:
+            raise ValueError(
+                "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1"
+            )
         self.plan_size = plan_size
-        self.warmup = warmup
+        self.refit_every = refit_every
         self.diversity_filter_ratio = diversity_filter_ratio
         self.epsilon = epsilon
         self.features = FeatureTable(task)
@@ -53,7 +55,6 @@ class XGBTuner(Tuner):
         )
         self._measured = []
         self._scores: list[float] = []
-        self._fits = 0
         self._fitted_on = 0  # measurements the model last saw
         self._plan = []
         transfer = list(transfer_from)
@@ -69,12 +70,10 @@ class XGBTuner(Tuner):
     def _learn(self, configs, results):
         self._measured += configs
         self._scores += [score_of(self.task, result) for result in results]
-        # The first fit comes after `warmup` random measurements rather than a whole plan
-        # (AutoTVM waits for 64): on a few thousand configs that halves the trials to a good one.
-        due = self.warmup if self._fits == 0 else self._fitted_on + self.plan_size
-        if len(self._measured) >= due:
+        # Refitting every half plan (AutoTVM refits every whole plan, 64) lets the first
+        # model act after 32 random trials and later ones correct a plan half-way.
+        if len(self._measured) >= self._fitted_on + self.refit_every:
             if self.model.fit(self.features.of(self._measured), np.array(self._scores)):
-                self._fits += 1
                 self._fitted_on = len(self._measured)
                 self._make_plan()
 
