@@ -192,7 +192,7 @@ def plan(shape: ConvShape, schedule: ConvSchedule) -> _Plan:
 # Global-to-shared copies: asynchronous (cp.async, sm_80 and newer, zero-filled when the
 # predicate is off) so a step's tiles load while the previous step computes; plain loads
 # on older GPUs, where the two buffers still keep the loads and the compute apart.
-_COPY_HELPERS = r"""
+COPY_HELPERS = r"""
 #if __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void copy4(float* dst, const float* src, bool pred) {
     const unsigned address = (unsigned)__cvta_generic_to_shared(dst);
@@ -210,7 +210,7 @@ __device__ __forceinline__ void copy_wait_all() {}
 """
 
 
-def _pragma(unrolled: bool, explicit: int) -> str:
+def unroll_pragma(unrolled: bool, explicit: int) -> str:
     if unrolled:
         return "#pragma unroll"
     return "#pragma unroll 1" if explicit else ""
@@ -227,7 +227,7 @@ def _reduction_pragmas(p: _Plan, schedule: ConvSchedule) -> list[str]:
         unrolled = unrolled and extent * steps <= schedule.auto_unroll_max_step
         if unrolled:
             steps *= extent
-        pragmas.append(_pragma(unrolled, schedule.unroll_explicit))
+        pragmas.append(unroll_pragma(unrolled, schedule.unroll_explicit))
     return pragmas[::-1]
 
 
@@ -237,7 +237,7 @@ FULL_UNROLL_ROUNDS = 8
 PARTIAL_UNROLL = 4
 
 
-def _cooperative_load(count: int, threads: int, body: str) -> str:
+def cooperative_load(count: int, threads: int, body: str) -> str:
     """All threads copy `count` elements, element `i` by thread `i % threads`."""
     rounds = -(-count // threads)
     guard = "" if count % threads == 0 else f"if (i < {count}) "
@@ -249,6 +249,32 @@ def _cooperative_load(count: int, threads: int, body: str) -> str:
         f"        {guard}{{\n        {body}\n        }}\n"
         f"    }}"
     )
+
+
+def store_outputs(channels: int, out_h: int, out_w: int, counts: tuple[int, int, int],
+                  inner: tuple[int, int, int], threads: tuple[int, int, int]) -> str:
+    """CUDA that writes a thread's accumulators `acc[f][y][x]` to `out`: per axis `counts`
+    (vthread x inner) values, placed as TVM's split places them: vthread-major, then the
+    thread's slot, then the inner element. Expects `out`, `n`, `f0`, `y0`, `x0`, `tz`, `ty`,
+    `tx` in scope."""
+    nf, ny, nx = counts
+    fi, yi, xi = inner
+    tf, ty, tx = threads
+    return f"""    float* out_base = out + (n * {channels} + f0) * {out_h * out_w};
+#pragma unroll
+    for (int a = 0; a < {nf}; ++a) {{
+        const int fl = (a / {fi}) * {tf * fi} + tz * {fi} + a % {fi};
+#pragma unroll
+        for (int b = 0; b < {ny}; ++b) {{
+            const int y = y0 + (b / {yi}) * {ty * yi} + ty * {yi} + b % {yi};
+#pragma unroll
+            for (int d = 0; d < {nx}; ++d) {{
+                const int x = x0 + (d / {xi}) * {tx * xi} + tx * {xi} + d % {xi};
+                out_base[(fl * {out_h} + y) * {out_w} + x] = acc[a][b][d];
+            }}
+        }}
+    }}
+"""
 
 
 def generate(shape: ConvShape, schedule: ConvSchedule) -> KernelSource:
@@ -266,7 +292,7 @@ def generate(shape: ConvShape, schedule: ConvSchedule) -> KernelSource:
     f_blocks = p.f[0]
     pr_rcm, pr_khm, pr_kwm, pr_rci, pr_khi, pr_kwi = _reduction_pragmas(p, schedule)
 
-    load_input = _cooperative_load(
+    load_input = cooperative_load(
         p.input_tile, p.threads,
         f"const int c = i / {th * tw}, r = (i / {tw}) % {th}, q = i % {tw};\n"
         f"        const int iy = iy0 + r, ix = ix0 + q;\n"
@@ -274,7 +300,7 @@ def generate(shape: ConvShape, schedule: ConvSchedule) -> KernelSource:
         f"        copy4(&s_in[i], inside ? in_base + (c0 + c) * {s.height * s.width} + iy * {s.width} + ix : in_base,"
         f" inside);",
     )
-    load_weight = _cooperative_load(
+    load_weight = cooperative_load(
         p.weight_tile, p.threads,
         f"const int ff = i / {rc_s * kh_s * kw_s}, c = (i / {kh_s * kw_s}) % {rc_s};\n"
         f"        const int ky = (i / {kw_s}) % {kh_s}, kx = i % {kw_s};\n"
@@ -287,7 +313,7 @@ def generate(shape: ConvShape, schedule: ConvSchedule) -> KernelSource:
     stage = p.input_tile + p.weight_tile
     code = f"""// conv2d NCHW fp32: data {list(s.data_shape)}, kernel {list(s.kernel_shape)}, out {list(s.out_shape)}
 // tile_f {p.f} tile_y {p.y} tile_x {p.x} rc {p.rc} kh {p.kh} kw {p.kw}
-{_COPY_HELPERS}
+{COPY_HELPERS}
 extern "C" __global__ void __launch_bounds__({p.threads})
 {ENTRY}(const float* __restrict__ data, const float* __restrict__ weight, float* __restrict__ out)
 {{
@@ -373,21 +399,7 @@ extern "C" __global__ void __launch_bounds__({p.threads})
     __syncthreads();  // every thread is done with this buffer before it is refilled
     }}
 
-    float* out_base = out + (n * {s.out_channels} + f0) * {s.out_h * s.out_w};
-#pragma unroll
-    for (int a = 0; a < {nf}; ++a) {{
-        const int fl = (a / {fi}) * {tf * fi} + tz * {fi} + a % {fi};
-#pragma unroll
-        for (int b = 0; b < {ny}; ++b) {{
-            const int y = y0 + (b / {yi}) * {ty * yi} + ty * {yi} + b % {yi};
-#pragma unroll
-            for (int d = 0; d < {nx}; ++d) {{
-                const int x = x0 + (d / {xi}) * {tx * xi} + tx * {xi} + d % {xi};
-                out_base[(fl * {s.out_h} + y) * {s.out_w} + x] = acc[a][b][d];
-            }}
-        }}
-    }}
-}}
+{store_outputs(s.out_channels, s.out_h, s.out_w, (nf, ny, nx), (fi, yi, xi), (tf, ty, tx))}}}
 """
     return KernelSource(
         name=ENTRY,

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..templates.depthwise import depthwise_tiling
 from . import KernelSource
-from .conv2d import _COPY_HELPERS, _cooperative_load, _pragma
+from .conv2d import COPY_HELPERS, cooperative_load, store_outputs, unroll_pragma
 
 ENTRY = "depthwise_conv2d_nchw_kernel"
 
@@ -29,7 +29,7 @@ def _window_pragmas(kh: int, kw: int, tile_steps: int, max_step: int, explicit: 
     (extent x steps inside) stays within `auto_unroll_max_step` (TVM's count)."""
     unroll_kw = max_step > 0 and kw * tile_steps <= max_step
     unroll_kh = unroll_kw and kh * kw * tile_steps <= max_step
-    return _pragma(unroll_kh, explicit), _pragma(unroll_kw, explicit)
+    return unroll_pragma(unroll_kh, explicit), unroll_pragma(unroll_kw, explicit)
 
 
 def generate(params, config) -> KernelSource:
@@ -48,18 +48,18 @@ def generate(params, config) -> KernelSource:
     pragma_kh, pragma_kw = _window_pragmas(p.kh, p.kw, nf * ny * nx, int(config["auto_unroll_max_step"].val),
                                            int(config["unroll_explicit"].val))
 
-    load_input = _cooperative_load(
+    load_input = cooperative_load(
         input_floats, threads,
         f"const int c = i / {th * tw}, r = (i / {tw}) % {th}, q = i % {tw};\n"
         f"        const int iy = iy0 + r, ix = ix0 + q;\n"
         f"        const bool inside = c_lo + c < {p.ci} && (unsigned)iy < {p.h}u && (unsigned)ix < {p.w}u;\n"
         f"        copy4(&s_in[i], inside ? in_base + (c_lo + c) * {p.h * p.w} + iy * {p.w} + ix : in_base, inside);",
     )
-    load_weight = _cooperative_load(weight_floats, threads, "copy4(&s_w[i], w_base + i, true);")
+    load_weight = cooperative_load(weight_floats, threads, "copy4(&s_w[i], w_base + i, true);")
     code = f"""// depthwise conv2d NCHW fp32: data [{p.n}, {p.ci}, {p.h}, {p.w}], multiplier {p.multiplier},
 // kernel {p.kh}x{p.kw}, stride {list(p.stride)}, padding {list(p.padding)}, out [{p.n}, {p.co}, {p.oh}, {p.ow}]
 // tile_f {tiling.f} tile_y {tiling.y} tile_x {tiling.x}
-{_COPY_HELPERS}
+{COPY_HELPERS}
 extern "C" __global__ void __launch_bounds__({threads})
 {ENTRY}(const float* __restrict__ data, const float* __restrict__ weight, float* __restrict__ out)
 {{
@@ -111,21 +111,7 @@ extern "C" __global__ void __launch_bounds__({threads})
         }}
     }}}}
 
-    float* out_base = out + (n * {p.co} + f0) * {p.oh * p.ow};
-#pragma unroll
-    for (int a = 0; a < {nf}; ++a) {{
-        const int fl = (a / {fi}) * {tf * fi} + tz * {fi} + a % {fi};
-#pragma unroll
-        for (int b = 0; b < {ny}; ++b) {{
-            const int y = y0 + (b / {yi}) * {ty * yi} + ty * {yi} + b % {yi};
-#pragma unroll
-            for (int d = 0; d < {nx}; ++d) {{
-                const int x = x0 + (d / {xi}) * {tx * xi} + tx * {xi} + d % {xi};
-                out_base[(fl * {p.oh} + y) * {p.ow} + x] = acc[a][b][d];
-            }}
-        }}
-    }}
-}}
+{store_outputs(p.co, p.oh, p.ow, (nf, ny, nx), (fi, yi, xi), (tf, ty, tx))}}}
 """
     return KernelSource(
         name=ENTRY,
