@@ -12,7 +12,6 @@ status 2, never a traceback; those errors are caught here and only here.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from importlib import import_module
@@ -65,20 +64,14 @@ def positive_int(text: str) -> int:
     return value
 
 
-def parse_args_json(text: str) -> list:
-    try:
-        args = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"ARGS_JSON is not valid JSON ({exc.msg} at column {exc.colno}): {text[:80]}") from None
-    if not isinstance(args, list):
-        raise CliError("ARGS_JSON must be a JSON list, as in a log's input args")
-    return args
-
-
 def make_task(name: str, args_json: str, limits: DeviceLimits | None = None):
-    from .task import create_task
+    from .task import args_from_json, create_task
 
-    return create_task(name, parse_args_json(args_json), limits=limits)
+    try:
+        args = args_from_json(args_json)
+    except BadArgs as exc:
+        raise CliError(f"ARGS_JSON: {exc}") from None
+    return create_task(name, args, limits=limits)
 
 
 def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,13 +1,14 @@
 """A tuning task: one template applied to one workload's args, on one device's limits."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from .records import canonical_args
 from .space import ConfigEntity, ConfigSpace
-from .templates import DeviceLimits, Template, get_template
+from .templates import BadArgs, DeviceLimits, Template, get_template
 
 
 @dataclass(eq=False)
@@ -38,6 +39,18 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task({self.name}, {canonical_args(self.args)}, len={len(self.config_space)})"
+
+
+def args_from_json(text: str) -> list:
+    """Workload args typed as JSON text, as in a log's `input`; BadArgs with a readable reason.
+    The command line, the job form and baseline files all read typed args through here."""
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadArgs(f"args are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(args, list):
+        raise BadArgs("args must be a JSON list, as in a log's input, e.g. [[\"TENSOR\", [1, 512, 7, 7], \"float32\"], ...]")
+    return args
 
 
 def create_task(name: str, args: list, limits: DeviceLimits | None = None) -> Task:

@@ -9,7 +9,6 @@ beats.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
-from engine import create_task
+from engine.task import args_from_json, create_task
 from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
 from engine.tuners import TUNERS
 from engine.workloads import PRESETS
@@ -64,17 +63,6 @@ def online_devices() -> dict[str, list[Worker]]:
     for worker in Worker.objects.online().select_related("device"):
         found.setdefault(worker.queue, []).append(worker)
     return found
-
-
-def parse_args_text(text: str) -> list:
-    """Args typed as JSON, as in a log's `input`; ValueError with a readable reason."""
-    try:
-        args = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"args are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    if not isinstance(args, list):
-        raise ValueError("args must be a JSON list, as in a log's input, e.g. [[\"TENSOR\", [1, 512, 7, 7], \"float32\"], ...]")
-    return args
 
 
 def check_request(
@@ -120,7 +108,7 @@ def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str
         args = chosen.args
     if isinstance(args, str):
         try:
-            args = parse_args_text(args)
+            args = args_from_json(args)
         except ValueError as exc:
             errors["args"] = str(exc)
             return template, []

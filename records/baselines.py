@@ -41,6 +41,8 @@ from typing import IO, Iterable, Iterator
 from django.db import transaction
 
 from engine.records import Record, scan_log, target_model
+from engine.task import args_from_json
+from engine.templates import BadArgs
 
 from .importing import MAX_PROBLEMS, Catalog, new_batch
 from .models import Baseline, Device, ImportBatch, Workload
@@ -147,9 +149,9 @@ def _row_from_mapping(row: dict) -> BaselineRow:
     args = row.get("args")
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except json.JSONDecodeError as exc:
-            raise RowError(f"args is not JSON ({exc.msg})") from None
+            args = args_from_json(args)
+        except BadArgs as exc:
+            raise RowError(str(exc)) from None
     if not isinstance(args, list):
         raise RowError("args is not a JSON list")
     return BaselineRow(task_name=task, args=args, **common)

@@ -60,7 +60,7 @@ def test_bad_rows_are_reported_by_line_and_the_rest_imported():
         (2, "provider 'mkl' is not one of cudnn, cublas, default-config, other"),
         (3, "cost_us '-3' is not a positive number"),
         (4, "cost_us 'fast' is not a number"),
-        (5, "args is not JSON (Expecting value)"),
+        (5, "args are not valid JSON (Expecting value at line 1 column 2)"),
     ]
 
 

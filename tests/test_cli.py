@@ -73,8 +73,8 @@ def conv_args(data=(1, 512, 7, 7), kernel=(512, 512, 3, 3)):
 
 @pytest.mark.parametrize("argv, message", [
     (["space", "conv3d.cuda", C12_ARGS], "unknown template 'conv3d.cuda'; known templates: broadcast_nchw, conv2d_nchw.cuda"),
-    (["space", "conv2d_nchw.cuda", "[1, 2"], "ARGS_JSON is not valid JSON"),
-    (["space", "conv2d_nchw.cuda", '{"n": 1}'], "ARGS_JSON must be a JSON list"),
+    (["space", "conv2d_nchw.cuda", "[1, 2"], "ARGS_JSON: args are not valid JSON"),
+    (["space", "conv2d_nchw.cuda", '{"n": 1}'], "ARGS_JSON: args must be a JSON list"),
     (["space", "conv2d_nchw.cuda", conv_args(data=(1, 512, 0, 7))], "non-positive"),
     (["space", "conv2d_nchw.cuda", json.dumps(C12.args[:2])], "args are"),
     (["tune", "conv2d_nchw.cuda", C12_ARGS, "--tuner", "anneal", "--measurer", "replay", "--recording", "{rec}"],
