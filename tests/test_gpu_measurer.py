@@ -13,13 +13,9 @@ from engine.kernels import KernelSource
 from engine.records import ErrorNo, format_record, read_records
 from engine.workloads import PRESETS
 
-cupy = pytest.importorskip("cupy")
-try:
-    HAS_GPU = cupy.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    HAS_GPU = False
+from gpu_only import GPU_ONLY
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")]
+pytestmark = GPU_ONLY
 
 ARGS = ("data", "kernel", "output")
 SIGNATURE = "(const float* d, const float* w, float* out)"

@@ -11,13 +11,9 @@ import pytest
 import engine
 from engine.workloads import PRESETS, broadcast_args, gemm_args
 
-cupy = pytest.importorskip("cupy")
-try:
-    HAS_GPU = cupy.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    HAS_GPU = False
+from gpu_only import GPU_ONLY
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")]
+pytestmark = GPU_ONLY
 
 TRUSTED = r"""
 extern "C" __global__ void reference_add(const float* a, const float* b, float* c) {
