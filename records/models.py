@@ -69,6 +69,11 @@ class Workload(models.Model):
                 parts.append(str(arg))
         return " ".join(parts)
 
+    def same_shape(self):
+        """Other tasks' workloads with exactly these args: TopHub tuned C12 only as
+        `conv2d_nchw_winograd.cuda`, so its direct-convolution leaderboard points there."""
+        return Workload.objects.filter(args_json=self.args_json).exclude(pk=self.pk).order_by("task_name")
+
     def gflops(self, seconds: float | None) -> float | None:
         if not self.flops or not seconds:
             return None

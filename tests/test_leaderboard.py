@@ -136,3 +136,14 @@ def test_an_imported_tophub_log_shows_each_gpus_best_from_the_file(client, tophu
     assert {b.device.model for b in page.context["board"].bests} == {"titanx", "1080ti", "tx2"}
     for best in page.context["board"].bests:
         assert expected[(best.device.model, workload.task_name, workload.args_json)].config_index == best.config_index
+
+
+def test_the_leaderboard_links_other_tasks_of_the_same_shape(client, gpus):
+    direct = make_workload()
+    winograd = make_workload(task_name="conv2d_nchw_winograd.cuda")
+    other_shape = make_workload(args=C9_ARGS)
+    page = client.get(reverse("records:leaderboard", args=[direct.pk])).content.decode()
+    assert list(direct.same_shape()) == [winograd]
+    assert reverse("records:leaderboard", args=[winograd.pk]) in page
+    assert "Same shape, other tasks" in page
+    assert "Same shape" not in client.get(reverse("records:leaderboard", args=[other_shape.pk])).content.decode()
