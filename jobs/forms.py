@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django import forms
-from django.conf import settings
 
 from engine.templates import TEMPLATES
 from engine.tuners import TUNERS
@@ -56,7 +55,6 @@ class JobForm(forms.Form):
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
-        self.fields["n_trial"].max_value = settings.TUNERWEB_JOB_MAX_TRIALS
         self.fields["gpus"].choices = gpu_choices()
         self.request: JobRequest | None = None
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from engine.records import ErrorNo
-from records.bests import BEST_ORDER, valid_records
+from records.bests import best_of
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 
 
@@ -123,6 +123,11 @@ class Worker(models.Model):
         return f"{self.name} (replay)" if self.is_replay else self.name
 
     @property
+    def recording_name(self) -> str:
+        """The recording's file name: pages show no server paths."""
+        return self.recording.rsplit("/", 1)[-1]
+
+    @property
     def online(self) -> bool:
         return self.last_heartbeat is not None and self.last_heartbeat >= stale_before()
 
@@ -135,12 +140,6 @@ class Worker(models.Model):
         if not self.online:
             return "offline"
         return "busy" if self.current_run else "idle"
-
-    def serves(self, workload: Workload) -> bool:
-        """A GPU serves any workload; a replay device only those in its recording."""
-        if not self.is_replay:
-            return True
-        return [workload.task_name, workload.args_json] in self.workloads
 
 
 class JobRun(models.Model):
@@ -184,10 +183,6 @@ class JobRun(models.Model):
     def trials_planned(self) -> int:
         return self.job.n_trial
 
-    @property
-    def is_active(self) -> bool:
-        return self.state in ACTIVE_STATES
-
     def records(self):
         """This run's measurements, in the order they were stored."""
         if self.batch_id is None:
@@ -195,7 +190,7 @@ class JobRun(models.Model):
         return MeasurementRecord.objects.filter(batch_id=self.batch_id).order_by("id")
 
     def best(self) -> MeasurementRecord | None:
-        return valid_records(self.records()).order_by(*BEST_ORDER).select_related("workload", "device").first()
+        return best_of(self.records())
 
     def failure_counts(self) -> list[tuple[str, int]]:
         """(error label, count), most frequent first."""

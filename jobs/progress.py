@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from records.bests import BEST_ORDER, best_config_for, valid_records
+from records.bests import best_config_for, best_of
 
 from .models import Job, JobRun
 
@@ -23,7 +23,7 @@ def leaderboard_best_for(run: JobRun):
     board = best_config_for(run.job.workload, run.device)
     if board is not None and board.pk != best.pk:
         return board
-    return valid_records(run.job.workload.records.exclude(device=run.device)).order_by(*BEST_ORDER).first()
+    return best_of(run.job.workload.records.exclude(device=run.device))
 
 
 def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:

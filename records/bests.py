@@ -41,10 +41,10 @@ def best_records(records: QuerySet | None = None) -> QuerySet:
     )
 
 
+def best_of(records: QuerySet) -> MeasurementRecord | None:
+    """The single best record among `records` (one workload's, typically)."""
+    return valid_records(records).order_by(*BEST_ORDER).select_related("workload", "device").first()
+
+
 def best_config_for(workload, device) -> MeasurementRecord | None:
-    return (
-        valid_records(MeasurementRecord.objects.filter(workload=workload, device=device))
-        .order_by(*BEST_ORDER)
-        .select_related("workload", "device")
-        .first()
-    )
+    return best_of(MeasurementRecord.objects.filter(workload=workload, device=device))

@@ -78,7 +78,7 @@ RECORD_HEADER = [
 ]
 
 
-def records_table(records: Iterable[MeasurementRecord], first_rank: int = 1) -> Table:
+def records_table(records: Iterable[MeasurementRecord]) -> Table:
     """Records with their workload and device loaded (select_related)."""
     rows = (
         [
@@ -86,7 +86,7 @@ def records_table(records: Iterable[MeasurementRecord], first_rank: int = 1) -> 
             r.config_index, usec(r.mean_cost) if r.ok else "", gflops(r.gflops) if r.ok else "",
             r.error_no, r.error.label, _knobs_json(r),
         ]
-        for rank, r in enumerate(records, start=first_rank)
+        for rank, r in enumerate(records, start=1)
     )
     return RECORD_HEADER, rows
 

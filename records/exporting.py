@@ -40,6 +40,14 @@ def _optional_int(params: Mapping, name: str) -> int | None:
         raise ExportFilterError(f"{name} must be a number, not {raw!r}") from None
 
 
+def _optional_name(params: Mapping, name: str) -> str | None:
+    raw = (params.get(name) or "").strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        # The value is echoed in the download's header line: no line breaks may ride along.
+        raise ExportFilterError(f"{name} must not contain control characters")
+    return raw or None
+
+
 @dataclass(frozen=True)
 class ExportFilter:
     workload: int | None = None
@@ -52,9 +60,9 @@ class ExportFilter:
         """From query parameters or command options; raises ExportFilterError."""
         found = cls(
             workload=_optional_int(params, "workload"),
-            device=(params.get("device") or "").strip() or None,
+            device=_optional_name(params, "device"),
             batch=_optional_int(params, "batch"),
-            task=(params.get("task") or "").strip() or None,
+            task=_optional_name(params, "task"),
         )
         found.check_targets_exist()
         return found
@@ -66,6 +74,8 @@ class ExportFilter:
             raise UnknownFilterTarget(f"no GPU model {self.device!r}")
         if self.batch is not None and not ImportBatch.objects.filter(pk=self.batch).exists():
             raise UnknownFilterTarget(f"no import batch with id {self.batch}")
+        if self.task is not None and not Workload.objects.filter(task_name=self.task).exists():
+            raise UnknownFilterTarget(f"no workload of task {self.task!r}")
 
     def records(self) -> QuerySet:
         records = MeasurementRecord.objects.all()

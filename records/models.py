@@ -61,7 +61,8 @@ class Workload(models.Model):
         """Tensor shapes then plain args, e.g. `[1,512,7,7] [512,512,3,3] [1,1] ...`."""
         parts = []
         for arg in self.args:
-            if isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR":
+            # Any JSON list imports, so a "TENSOR" entry may not hold a shape list.
+            if isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR" and isinstance(arg[1], list):
                 parts.append("[" + ",".join(str(d) for d in arg[1]) + "]")
             elif isinstance(arg, list):
                 parts.append("[" + ",".join(str(d) for d in arg) + "]")

@@ -2,6 +2,7 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from engine.records import canonical_args, format_record, pick_best, read_records
 from records.bests import best_records
@@ -133,3 +134,12 @@ def test_export_refuses_an_unwritable_output(tophub, tmp_path):
     with pytest.raises(CommandError, match="cannot write"):
         call_command("export_best", "-o", str(tmp_path / "missing-dir" / "x.log"))
     assert ImportBatch.objects.count() == 1
+
+
+def test_a_download_refuses_line_breaks_and_unknown_tasks_in_its_filters(client):
+    injected = client.get(reverse("records:download_best"), {"task": 'x\n{"input": "injected"}'})
+    assert injected.status_code == 400
+    assert "control characters" in injected.content.decode()
+    unknown = client.get(reverse("records:download_best"), {"task": "no_such_task"})
+    assert unknown.status_code == 404
+    assert "no workload of task 'no_such_task'" in unknown.content.decode()

@@ -163,3 +163,18 @@ def test_with_public_read_off_pages_send_visitors_to_log_in(alice_client, data, 
 
 def test_a_missing_workload_is_a_404(client):
     assert client.get(reverse("records:leaderboard", args=[12345])).status_code == 404
+
+
+def test_a_workload_whose_tensor_has_no_shape_list_still_renders(client):
+    from records.importing import import_log
+
+    line = (
+        '{"input": ["cuda -model=v100", "odd_task", [["TENSOR", 5, "float32"]], {}], '
+        '"config": {"index": 0, "code_hash": null, "entity": []}, '
+        '"result": [[1e-5], 0, 1.0, 1.0], "version": 0.2, "tvm_version": "x"}'
+    )
+    import_log([line], "odd.log")
+    for name in ("records:home", "records:record_list"):
+        response = client.get(reverse(name))
+        assert response.status_code == 200
+        assert "TENSOR" in response.content.decode()

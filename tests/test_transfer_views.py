@@ -62,7 +62,20 @@ def test_the_upload_page_refuses_a_file_over_the_limit(alice_client, settings):
     settings.TUNERWEB_MAX_UPLOAD_BYTES = 100
     response = alice_client.post(reverse("records:upload"), {"file": SimpleUploadedFile("big.log", b"#" * 101)})
     assert response.status_code == 400
-    assert "The file is 101\xa0bytes; the largest accepted is 100\xa0bytes." in response.content.decode()
+    assert "The upload is 101\xa0bytes; the largest accepted is 100\xa0bytes." in response.content.decode()
+    assert ImportBatch.objects.count() == 0
+
+
+def test_an_upload_far_over_the_limit_is_refused_before_its_body_is_read(alice_client, settings):
+    settings.TUNERWEB_MAX_UPLOAD_BYTES = 100
+    big = SimpleUploadedFile("huge.log", b"#" * (200 * 1024))
+    page = alice_client.post(reverse("records:upload"), {"file": big})
+    assert page.status_code == 413
+    assert "the largest accepted is 100\xa0bytes" in page.content.decode()
+    big.seek(0)
+    api = alice_client.post("/api/imports/", {"file": big})
+    assert api.status_code == 413
+    assert "the largest accepted is 100\xa0bytes" in api.json()["detail"]
     assert ImportBatch.objects.count() == 0
 
 

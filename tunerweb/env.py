@@ -4,6 +4,8 @@ Each raises ImproperlyConfigured on a value it cannot read, so a typo in a
 deployment fails at start-up instead of silently falling back to a default.
 """
 import os
+from pathlib import Path
+from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -42,3 +44,23 @@ def envlist(name: str, default: list[str]) -> list[str]:
 
 def envstr(name: str, default: str) -> str:
     return os.environ.get(name, default)
+
+
+def private_file(path: Path, make: Callable[[], str]) -> str:
+    """The text kept in `path`, written once from `make()` readable by its owner only.
+
+    Several processes may race to create it (web server, workers): the first wins and
+    the others read what it wrote.
+    """
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as stream:
+        stream.write(make() + "\n")
+    return path.read_text().strip()

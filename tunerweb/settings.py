@@ -7,15 +7,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import envbool, envint, envlist, envstr
+from .env import envbool, envint, envlist, envstr, private_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("TUNERWEB_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = envbool("DEBUG", False)
-# Without SECRET_KEY a fresh machine still starts, with a key made for this process
-# only: logins do not survive a restart. Deployments set it.
-SECRET_KEY = envstr("SECRET_KEY", "") or secrets.token_urlsafe(50)
+# Without SECRET_KEY a fresh machine still starts: a key is made once and kept in
+# var/secret-key, so every process (web, workers) and every restart shares it.
+SECRET_KEY = envstr("SECRET_KEY", "") or private_file(VAR_DIR / "secret-key", lambda: secrets.token_urlsafe(50))
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
@@ -39,6 +39,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "records.uploads.UploadSizeLimitMiddleware",  # before CSRF, which reads the body
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

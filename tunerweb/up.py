@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .env import private_file
+
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_USER = "admin"
 # H5's real H200 recording when it is committed; else a synthetic one is made in var/.
@@ -72,10 +74,8 @@ def ensure_admin(var_dir: Path) -> str:
     password_file = var_dir / "admin-password.txt"
     User = get_user_model()
     if not User.objects.filter(username=ADMIN_USER).exists():
-        password = secrets.token_urlsafe(12)
+        password = private_file(password_file, lambda: secrets.token_urlsafe(12))
         User.objects.create_superuser(ADMIN_USER, "", password)
-        password_file.write_text(password + "\n")
-        password_file.chmod(0o600)
     if password_file.exists():
         return password_file.read_text().strip()
     return "(set earlier; reset with: python manage.py changepassword admin)"
@@ -116,7 +116,11 @@ def ensure_redis(stack: Stack, redis_url: str, var_dir: Path) -> bool:
 def count_gpus() -> int:
     """GPUs CuPy sees, asked in a child so this process never holds a CUDA context."""
     probe = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        print("asking CuPy for GPUs took over 60 s: starting no GPU worker", file=sys.stderr)
+        return 0
     return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip().isdigit() else 0
 
 

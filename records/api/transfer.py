@@ -11,7 +11,8 @@ from rest_framework.views import APIView
 from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
 from ..importing import NotALogError, import_log
 from ..models import ImportBatch
-from ..views.transfer import check_upload_size, export_response
+from ..uploads import check_upload_size
+from ..views.transfer import export_response
 
 
 class LogUploadSerializer(serializers.Serializer):

@@ -7,7 +7,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_GET
 
 from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
@@ -15,14 +14,7 @@ from ..exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, be
 from ..importing import NotALogError, import_log
 from ..models import Baseline, ImportBatch
 from ..permissions import public_read
-
-
-def check_upload_size(upload) -> None:
-    limit = settings.TUNERWEB_MAX_UPLOAD_BYTES
-    if upload.size > limit:
-        raise forms.ValidationError(
-            f"The file is {filesizeformat(upload.size)}; the largest accepted is {filesizeformat(limit)}."
-        )
+from ..uploads import check_upload_size
 
 
 class LogUploadForm(forms.Form):
