@@ -31,9 +31,9 @@ import engine  # noqa: E402
 from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
 from engine.callbacks import StopTuning  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.gpu.baselines import BaselineUnavailable
-from engine.kernels.vendor import copy_bandwidth, cublas_gemm, cudnn_depthwise  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
+from engine.gpu.baselines import BaselineUnavailable, measure_baseline  # noqa: E402
+from engine.kernels.vendor import copy_bandwidth  # noqa: E402
+from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import BROADCAST, GEMM, MOBILENET_DW  # noqa: E402
@@ -43,7 +43,6 @@ DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written, DESIGN.md's H200 figu
 SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST}
 # Share of the budget each section's workloads get, in all.
 SHARES = {"gemm": 0.5, "depthwise": 0.3, "broadcast": 0.2}
-BASELINES = {"cublas": cublas_gemm, "cudnn": cudnn_depthwise}
 
 
 def deadline_callback(deadline: float):
@@ -59,13 +58,13 @@ def us(result) -> float | None:
 
 def vendor(task, measurer) -> tuple[float | None, str]:
     provider = task.template.baseline_provider
-    if provider not in BASELINES:
+    if provider == DEFAULT_CONFIG_BASELINE:
         return None, ""
     try:
-        result = BASELINES[provider](task, settings=measurer.timing)
+        record = measure_baseline(task, provider, measurer)
     except BaselineUnavailable as exc:
         return None, str(exc)
-    return us(result), "" if result.ok else result.error_msg
+    return us(record), "" if record.ok else record.error_msg
 
 
 def tune_workload(preset, measurer, options, deadline: float, history: list) -> dict:

@@ -30,7 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import engine  # noqa: E402
 from engine.callbacks import StopTuning  # noqa: E402
-from engine.replay import ReplayMeasurer, load_recording, recording_task, restrict_to_recording  # noqa: E402
+from engine.replay import (  # noqa: E402
+    RecordingError,
+    ReplayMeasurer,
+    load_recording,
+    recording_task,
+    restrict_to_recording,
+)
 from engine.synthetic import synthetic_recording  # noqa: E402
 from engine.tuners import TUNERS, get_tuner  # noqa: E402
 from engine.workloads import get_preset  # noqa: E402
@@ -65,15 +71,19 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
 
     if options.recording:
-        records = load_recording(options.recording)
-        measurer = ReplayMeasurer(records)
-        task = recording_task(measurer.records)
+        try:
+            measurer = ReplayMeasurer(load_recording(options.recording))
+            task = recording_task(measurer.records)
+        except (OSError, RecordingError) as exc:
+            parser.error(f"--recording: {exc}")
         source = options.recording
     else:
         task, records = synthetic_c12(options.configs)
         measurer = ReplayMeasurer(records)
         source = f"synthetic C12 conv2d_nchw.cuda, {options.configs} configs (engine.synthetic, seed 0)"
     ok_costs = [r.mean_cost for r in measurer.records if r.ok and r.workload_key == task.workload_key]
+    if not ok_costs:
+        parser.error(f"{source} holds no error-free record of {task.name}: there is no best config to reach")
     best = min(ok_costs)
     target = best / options.share
     within = sum(cost <= target for cost in ok_costs)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from .callbacks import progress_printer
 from .measurers import MeasurerUnavailable, UnknownMeasurer, make_measurer
-from .records import LogLineError, Record, format_record, pick_best, scan_log
+from .records import LogFileError, Record, format_record, pick_best, read_log_file
 from .replay import RecordingError, ReplayMeasurer, load_recording, recording_task, restrict_to_recording
 from .space import SamplingError
 from .templates import BadArgs, UnknownTemplate
@@ -34,7 +34,7 @@ class CliError(Exception):
 
 
 USER_ERRORS = (CliError, BadArgs, UnknownTemplate, UnknownMeasurer, MeasurerUnavailable, RecordingError,
-               SamplingError, OSError)
+               LogFileError, SamplingError, OSError)
 
 
 @dataclass(frozen=True)
@@ -86,14 +86,21 @@ def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="FILE", help="append every measurement here; resume from it")
 
 
-def run_tuning(task, measurer, options: argparse.Namespace) -> int:
-    from .tune import tune
-    from .tuners import UnknownTuner, get_tuner
+def check_tuner(options: argparse.Namespace) -> None:
+    """Reject an unknown --tuner before a measurer (a GPU runner child) is started."""
+    from .tuners import UnknownTuner, tuner_class
 
     try:
-        tuner = get_tuner(options.tuner, task, seed=options.seed)
+        tuner_class(options.tuner)
     except UnknownTuner as exc:
         raise CliError(str(exc)) from None
+
+
+def run_tuning(task, measurer, options: argparse.Namespace) -> int:
+    from .tune import tune
+    from .tuners import get_tuner
+
+    tuner = get_tuner(options.tuner, task, seed=options.seed)
     with measurer:
         result = tune(task, tuner, measurer, options.trials, early_stopping=options.early_stopping,
                       callbacks=[progress_printer()], log_file=options.log, batch_size=options.batch_size)
@@ -111,7 +118,7 @@ def summary(task, result) -> str:
 
 
 # -- subcommands ---------------------------------------------------------------------
-def _space_arguments(parser: argparse.ArgumentParser) -> None:
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="template name, e.g. conv2d_nchw.cuda")
     parser.add_argument("args_json", metavar="ARGS_JSON", help="the task's args as JSON, as in a log's input")
 
@@ -122,13 +129,14 @@ def _space(options: argparse.Namespace) -> int:
 
 
 def _tune_arguments(parser: argparse.ArgumentParser) -> None:
-    _space_arguments(parser)
+    add_task_arguments(parser)
     add_tuning_arguments(parser)
     parser.add_argument("--measurer", default="gpu", help="gpu (default) or replay")
     parser.add_argument("--recording", metavar="FILE", help="the log a replay measurer answers from")
 
 
 def _tune(options: argparse.Namespace) -> int:
+    check_tuner(options)
     if options.measurer == "replay":
         if not options.recording:
             raise CliError("--measurer replay needs --recording FILE")
@@ -150,6 +158,7 @@ def _replay_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _replay(options: argparse.Namespace) -> int:
+    check_tuner(options)
     measurer = ReplayMeasurer(load_recording(options.recording))
     task = recording_task(measurer.records, limits=DeviceLimits.for_model(measurer.device.model))
     return run_tuning(task, measurer, options)
@@ -178,10 +187,8 @@ def _best(options: argparse.Namespace) -> int:
 
 def _read_log(path: str) -> list[Record]:
     """A log's records; warns about malformed lines; CliError when it holds none."""
-    with open(path, encoding="utf-8") as stream:
-        scanned = list(scan_log(stream))
-    records = [item for _, item in scanned if isinstance(item, Record)]
-    bad = [(lineno, item) for lineno, item in scanned if isinstance(item, LogLineError)]
+    log = read_log_file(path)
+    records, bad = log.records, log.bad_lines
     if not records:
         first = f" (line {bad[0][0]}: {bad[0][1]})" if bad else ""
         raise CliError(f"{path} holds no version 0.2 tuning records{first}")
@@ -191,7 +198,7 @@ def _read_log(path: str) -> list[Record]:
     return records
 
 
-register(Subcommand("space", "print a task's config space", _space_arguments, _space))
+register(Subcommand("space", "print a task's config space", add_task_arguments, _space))
 register(Subcommand("tune", "tune a task on a GPU or against a recording", _tune_arguments, _tune))
 register(Subcommand("replay", "tune the task of a recording against that recording", _replay_arguments, _replay))
 register(Subcommand("best", "pick the best record per (GPU model, workload) from logs", _best_arguments, _best))

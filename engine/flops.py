@@ -169,4 +169,10 @@ def flop_count(task_name: str, args: list) -> int | None:
     """FLOPs of one run, or None for a task we cannot count. Raises FlopCountError
     when a known task's args are malformed."""
     counter = _COUNTERS.get(task_name)
+    if counter is None:
+        # The operator templates (gemm, broadcast, custom) register their counters when
+        # imported; import them here so a count never depends on what was imported before.
+        from . import templates  # noqa: F401
+
+        counter = _COUNTERS.get(task_name)
     return None if counter is None else counter(args)

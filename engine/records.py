@@ -7,11 +7,14 @@ Inside tunerweb an error is `error_no != NO_ERROR` with empty `costs`; the
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
+from os import PathLike
 from typing import Any, Iterable, Iterator, TextIO
 
 LOG_VERSION = 0.2
@@ -221,6 +224,41 @@ def scan_log(lines: Iterable[str]) -> Iterator[tuple[int, Record | LogLineError]
 def read_records(stream: TextIO | Iterable[str]) -> list[Record]:
     """Every valid record of a log, skipping legacy and malformed lines."""
     return [item for _, item in scan_log(stream) if isinstance(item, Record)]
+
+
+class LogFileError(ValueError):
+    """A file that cannot be read as a text log at all (binary, not UTF-8, a broken gzip)."""
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """What `read_log_file` found: the records, and each unreadable line with its reason."""
+
+    records: list[Record]
+    bad_lines: list[tuple[int, LogLineError]]
+
+
+def read_log_file(path: str | PathLike) -> LogFile:
+    """Scan a log file, gzipped (name ending `.gz`) or plain.
+
+    OSError when it cannot be opened; LogFileError when it is not UTF-8 text (or not
+    gzip data despite its name). Malformed lines are kept in `bad_lines`, never raised.
+    """
+    opener = gzip.open if str(path).endswith(".gz") else open
+    records: list[Record] = []
+    bad: list[tuple[int, LogLineError]] = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as stream:
+            for lineno, item in scan_log(stream):
+                if isinstance(item, Record):
+                    records.append(item)
+                else:
+                    bad.append((lineno, item))
+    except UnicodeDecodeError:
+        raise LogFileError(f"{path} is not a UTF-8 text log") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise LogFileError(f"{path} is not a readable gzip file") from None
+    return LogFile(records, bad)
 
 
 def write_records(stream: TextIO, records: Iterable[Record]) -> int:

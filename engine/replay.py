@@ -14,12 +14,11 @@ old logs whose knob order differs from ours still match.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .measure import DeviceInfo, MeasureResult, Measurer
-from .records import ErrorNo, Record, read_records
+from .records import ErrorNo, LogFileError, Record, read_log_file
 from .space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,11 +44,12 @@ def result_of(record: Record) -> MeasureResult:
 
 
 def load_recording(path: str | Path) -> list[Record]:
-    """Every record of a log file, gzipped (`.gz`) or not; OSError when it cannot be read,
-    RecordingError when it holds none."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as stream:
-        records = read_records(stream)
+    """Every record of a log file, gzipped (`.gz`) or not; OSError when it cannot be opened,
+    RecordingError when it is not a text log or holds no record."""
+    try:
+        records = read_log_file(path).records
+    except LogFileError as exc:
+        raise RecordingError(str(exc)) from None
     if not records:
         raise RecordingError(f"{path} holds no version 0.2 tuning records")
     return records

@@ -312,10 +312,6 @@ class ConfigSpace:
             indices &= self._allowed_set
         return ConfigSpace(self.knobs, self.rules, legacy_swaps=self.legacy_swaps, allowed=indices)
 
-    @property
-    def is_restricted(self) -> bool:
-        return self._allowed is not None
-
     def __len__(self) -> int:
         return self.total if self._allowed is None else len(self._allowed)
 

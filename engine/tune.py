@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .callbacks import Callback, StopTuning, early_stopping as early_stopping_callback, log_to_file
 from .measure import Measurer, to_record
-from .records import Record, is_faster, read_records, target_model
+from .records import Record, is_faster, read_log_file, target_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task
@@ -116,11 +116,10 @@ def _resume(state: TuneState, log_file: str) -> None:
     """Load this task's earlier measurements on the same GPU model from the log, if it exists."""
     if not os.path.exists(log_file):
         return
-    with open(log_file, encoding="utf-8") as stream:
-        model = target_model(state.target)
-        history = [
-            r for r in read_records(stream) if r.workload_key == state.task.workload_key and r.model == model
-        ]
+    model = target_model(state.target)
+    history = [
+        r for r in read_log_file(log_file).records if r.workload_key == state.task.workload_key and r.model == model
+    ]
     state.tuner.load_history(history)
     for record in history:
         if is_faster(record, state.best):

@@ -84,10 +84,20 @@ def conv_args(data=(1, 512, 7, 7), kernel=(512, 512, 3, 3)):
     (["replay", "{missing}"], "absent.log: No such file or directory"),
     (["best", "{missing}"], "absent.log: No such file or directory"),
     (["best", "{junk}"], "junk.log holds no version 0.2 tuning records (line 1: not JSON"),
+    (["best", "{binary}"], "bin.log is not a UTF-8 text log"),
+    (["replay", "{binary}"], "bin.log is not a UTF-8 text log"),
+    (["tune", "conv2d_nchw.cuda", C12_ARGS, "--measurer", "replay", "--recording", "{binary}"],
+     "bin.log is not a UTF-8 text log"),
+    (["tune", "conv2d_nchw.cuda", C12_ARGS, "--measurer", "replay", "--recording", "{rec}", "--log", "{binary}"],
+     "bin.log is not a UTF-8 text log"),
+    # The tuner is checked before the GPU measurer starts (none starts on this machine).
+    (["tune", "conv2d_nchw.cuda", C12_ARGS, "--tuner", "anneal"], "unknown tuner 'anneal'"),
 ])
 def test_a_user_mistake_is_one_error_line_and_exit_status_2(argv, message, tmp_path, recording, capsys):
     (tmp_path / "junk.log").write_text("this is not a log\n")
-    paths = {"{rec}": recording, "{missing}": str(tmp_path / "absent.log"), "{junk}": str(tmp_path / "junk.log")}
+    (tmp_path / "bin.log").write_bytes(b"\x1f\x8b\x08\x00\xff\xfe binary \x00\x81")
+    paths = {"{rec}": recording, "{missing}": str(tmp_path / "absent.log"), "{junk}": str(tmp_path / "junk.log"),
+             "{binary}": str(tmp_path / "bin.log")}
     assert main([paths.get(arg, arg) for arg in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err

@@ -1,6 +1,12 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from engine.flops import FlopCountError, flop_count, known_tasks, register
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def tensor(*shape):
@@ -102,3 +108,15 @@ def test_malformed_args_of_a_known_task_raise(task, args, message):
 def test_a_template_can_register_its_own_counter():
     register("test_only_square_gemm", lambda args: 2 * args[0] ** 3)
     assert flop_count("test_only_square_gemm", [64]) == 524_288
+
+
+@pytest.mark.parametrize("task, args, expected", [
+    ("gemm", [tensor(64, 32), tensor(32, 16)], 2 * 64 * 16 * 32),
+    ("broadcast_nchw", [tensor(1, 2, 3, 4), "exp"], 1 * 2 * 3 * 4),
+])
+def test_a_fresh_interpreter_counts_the_operator_templates_tasks(task, args, expected):
+    # gemm, broadcast and custom register their counters in engine.templates; the count must
+    # not depend on whether something imported that package first.
+    code = f"from engine.flops import flop_count; print(flop_count({task!r}, {args!r}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(expected)

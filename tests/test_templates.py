@@ -214,3 +214,29 @@ def test_bad_args_raise_a_one_line_reason(task_name, args, message):
     with pytest.raises(BadArgs, match=message) as caught:
         engine.create_task(task_name, args)
     assert "\n" not in str(caught.value)
+
+
+def test_a_space_without_a_valid_config_has_no_default_and_says_so():
+    spec = {
+        "kernel_name": "copy", "source": 'extern "C" __global__ void copy(const float* a, float* c) {}',
+        "sizes": {"N": 256}, "tune_params": [["block_size_x", [32, 64]]],
+        "restrictions": ["block_size_x > 4096"],  # rejects every config
+        "block": ["block_size_x"], "grid": ["ceil_div(N, block_size_x)"],
+        "arguments": [{"name": "a", "shape": ["N"], "dtype": "float32"},
+                      {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}],
+        "reference": {"numpy": "a"},
+    }
+    task = engine.create_task("custom", [spec])
+    with pytest.raises(BadArgs, match="no valid config"):
+        task.default_config()
+
+
+def test_features_count_a_convolutions_flops_once_per_workload():
+    from engine.templates.conv2d import conv_flops
+
+    task = engine.create_task("conv2d_nchw.cuda", C2)
+    conv_flops.cache_clear()
+    for config in task.config_space.sample(np.random.default_rng(0), 5):
+        features = task.template.features(task.params, config)
+        assert features["arithmetic_intensity"] > 0
+    assert conv_flops.cache_info().misses == 1 and conv_flops.cache_info().hits == 4

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.kernels import KernelSource
-from engine.records import Record, pick_best, read_records
+from engine.records import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin
-from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, time_launches
+from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error, time_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -62,12 +62,11 @@ class BestKernel:
 
 
 def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
+    records = read_log_file(log_path).records  # a log that cannot be read says so before CuPy is needed
     import cupy as cp
 
     from .device import model_slug
 
-    with open(log_path, encoding="utf-8") as stream:
-        records = read_records(stream)
     device = cp.cuda.Device()
     name = cp.cuda.runtime.getDeviceProperties(device.id)["name"]
     record = best_record(records, task, model_slug(name.decode() if isinstance(name, bytes) else name))
@@ -114,7 +113,7 @@ def check_and_time(kernel: BestKernel, seed: int = 1, settings: TimingSettings |
     out = cp.full(kernel.output_shape, np.nan, dtype=cp.float32)
     kernel(*arrays, out=out)
     got = cp.asnumpy(out).astype(np.float64)
-    error = float(np.linalg.norm(got - reference) / np.linalg.norm(reference))
+    error = relative_l2_error(got, reference)
     stream = cp.cuda.Stream(non_blocking=True)
 
     def launch():

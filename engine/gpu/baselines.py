@@ -2,32 +2,36 @@
 
 A baseline record is an ordinary version 0.2 line with an empty config entity
 and `tvm_version` = `baseline:<provider>`; the records app imports those as
-baselines (`cudnn`, `default-config`).
+baselines (`cudnn`, `cublas`, `default-config`).
 
-* cudnn: PyTorch's conv2d in fp32 with TF32 off and `cudnn.benchmark` on,
-  checked against the same numpy reference, timed as a CUDA graph of
-  `number` convolutions replayed `repeat` times (`runner.time_launches`).
+* the template's vendor library (`Template.baseline_provider`): cudnn for the
+  direct and depthwise convolutions, cublas for gemm (engine.kernels.vendor),
+  checked against the same numpy reference, timed as a CUDA graph of `number`
+  calls replayed `repeat` times (`runner.time_launches`). `VENDOR_BASELINES`
+  is the one table of which function measures which template's.
 * default-config: the template's untuned default config through the GPU
-  measurer, so exactly as tuned configs are measured.
+  measurer, so exactly as tuned configs are measured; every template has one.
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from engine.kernels.vendor import cublas_gemm, cudnn_depthwise
 from engine.measure import MeasureResult
 from engine.records import ErrorNo, Record
+from engine.templates.base import DEFAULT_CONFIG_BASELINE
 
-from .runner import TimingSettings, time_launches
+from .runner import TimingSettings, relative_l2_error, time_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
 
     from .measurer import GpuMeasurer
 
-PROVIDERS = ("cudnn", "default-config")
+PROVIDERS = ("cudnn", "cublas", DEFAULT_CONFIG_BASELINE)
 
 
 class BaselineUnavailable(RuntimeError):
@@ -49,7 +53,7 @@ def time_torch_op(op, reference: np.ndarray, what: str, settings: TimingSettings
             out = op()
     stream.synchronize()
     got = out.double().cpu().numpy().reshape(reference.shape)
-    error = float(np.linalg.norm(got - reference) / (np.linalg.norm(reference) or 1.0))
+    error = relative_l2_error(got, reference)
     if not error < settings.tolerance:
         return MeasureResult.failure(ErrorNo.WRONG_ANSWER, f"{what}'s relative L2 error {error:.3g}",
                                      time.perf_counter() - start)
@@ -130,10 +134,38 @@ def baseline_record(task: "Task", provider: str, result: MeasureResult, target: 
     )
 
 
+# Task name -> the function measuring its template's vendor baseline (`baseline_provider`).
+VendorBaseline = Callable[..., MeasureResult]  # (task, seed, settings) -> result
+VENDOR_BASELINES: dict[str, VendorBaseline] = {
+    "conv2d_nchw.cuda": cudnn_conv2d,
+    "conv2d_no_batching": cudnn_conv2d,
+    "depthwise_conv2d_nchw.cuda": cudnn_depthwise,
+    "gemm": cublas_gemm,
+}
+
+
+def default_providers(task: "Task") -> list[str]:
+    """The template's vendor baseline (when it has one), then its untuned default config."""
+    return list(dict.fromkeys([task.template.baseline_provider, DEFAULT_CONFIG_BASELINE]))
+
+
+def vendor_baseline(task: "Task", provider: str) -> VendorBaseline | None:
+    """The function measuring `provider`'s baseline of `task`; None for default-config (the GPU
+    measurer runs that). BaselineUnavailable when `provider` is not this template's library."""
+    if provider == DEFAULT_CONFIG_BASELINE:
+        return None
+    own = task.template.baseline_provider
+    if provider != own or task.name not in VENDOR_BASELINES:
+        offered = own if own != DEFAULT_CONFIG_BASELINE else "none"
+        raise BaselineUnavailable(f"{task.name} has no {provider} baseline (its vendor baseline: {offered})")
+    return VENDOR_BASELINES[task.name]
+
+
 def measure_baseline(task: "Task", provider: str, measurer: "GpuMeasurer", seed: int = 0) -> Record:
     """One provider's baseline record for `task` on the measurer's GPU."""
     target = measurer.device.target
-    if provider == "cudnn":
-        return baseline_record(task, provider, cudnn_conv2d(task, seed, measurer.timing), target)
+    measure_vendor = vendor_baseline(task, provider)
+    if measure_vendor is not None:
+        return baseline_record(task, provider, measure_vendor(task, seed, measurer.timing), target)
     index, result = default_config(task, measurer)
     return baseline_record(task, provider, result, target, config_index=index)

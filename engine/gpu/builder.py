@@ -109,10 +109,6 @@ class Builder:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._queue.append(_Job(job_id, source, path))
 
-    @property
-    def pending(self) -> int:
-        return len(self._queue) + len(self._busy) + len(self._done)
-
     def connections(self) -> list[Connection]:
         return [self._workers[i].conn for i in self._busy if self._workers[i].conn is not None]
 

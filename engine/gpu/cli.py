@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli import CliError, Subcommand, _space_arguments, make_task, register
+from engine.cli import CliError, Subcommand, add_task_arguments, make_task, register
 from engine.records import format_record
+from engine.space import EntityError
 from engine.templates.base import DeviceLimits
+
+from .nvrtc import CompileError, NvrtcUnavailable
 
 
 def _apply_best_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", metavar="LOG", help="an AutoTVM log holding records of the task")
-    _space_arguments(parser)
+    add_task_arguments(parser)
     parser.add_argument("--tolerance", type=float, default=1e-4, help="largest relative L2 error accepted")
 
 
@@ -24,9 +27,18 @@ def _apply_best(options: argparse.Namespace) -> int:
     task = make_task(options.task, options.args_json, DeviceLimits.for_h200())
     try:
         kernel = load_best_kernel(options.log, task)
+        checked = check_and_time(kernel, settings=TimingSettings(tolerance=options.tolerance))
     except NoBestConfig as exc:
         raise CliError(str(exc)) from None
-    checked = check_and_time(kernel, settings=TimingSettings(tolerance=options.tolerance))
+    except ImportError as exc:
+        raise CliError(f"apply-best needs CuPy and a CUDA GPU: {exc}") from None
+    except EntityError as exc:
+        raise CliError(f"the log's best config is not a config of {task.name} {task.args}: {exc}") from None
+    except NvrtcUnavailable as exc:
+        raise CliError(str(exc)) from None
+    except CompileError as exc:
+        first_lines = "\n".join(str(exc).splitlines()[:5])
+        raise CliError(f"the best config's kernel does not compile: {first_lines}") from None
     ok = checked.relative_error < options.tolerance
     print(f"best config {kernel.record.config_index} from {kernel.record.target} "
           f"(logged {kernel.record.mean_cost * 1e6:.1f} us): {kernel.record.entity}")
@@ -38,21 +50,28 @@ def _apply_best(options: argparse.Namespace) -> int:
 def _baseline_arguments(parser: argparse.ArgumentParser) -> None:
     from .baselines import PROVIDERS
 
-    _space_arguments(parser)
+    add_task_arguments(parser)
     parser.add_argument("--provider", action="append", choices=PROVIDERS,
-                        help="cudnn and/or default-config (default: both)")
+                        help="the template's vendor library (cudnn or cublas) and/or default-config "
+                             "(default: the template's vendor baseline, if any, and default-config)")
     parser.add_argument("-o", "--output", metavar="FILE", help="append the baseline records here")
 
 
 def _baseline(options: argparse.Namespace) -> int:
-    from .baselines import BaselineUnavailable, measure_baseline
+    from .baselines import BaselineUnavailable, default_providers, measure_baseline, vendor_baseline
     from .measurer import GpuMeasurer
 
-    make_task(options.task, options.args_json)  # a user's mistake shows before the GPU starts
+    task = make_task(options.task, options.args_json)  # a user's mistake shows before the GPU starts
+    providers = options.provider or default_providers(task)
+    try:
+        for provider in providers:
+            vendor_baseline(task, provider)  # a provider the template has not, before the GPU starts
+    except BaselineUnavailable as exc:
+        raise CliError(str(exc)) from None
     with GpuMeasurer() as measurer:
         task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
         records = []
-        for provider in options.provider or ["cudnn", "default-config"]:
+        for provider in providers:
             try:
                 records.append(measure_baseline(task, provider, measurer))
             except BaselineUnavailable as exc:
@@ -68,5 +87,5 @@ def _baseline(options: argparse.Namespace) -> int:
 
 register(Subcommand("apply-best", "compile a log's best config, check it and time it on this GPU",
                     _apply_best_arguments, _apply_best))
-register(Subcommand("baseline", "time cuDNN and the untuned default config; write baseline records",
+register(Subcommand("baseline", "time the vendor library and the untuned default config; write baseline records",
                     _baseline_arguments, _baseline))

@@ -45,7 +45,11 @@ class GpuMeasurer(Measurer):
         self.timing = timing or TimingSettings()
         self._runner = Runner(device_id, run_timeout, self.timing)
         self.device = self._runner.start()
-        self._builder = Builder(arch_of(self.device), build_workers, cache_dir, build_timeout)
+        try:
+            self._builder = Builder(arch_of(self.device), build_workers, cache_dir, build_timeout)
+        except BaseException:
+            self._runner.close()  # nobody else holds the runner child to stop it
+            raise
 
     @property
     def runner_restarts(self) -> int:

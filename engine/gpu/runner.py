@@ -9,8 +9,10 @@ times. The launches of one measurement are captured in a CUDA graph and
 replayed between two CUDA events, so host launch overhead stays out of the
 time. Costs are seconds per launch, one per repeat.
 
-Failures: a launch the GPU refuses (too many registers or threads, too much
-shared memory) is INSTANTIATION_ERROR; a fault that poisons the CUDA context
+Failures: a cubin the driver cannot load, or without the kernel's entry, is
+COMPILE_DEVICE; a launch the GPU refuses (too many registers or threads, too
+much shared memory, including a refused opt-in to more than 48 KB) is
+INSTANTIATION_ERROR; a fault that poisons the CUDA context
 (illegal address, launch failure) is RUNTIME_DEVICE and ends the child; a
 kernel still running at the timeout gets RUN_TIMEOUT and the child is killed.
 Either way the parent restarts the child and sends it the jobs it had queued.
@@ -65,16 +67,15 @@ class RunResult:
     def ok(self) -> bool:
         return self.error_no == ErrorNo.NO_ERROR
 
-    @property
-    def median(self) -> float | None:
-        return float(np.median(self.costs)) if self.costs else None
 
-    @property
-    def spread(self) -> float | None:
-        """(max - min) / median of the repeats: how far one measurement can be trusted."""
-        if not self.costs:
-            return None
-        return (max(self.costs) - min(self.costs)) / self.median
+
+def relative_l2_error(got, reference) -> float:
+    """||got - reference|| / ||reference|| in float64, for numpy and CuPy arrays alike: the
+    check every kernel and baseline passes. An all-zero reference divides by 1; a NaN in
+    `got` gives NaN, which no tolerance accepts."""
+    difference = (got.astype("float64") - reference).ravel()
+    scale = math.sqrt(float((reference.astype("float64", copy=False).ravel() ** 2).sum())) or 1.0
+    return math.sqrt(float((difference ** 2).sum())) / scale
 
 
 # ---------------------------------------------------------------- child side
@@ -136,28 +137,33 @@ class _GpuSide:
         cupy.cuda.Device(device_id).use()
         self.settings = settings
         self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.tasks: dict[Hashable, tuple[list, object, float]] = {}
+        self.tasks: dict[Hashable, tuple[list, object]] = {}
 
     def add_task(self, key: Hashable, inputs: list[np.ndarray], reference: np.ndarray) -> None:
         cp = self.cp
         with self.stream:
             arrays = [cp.asarray(a) for a in inputs]
             ref = cp.asarray(reference, dtype=cp.float64)
-            norm = float(cp.linalg.norm(ref.ravel()))
         self.stream.synchronize()
-        self.tasks[key] = (arrays, ref, norm)
+        self.tasks[key] = (arrays, ref)
 
     def run(self, task_key: Hashable, cubin_path: str, source: KernelSource) -> RunResult:
         cp = self.cp
         start = time.perf_counter()
-        arrays, ref, ref_norm = self.tasks[task_key]
+        arrays, ref = self.tasks[task_key]
         out = arrays[source.output_index]
         try:
             kernel = cp.RawModule(path=cubin_path).get_function(source.name)
-            if source.shared_bytes > DEFAULT_SHARED_LIMIT:
+        except Exception as exc:  # a cubin the driver cannot load, or no entry of that name in it
+            return RunResult(ErrorNo.COMPILE_DEVICE, message=f"loading the kernel failed: {exc}",
+                             seconds=time.perf_counter() - start)
+        if source.shared_bytes > DEFAULT_SHARED_LIMIT:
+            try:
                 kernel.max_dynamic_shared_size_bytes = source.shared_bytes
-        except Exception as exc:
-            return RunResult(ErrorNo.RUNTIME_DEVICE, message=f"loading the kernel failed: {exc}")
+            except Exception as exc:  # more shared memory than this device lets a block opt in to
+                return RunResult(ErrorNo.INSTANTIATION_ERROR,
+                                 message=f"{source.shared_bytes} bytes of shared memory refused: {exc}",
+                                 seconds=time.perf_counter() - start)
 
         def launch():
             kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)  # on the current stream
@@ -167,7 +173,7 @@ class _GpuSide:
                 out.fill(math.nan)
                 launch()
                 self.stream.synchronize()
-                error = float(cp.linalg.norm((out.astype(cp.float64) - ref).ravel())) / (ref_norm or 1.0)
+                error = relative_l2_error(out, ref)
             if not error < self.settings.tolerance:  # NaN fails too
                 return RunResult(
                     ErrorNo.WRONG_ANSWER,
@@ -290,10 +296,6 @@ class Runner:
             if len(self._in_flight) == 1:  # it died while idle: nobody to blame, start a fresh one
                 self._restart()
             # else it died on an earlier job: `poll` blames that one and resends this one
-
-    @property
-    def pending(self) -> int:
-        return len(self._in_flight) + len(self._done)
 
     def connections(self) -> list[Connection]:
         return [self._child.conn] if self._in_flight and self._child.conn is not None else []

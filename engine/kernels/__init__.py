@@ -23,7 +23,3 @@ class KernelSource:
     arg_order: tuple[str, ...]
     output_index: int
 
-    @property
-    def threads_per_block(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
-

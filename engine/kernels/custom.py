@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..safe_expr import ExprError, parse
-from ..templates.custom import MAX_SOURCE_CHARS, Argument, CustomParams, SpecError, _dim3, _identifier, _int_value, custom_launch
+from ..templates.custom import (MAX_SOURCE_CHARS, Argument, CustomParams, SpecError, checked_identifier, custom_launch,
+                                dim3_exprs, int_value)
 from . import KernelSource
 
 ARRAY_FUNCTIONS = {
@@ -38,13 +39,13 @@ def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dic
     trusted = reference["kernel"]
     if not isinstance(trusted, dict) or set(trusted) != {"source", "kernel_name", "grid", "block"}:
         raise SpecError('custom kernel spec: reference.kernel must be {"source", "kernel_name", "grid", "block"}')
-    name = _identifier(trusted["kernel_name"], "reference.kernel.kernel_name")
+    name = checked_identifier(trusted["kernel_name"], "reference.kernel.kernel_name")
     if not isinstance(trusted["source"], str) or name not in trusted["source"] or len(trusted["source"]) > MAX_SOURCE_CHARS:
         raise SpecError(f"custom kernel spec: reference.kernel.source must be CUDA source that defines {name!r}")
     for key in ("grid", "block"):
-        for expr in _dim3(trusted[key], set(sizes), f"reference.kernel.{key}"):
+        for expr in dim3_exprs(trusted[key], set(sizes), f"reference.kernel.{key}"):
             try:
-                _int_value(expr, sizes, f"reference.kernel.{key}")
+                int_value(expr, sizes, f"reference.kernel.{key}")
             except ExprError as exc:
                 raise SpecError(f"custom kernel spec: reference.kernel.{key}: {exc}") from None
 
@@ -99,8 +100,8 @@ def _trusted_kernel_output(params: CustomParams, inputs: list[np.ndarray]) -> np
     import cupy as cp
 
     trusted = params.reference["kernel"]
-    grid = tuple(_int_value(e, params.sizes, "reference grid") for e in _dim3(trusted["grid"], set(params.sizes), "grid"))
-    block = tuple(_int_value(e, params.sizes, "reference block") for e in _dim3(trusted["block"], set(params.sizes), "block"))
+    grid = tuple(int_value(e, params.sizes, "reference grid") for e in dim3_exprs(trusted["grid"], set(params.sizes), "grid"))
+    block = tuple(int_value(e, params.sizes, "reference block") for e in dim3_exprs(trusted["block"], set(params.sizes), "block"))
     module = cp.RawModule(code=_macros(params.sizes) + trusted["source"], options=("--std=c++17",))
     kernel = module.get_function(trusted["kernel_name"])
     arrays = [cp.asarray(x) for x in inputs]

@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # Tensors beyond this many elements are a typo, not a workload (and overflow int32 indexing).
 MAX_TENSOR_ELEMENTS = 2**31 - 1
 FLOAT_BYTES = 4
+DEFAULT_CONFIG_BASELINE = "default-config"
+# Registers a thread needs besides accumulators and operands: indexes, addresses, loop counters.
+REGISTER_OVERHEAD = 24
+# Threads resident at once on an H200 (132 SMs x 2048): blocks x threads over this is "waves".
+REFERENCE_THREAD_SLOTS = 132 * 2048
 
 
 class BadArgs(ValueError):
@@ -127,10 +132,31 @@ def knob_features(config: ConfigEntity) -> dict[str, float]:
     return out
 
 
+def numeric_knob_features(config: ConfigEntity) -> dict[str, float]:
+    """Every plain knob as a number (a text value as its option's position), in knob order."""
+    return {knob.name: float(digit) if isinstance(knob.options[digit], str) else float(knob.options[digit])
+            for knob, digit in zip(config.space.knobs, config.digits)}
+
+
+def first_valid(space: ConfigSpace, preferred: ConfigEntity) -> ConfigEntity:
+    """The preferred config when valid, else a fixed-seed valid sample (still deterministic);
+    BadArgs when the space has no valid config at all."""
+    if space.is_valid(preferred):
+        return preferred
+    found = space.sample(np.random.default_rng(0), 1)
+    if not found:
+        raise BadArgs(f"no valid config: every config of this space is rejected "
+                      f"(the preferred one because {space.why_invalid(preferred)})")
+    return found[0]
+
+
 class Template(ABC):
     """One tunable operator; stateless, its params come from `parse_args`."""
 
     name: str = ""
+    # The vendor library a tuned kernel is held against ("cudnn", "cublas"), measured by
+    # engine.gpu.baselines; templates without one are held against their default config.
+    baseline_provider: str = DEFAULT_CONFIG_BASELINE
 
     @abstractmethod
     def parse_args(self, args: list) -> Any:

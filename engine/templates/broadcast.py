@@ -39,13 +39,13 @@ from .base import (
     MAX_TENSOR_ELEMENTS,
     BadArgs,
     DeviceLimits,
+    REFERENCE_THREAD_SLOTS,
     LaunchShape,
     Template,
+    numeric_knob_features,
     reason_vector_width,
     why_launch_fails,
 )
-from .conv2d import REFERENCE_THREAD_SLOTS
-from .gemm import numeric_knob_features
 
 TASK_NAME = "broadcast_nchw"
 BINARY_OPS = ("div", "mul_rsqrt")

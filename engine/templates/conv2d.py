@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -28,19 +29,18 @@ from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
 from .base import (
     FLOAT_BYTES,
     MAX_TENSOR_ELEMENTS,
+    REFERENCE_THREAD_SLOTS,
+    REGISTER_OVERHEAD,
     BadArgs,
     DeviceLimits,
     LaunchShape,
     Template,
+    first_valid,
     knob_features,
     why_launch_fails,
 )
 
-# Registers a thread needs besides accumulators and operands: indexes, addresses, loop counters.
-REGISTER_OVERHEAD = 24
 DEFAULT_THREADS = 128
-# Threads resident at once on an H200 (132 SMs x 2048): blocks x threads over this is "waves".
-REFERENCE_THREAD_SLOTS = 132 * 2048
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class ConvParams:
     args: list = field(default_factory=list, compare=False, repr=False)
 
 
-def _shape(arg, what: str) -> list[int]:
+def nchw_shape(arg, what: str) -> list[int]:
     shape = _as_bad_args(tensor_shape, arg, what)
     if len(shape) != 4:
         raise BadArgs(f"{what} shape {shape} is not 4-D (NCHW)")
@@ -223,9 +223,16 @@ def spatial_features(params: ConvParams, config: ConfigEntity, tiling: ConvTilin
     return out
 
 
+@lru_cache(maxsize=256)
+def conv_flops(template: type[Template], params: ConvParams) -> int:
+    """A convolution's FLOPs, counted once per (template, workload): `features` asks for every config."""
+    return template().flops(params)
+
+
 class _DirectConv2d(Template):
     """Space, rules, features and default shared by both direct conv2d tasks."""
 
+    baseline_provider = "cudnn"
     reduction_parts = 2
     legacy_swaps: tuple[tuple[str, str], ...] = ()
     unroll_steps = (0, 512, 1500)
@@ -247,7 +254,8 @@ class _DirectConv2d(Template):
         return why_launch_fails(conv2d_tiling(params, config).launch(), limits)
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        return spatial_features(params, config, conv2d_tiling(params, config), self.flops(params), DeviceLimits())
+        return spatial_features(params, config, conv2d_tiling(params, config), conv_flops(type(self), params),
+                                DeviceLimits())
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About DEFAULT_THREADS threads (x, then y, then f), 4 outputs of f per thread,
@@ -287,13 +295,6 @@ class _DirectConv2d(Template):
         return reference_for(params, inputs)
 
 
-def first_valid(space: ConfigSpace, preferred: ConfigEntity) -> ConfigEntity:
-    """The preferred config when valid, else a fixed-seed valid sample (still deterministic)."""
-    if space.is_valid(preferred):
-        return preferred
-    return space.sample(np.random.default_rng(0), 1)[0]
-
-
 class Conv2dNCHW(_DirectConv2d):
     """TVM topi's `conv2d_nchw.cuda` (schedule_direct_cuda); args as in its logs:
     [data TENSOR, kernel TENSOR [CO, CI, KH, KW], strides, padding, dilation, out_dtype]."""
@@ -307,8 +308,8 @@ class Conv2dNCHW(_DirectConv2d):
     def parse_args(self, args: list) -> ConvParams:
         if not isinstance(args, list) or len(args) != 6:
             raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-        data = _shape(args[0], "data")
-        co, kci, kh, kw = _shape(args[1], "kernel")
+        data = nchw_shape(args[0], "data")
+        co, kci, kh, kw = nchw_shape(args[1], "kernel")
         if kci != data[1]:
             raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
         if args[5] != "float32":

@@ -39,8 +39,8 @@ import numpy as np
 from ..flops import FlopCountError, register
 from ..safe_expr import Expr, ExprError, parse
 from ..space import ENUMERATE_LIMIT, ConfigEntity, ConfigSpace, OtherKnob
-from .base import MAX_TENSOR_ELEMENTS, BadArgs, DeviceLimits, LaunchShape, Template, knob_features, why_launch_fails
-from .conv2d import first_valid
+from .base import (MAX_TENSOR_ELEMENTS, BadArgs, DeviceLimits, LaunchShape, Template, first_valid, knob_features,
+                   why_launch_fails)
 
 TASK_NAME = "custom"
 DTYPES = ("float32", "float64", "int32")
@@ -62,7 +62,7 @@ def _fail(where: str, why: str) -> SpecError:
     return SpecError(f"custom kernel spec: {where}: {why}")
 
 
-def _identifier(name, where: str) -> str:
+def checked_identifier(name, where: str) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name) or name.startswith("__"):
         raise _fail(where, f"{name!r} is not a plain C identifier (letters, digits, _; not starting with __)")
     return name
@@ -77,7 +77,7 @@ def _expression(text, names: set[str], where: str) -> Expr:
         raise _fail(where, str(exc)) from None
 
 
-def _int_value(expr: Expr, values: dict, where: str) -> int:
+def int_value(expr: Expr, values: dict, where: str) -> int:
     value = expr.evaluate(values)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -119,7 +119,7 @@ class CustomParams:
         return {**self.sizes, **config.values()}
 
 
-def _dim3(raw, names: set[str], where: str) -> tuple[Expr, Expr, Expr]:
+def dim3_exprs(raw, names: set[str], where: str) -> tuple[Expr, Expr, Expr]:
     if not isinstance(raw, list) or not 1 <= len(raw) <= 3:
         raise _fail(where, "must be a list of one to three expressions")
     padded = list(raw) + [1] * (3 - len(raw))
@@ -136,7 +136,7 @@ def parse_spec(spec) -> CustomParams:
     for key in ("kernel_name", "source", "tune_params", "block", "grid", "arguments", "reference"):
         if key not in spec:
             raise _fail(key, "is required")
-    name = _identifier(spec["kernel_name"], "kernel_name")
+    name = checked_identifier(spec["kernel_name"], "kernel_name")
     source = spec["source"]
     if not isinstance(source, str) or not source.strip():
         raise _fail("source", "must be the kernel's CUDA source text")
@@ -150,7 +150,7 @@ def parse_spec(spec) -> CustomParams:
         raise _fail("sizes", "must be an object of name: positive integer")
     sizes = {}
     for key, value in sizes_raw.items():
-        _identifier(key, "sizes")
+        checked_identifier(key, "sizes")
         if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_TENSOR_ELEMENTS:
             raise _fail(f"sizes.{key}", f"{value!r} is not a positive integer below 2^31")
         sizes[key] = value
@@ -162,7 +162,7 @@ def parse_spec(spec) -> CustomParams:
     for i, pair in enumerate(raw_params):
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], list)):
             raise _fail(f"tune_params[{i}]", "must be [name, [values...]]")
-        pname = _identifier(pair[0], f"tune_params[{i}]")
+        pname = checked_identifier(pair[0], f"tune_params[{i}]")
         if pname in sizes or pname in {p for p, _ in tune_params}:
             raise _fail(f"tune_params[{i}]", f"{pname!r} is already a size or a tunable parameter")
         values = pair[1]
@@ -190,7 +190,7 @@ def parse_spec(spec) -> CustomParams:
     flops = 0
     if "flops" in spec:
         try:
-            flops = _int_value(_expression(spec["flops"], set(sizes), "flops"), sizes, "flops")
+            flops = int_value(_expression(spec["flops"], set(sizes), "flops"), sizes, "flops")
         except ExprError as exc:
             raise _fail("flops", str(exc)) from None
         if flops < 0:
@@ -200,7 +200,7 @@ def parse_spec(spec) -> CustomParams:
         raise _fail("default", "must be an object of tunable parameter: value")
     return CustomParams(
         kernel_name=name, source=source, sizes=sizes, tune_params=tuple(tune_params), restrictions=restrictions,
-        block=_dim3(spec["block"], names, "block"), grid=_dim3(spec["grid"], names, "grid"),
+        block=dim3_exprs(spec["block"], names, "block"), grid=dim3_exprs(spec["grid"], names, "grid"),
         shared_bytes=_expression(spec.get("shared_bytes", 0), names, "shared_bytes"),
         arguments=arguments, reference=reference, flops=flops, default=default, args=[spec],
     )
@@ -214,13 +214,13 @@ def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
         where = f"arguments[{i}]"
         if not isinstance(arg, dict) or not {"name", "shape", "dtype"} <= set(arg) <= {"name", "shape", "dtype", "output"}:
             raise _fail(where, 'must be {"name", "shape", "dtype"[, "output"]}')
-        name = _identifier(arg["name"], where)
+        name = checked_identifier(arg["name"], where)
         if arg["dtype"] not in DTYPES:
             raise _fail(where, f"dtype {arg['dtype']!r} is not one of {', '.join(DTYPES)}")
         if not isinstance(arg["shape"], list) or not 1 <= len(arg["shape"]) <= 4:
             raise _fail(where, "shape must list one to four sizes (integers or expressions over sizes)")
         try:
-            shape = tuple(_int_value(_expression(d, size_names, f"{where}.shape"), sizes, f"{where}.shape")
+            shape = tuple(int_value(_expression(d, size_names, f"{where}.shape"), sizes, f"{where}.shape")
                           for d in arg["shape"])
         except ExprError as exc:
             raise _fail(where, str(exc)) from None
@@ -262,9 +262,9 @@ class CustomLaunch:
 def custom_launch(params: CustomParams, config: ConfigEntity) -> CustomLaunch:
     """Block, grid and shared memory of a config; ExprError when an expression fails."""
     values = params.values_of(config)
-    block = tuple(_int_value(e, values, "block") for e in params.block)
-    grid = tuple(_int_value(e, values, "grid") for e in params.grid)
-    return CustomLaunch(block, grid, _int_value(params.shared_bytes, values, "shared_bytes"))  # type: ignore[arg-type]
+    block = tuple(int_value(e, values, "block") for e in params.block)
+    grid = tuple(int_value(e, values, "grid") for e in params.grid)
+    return CustomLaunch(block, grid, int_value(params.shared_bytes, values, "shared_bytes"))  # type: ignore[arg-type]
 
 
 class CustomKernel(Template):

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from .base import BadArgs, DeviceLimits, Template, why_launch_fails
-from .conv2d import ConvParams, ConvTiling, _shape, conv_params, first_valid, largest_divisor_at_most, spatial_features
+from .base import BadArgs, DeviceLimits, Template, first_valid, why_launch_fails
+from .conv2d import (ConvParams, ConvTiling, conv_flops, conv_params, largest_divisor_at_most, nchw_shape,
+                     spatial_features)
 
 
 def input_channels_per_block(block_f: int, multiplier: int, blocks: int) -> int:
@@ -56,8 +57,8 @@ class DepthwiseConv2dNCHW(Template):
     def parse_args(self, args: list) -> ConvParams:
         if not isinstance(args, list) or len(args) != 6:
             raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-        data = _shape(args[0], "data")
-        kc, multiplier, kh, kw = _shape(args[1], "kernel")
+        data = nchw_shape(args[0], "data")
+        kc, multiplier, kh, kw = nchw_shape(args[1], "kernel")
         if kc != data[1]:
             raise BadArgs(f"kernel has {kc} channels, data has {data[1]} (kernel is [C, multiplier, KH, KW])")
         if args[5] != "float32":
@@ -78,7 +79,8 @@ class DepthwiseConv2dNCHW(Template):
         return why_launch_fails(depthwise_tiling(params, config).launch(), limits)
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        return spatial_features(params, config, depthwise_tiling(params, config), self.flops(params), DeviceLimits())
+        return spatial_features(params, config, depthwise_tiling(params, config), conv_flops(type(self), params),
+                                DeviceLimits())
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About 128 threads (x up to 16, then y, then f), one output per thread."""

@@ -43,11 +43,14 @@ from .base import (
     MAX_TENSOR_ELEMENTS,
     BadArgs,
     DeviceLimits,
+    REFERENCE_THREAD_SLOTS,
+    REGISTER_OVERHEAD,
     LaunchShape,
     Template,
+    first_valid,
+    numeric_knob_features,
     why_launch_fails,
 )
-from .conv2d import REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, first_valid
 
 TASK_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
@@ -234,12 +237,6 @@ class GemmTiling:
             return (f"split_k {self.split_k} with block_k {self.block_k} leaves the last split of "
                     f"K = {self.k} empty")
         return None
-
-
-def numeric_knob_features(config: ConfigEntity) -> dict[str, float]:
-    """Every plain knob as a number (a text value as its option's position), in knob order."""
-    return {knob.name: float(digit) if isinstance(knob.options[digit], str) else float(knob.options[digit])
-            for knob, digit in zip(config.space.knobs, config.digits)}
 
 
 def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:

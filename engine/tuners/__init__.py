@@ -14,13 +14,17 @@ class UnknownTuner(ValueError):
     pass
 
 
-def get_tuner(name: str, task, **options) -> Tuner:
-    """A tuner of `task` by registry name; options go to its constructor (seed, plan_size, ...)."""
+def tuner_class(name: str) -> type[Tuner]:
+    """The tuner class registered under `name`; UnknownTuner lists the valid names."""
     try:
-        cls = TUNERS[name]
+        return TUNERS[name]
     except KeyError:
         raise UnknownTuner(f"unknown tuner {name!r}; valid tuners: {', '.join(sorted(TUNERS))}") from None
-    return cls(task, **options)
 
 
-__all__ = ["TUNERS", "Tuner", "UnknownTuner", "get_tuner", "GATuner", "GridSearchTuner", "RandomTuner", "XGBTuner"]
+def get_tuner(name: str, task, **options) -> Tuner:
+    """A tuner of `task` by registry name; options go to its constructor (seed, plan_size, ...)."""
+    return tuner_class(name)(task, **options)
+
+
+__all__ = ["TUNERS", "Tuner", "UnknownTuner", "get_tuner", "tuner_class", "GATuner", "GridSearchTuner", "RandomTuner", "XGBTuner"]

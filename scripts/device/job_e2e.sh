@@ -26,6 +26,7 @@ redis-server --version || exit 1
 
 python3 -m tunerweb.up --port 8000 >"$OUT/up.log" 2>&1 &
 UP=$!
+trap 'kill -INT $UP 2>/dev/null' EXIT  # every early exit below still stops Redis, the workers and the server
 for _ in $(seq 120); do grep -q "tunerweb is up" "$OUT/up.log" && break; sleep 1; done
 grep -q "tunerweb is up" "$OUT/up.log" || { cat "$OUT/up.log"; exit 1; }
 KEY=$(python3 manage.py create_token admin | grep -oE '[0-9a-f]{40}' | head -1)
