@@ -1,16 +1,19 @@
 """Jobs through the API: `POST /api/jobs/` submits, `GET /api/jobs/<id>/` reports state and
-progress, `POST /api/jobs/<id>/cancel/` cancels. Authenticate with `Authorization: Token <key>`
-(profile page or `manage.py create_token USER`). The rules are jobs.submission's."""
+progress, `POST /api/jobs/<id>/cancel/` cancels; staff add a custom kernel with
+`POST /api/custom-kernels/` ({"name", "spec"}). Authenticate with `Authorization: Token <key>`
+(profile page or `manage.py create_token USER`). The rules are jobs.submission's and
+jobs.custom_kernels'."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
 from .models import Job
 from .progress import job_progress
 from .submission import check_request, submit_job
@@ -75,3 +78,33 @@ class JobCancel(APIView):
         job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
         job.cancel(by=request.user.username)
         return Response(job_progress(job))
+
+
+class CustomKernelSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    spec = serializers.JSONField(help_text="the kernel spec (engine/templates/custom.py), source included")
+
+    def validate(self, data):
+        try:
+            return {"name": check_new_kernel(data["name"], data["spec"]), "spec": data["spec"]}
+        except CustomKernelError as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from None
+
+
+class CustomKernelCreate(APIView):
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        operation_id="custom_kernels_create",
+        request=CustomKernelSerializer,
+        responses={201: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="the spec field that is wrong, and why")},
+    )
+    def post(self, request):
+        serializer = CustomKernelSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        kernel = add_custom_kernel(request.user, serializer.validated_data["name"], serializer.validated_data["spec"])
+        return Response(
+            {"id": kernel.pk, "name": kernel.name, "workload": kernel.workload_id,
+             "url": request.build_absolute_uri(kernel.get_absolute_url())},
+            status=status.HTTP_201_CREATED,
+        )

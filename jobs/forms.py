@@ -1,12 +1,16 @@
-"""The submit form: fields for the browser; the rules themselves are jobs.submission's."""
+"""The submit form and the add-a-custom-kernel form: fields for the browser; the rules
+themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
 from django import forms
 
 from engine.templates import TEMPLATES
+from engine.templates.custom import TASK_NAME as CUSTOM
 from engine.tuners import TUNERS
 from engine.workloads import PRESETS
 
+from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
+from .models import CustomKernel
 from .submission import JobRequest, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
@@ -41,6 +45,10 @@ def gpu_choices() -> list:
 class JobForm(forms.Form):
     template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
     preset = forms.ChoiceField(required=False, label="Workload preset")
+    custom_kernel = forms.ModelChoiceField(
+        queryset=CustomKernel.objects.all(), required=False, empty_label="—",
+        help_text="for the custom template: one of the kernels staff added",
+    )
     args = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 70}), help_text=ARGS_HELP)
     tuner = forms.ChoiceField()
     n_trial = forms.IntegerField(label="Trial budget", initial=200, help_text="configs measured per GPU")
@@ -62,9 +70,39 @@ class JobForm(forms.Form):
         data = super().clean()
         if self.errors:
             return data
+        args = data.get("args", "")
+        kernel = data.get("custom_kernel")
+        if kernel is not None:
+            if data["template"] != CUSTOM:
+                raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
+            args = kernel.workload.args
         self.request = check_request(
-            template=data["template"], preset=data.get("preset", ""), args=data.get("args", ""),
+            template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
             early_stopping=data.get("early_stopping"),
         )
+        return data
+
+
+class CustomKernelForm(forms.Form):
+    """Adding a custom kernel (staff): the rules are jobs.custom_kernels'."""
+
+    name = forms.CharField(max_length=100, help_text="how pages and the submit form name it")
+    source = forms.CharField(
+        required=False, strip=False, max_length=MAX_SOURCE_CHARS,
+        widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "spellcheck": "false"}),
+        help_text='the CUDA source with the extern "C" kernel; tunable parameters and sizes arrive as #defines',
+    )
+    spec = forms.CharField(max_length=MAX_SPEC_CHARS, help_text=SPEC_HELP,
+                           widget=forms.Textarea(attrs={"rows": 16, "cols": 90, "spellcheck": "false"}))
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["spec"] = spec_from_fields(data.get("source", ""), data["spec"])
+            data["name"] = check_new_kernel(data["name"], data["spec"])
+        except CustomKernelError as exc:
+            self.add_error(exc.field, str(exc))
         return data

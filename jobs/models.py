@@ -205,3 +205,27 @@ class JobRun(models.Model):
                 best = gflops
             points.append((number, best))
         return points
+
+
+class CustomKernel(models.Model):
+    """A user's own CUDA kernel that staff added: a name for the `custom` workload whose
+    args hold its spec. Custom jobs run only these, so a GPU worker compiles only
+    source that staff accepted (a log import can create a `custom` workload too)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    workload = models.OneToOneField(Workload, on_delete=models.PROTECT, related_name="custom_kernel")
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:custom_kernel", args=[self.pk])
+
+    @property
+    def spec(self) -> dict:
+        return self.workload.args[0]

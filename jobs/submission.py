@@ -23,11 +23,13 @@ from kombu.utils.url import maybe_sanitize_url
 
 from engine.task import args_from_json, create_task
 from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
+from engine.templates.custom import TASK_NAME as CUSTOM
 from engine.tuners import TUNERS
 from engine.workloads import PRESETS
 from records.importing import Catalog
 from records.models import Device, Workload
 
+from .custom_kernels import stored_kernel_for
 from .models import Job, JobRun, State, Worker, stale_before
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,10 @@ def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str
         errors["template"] = str(exc)
     except BadArgs as exc:
         errors["args"] = str(exc)
+    else:
+        if template == CUSTOM and stored_kernel_for(args) is None:
+            errors["args"] = ("a custom job runs only a custom kernel that staff added; "
+                              "choose one of the stored custom kernels")
     return template, args
 
 

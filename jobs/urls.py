@@ -11,4 +11,7 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", views.cancel, name="cancel"),
     path("workers/", views.workers, name="workers"),
     path("profile/", views.profile, name="profile"),
+    path("custom-kernels/", views.custom_kernel_list, name="custom_kernels"),
+    path("custom-kernels/new/", views.custom_kernel_add, name="custom_kernel_add"),
+    path("custom-kernels/<int:pk>/", views.custom_kernel_detail, name="custom_kernel"),
 ]

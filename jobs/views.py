@@ -1,10 +1,11 @@
 """Job pages: list, submit, detail (with a JSON progress endpoint it polls), cancel,
-the workers page and the profile page with the API token. Each view authorises,
-calls one jobs/ function and renders."""
+the workers page, the profile page with the API token, and custom kernels (list, add
+for staff, detail). Each view authorises, calls one jobs/ function and renders."""
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -12,8 +13,9 @@ from rest_framework.authtoken.models import Token
 
 from records.permissions import public_read
 
-from .forms import JobForm
-from .models import Job, Worker
+from .custom_kernels import add_custom_kernel, summarize
+from .forms import CustomKernelForm, JobForm
+from .models import CustomKernel, Job, Worker
 from .progress import job_progress
 from .submission import submit_job
 from .tokens import token_for
@@ -32,7 +34,8 @@ def job_list(request):
 
 @login_required
 def submit(request):
-    form = JobForm(request.POST or None)
+    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
+    form = JobForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
         submission = submit_job(request.user, form.request)
         for error in submission.queue_errors:
@@ -79,3 +82,27 @@ def profile(request):
         messages.success(request, "A new API token is made; the old one no longer works.")
         return redirect("jobs:profile")
     return render(request, "jobs/profile.html", {"token": Token.objects.filter(user=request.user).first()})
+
+
+@login_required
+def custom_kernel_list(request):
+    return render(request, "jobs/custom_kernel_list.html", {"kernels": CustomKernel.objects.select_related("added_by")})
+
+
+@login_required
+def custom_kernel_add(request):
+    if not request.user.is_staff:
+        raise PermissionDenied("adding custom kernels is for staff only")
+    form = CustomKernelForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        kernel = add_custom_kernel(request.user, form.cleaned_data["name"], form.cleaned_data["spec"])
+        messages.success(request, f"Custom kernel {kernel.name} is stored; tune it from here.")
+        return redirect(kernel)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "jobs/custom_kernel_add.html", {"form": form}, status=status)
+
+
+@login_required
+def custom_kernel_detail(request, pk: int):
+    kernel = get_object_or_404(CustomKernel.objects.select_related("workload", "added_by"), pk=pk)
+    return render(request, "jobs/custom_kernel_detail.html", {"kernel": kernel, "summary": summarize(kernel)})

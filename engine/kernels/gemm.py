@@ -297,13 +297,13 @@ def _epilogue(t: GemmTiling) -> str:
     return f"""
     {_store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
     // The last split to finish this tile sums every split's partial, in split order.
-    __shared__ int last_split;
+    int* last_split = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
     __threadfence();
     __syncthreads();
     const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
-    if (tid == 0) last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
+    if (tid == 0) *last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
     __syncthreads();
-    if (!last_split) return;
+    if (!*last_split) return;
     __threadfence();
     for (int i = tid; i < {tile_elements}; i += {t.threads}) {{
         const int row = block_row + i / {t.block_n}, col = block_col + i % {t.block_n};

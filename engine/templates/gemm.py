@@ -176,8 +176,15 @@ class GemmTiling:
         return self.block_k * (self.a_stride + self.b_stride)
 
     @property
+    def split_flag_offset(self) -> int:
+        """Where, in floats, the split-K "last split" flag sits: after the stages."""
+        return self.stages * self.stage_floats
+
+    @property
     def shared_bytes(self) -> int:
-        return FLOAT_BYTES * self.stages * self.stage_floats
+        """All the block's shared memory, every byte of it dynamic: a static `__shared__`
+        beside 48 KB of stages would put the launch over the limit the runner opts in to."""
+        return FLOAT_BYTES * (self.split_flag_offset + (1 if self.split_k > 1 else 0))
 
     @property
     def a_vectors(self) -> int:
