@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Job, JobRun, Worker
+from .models import CustomKernel, Job, JobRun, Worker
 
 
 class JobRunInline(admin.TabularInline):
@@ -21,3 +21,9 @@ class JobAdmin(admin.ModelAdmin):
 class WorkerAdmin(admin.ModelAdmin):
     list_display = ("name", "queue", "is_replay", "last_heartbeat", "status")
     list_filter = ("queue", "is_replay")
+
+
+@admin.register(CustomKernel)
+class CustomKernelAdmin(admin.ModelAdmin):
+    list_display = ("name", "workload", "added_by", "added_at")
+    raw_id_fields = ("workload",)

@@ -66,6 +66,9 @@ class Workload(models.Model):
                 parts.append("[" + ",".join(str(d) for d in arg[1]) + "]")
             elif isinstance(arg, list):
                 parts.append("[" + ",".join(str(d) for d in arg) + "]")
+            elif isinstance(arg, dict) and "kernel_name" in arg:
+                # A custom kernel's spec holds its whole source: name the kernel instead.
+                parts.append(f"kernel {arg['kernel_name']}")
             else:
                 parts.append(str(arg))
         return " ".join(parts)

@@ -178,3 +178,10 @@ def test_a_workload_whose_tensor_has_no_shape_list_still_renders(client):
         response = client.get(reverse(name))
         assert response.status_code == 200
         assert "TENSOR" in response.content.decode()
+
+
+def test_a_custom_kernel_workload_is_named_not_printed_whole():
+    from tests.factories import make_workload
+
+    spec = {"kernel_name": "vector_add", "source": "extern \"C\" __global__ void vector_add() {}"}
+    assert make_workload(task_name="custom", args=[spec], flops=None).shape_summary == "kernel vector_add"
