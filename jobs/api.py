@@ -5,17 +5,19 @@ progress, `POST /api/jobs/<id>/cancel/` cancels; staff add a custom kernel with
 jobs.custom_kernels'."""
 from __future__ import annotations
 
+from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
-from .models import Job
-from .progress import job_progress
+from .models import Job, JobRun
+from .progress import job_progress, job_summary
 from .submission import check_request, submit_job
 
 
@@ -33,13 +35,24 @@ class JobRequestSerializer(serializers.Serializer):
         return check_request(**data)
 
 
+class JobPages(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
 class JobListCreate(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
-        jobs = Job.objects.visible_to(request.user).select_related("workload", "owner")[:100]
-        return Response({"results": [job_progress(job) for job in jobs]})
+        """Newest first, a page at a time (`?page=N&page_size=M`); each job's full progress is at its own URL."""
+        jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(
+            Prefetch("runs", queryset=JobRun.objects.select_related("device"))
+        )
+        paginator = JobPages()
+        page = paginator.paginate_queryset(jobs, request, view=self)
+        return paginator.get_paginated_response([job_summary(job, job.runs.all()) for job in page])
 
     @extend_schema(
         operation_id="jobs_create",

@@ -26,11 +26,8 @@ def leaderboard_best_for(run: JobRun):
     return best_of(run.job.workload.records.exclude(device=run.device))
 
 
-def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
-    best = run.best_record
-    rival = leaderboard_best_for(run)
-    trials = list(run.records().order_by("-id")[:trial_rows])
-    first_number = run.trials_done - len(trials) + 1
+def run_summary(run: JobRun) -> dict:
+    """A run's state and headline figures: what a list of jobs shows, no per-record reads."""
     return {
         "id": run.pk,
         "gpu": run.device.model,
@@ -41,6 +38,16 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
         "trials_planned": run.trials_planned,
         "best_cost": run.best_cost,
         "best_gflops": run.best_gflops,
+    }
+
+
+def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
+    best = run.best_record
+    rival = leaderboard_best_for(run)
+    trials = list(run.records().order_by("-id")[:trial_rows])
+    first_number = run.trials_done - len(trials) + 1
+    return {
+        **run_summary(run),
         "best_record": best.pk if best else None,
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
@@ -64,8 +71,9 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     }
 
 
-def job_progress(job: Job) -> dict:
-    runs = job.runs.select_related("device", "worker", "best_record", "job__workload")
+def job_summary(job: Job, runs=None) -> dict:
+    """A job and its runs' headline figures, for lists; `job_progress` has everything."""
+    runs = job.runs.select_related("device") if runs is None else runs
     return {
         "id": job.pk,
         "state": job.state,
@@ -79,5 +87,10 @@ def job_progress(job: Job) -> dict:
         "early_stopping": job.early_stopping,
         "created_at": _time(job.created_at),
         "url": job.get_absolute_url(),
-        "runs": [run_progress(run) for run in runs],
+        "runs": [run_summary(run) for run in runs],
     }
+
+
+def job_progress(job: Job) -> dict:
+    runs = job.runs.select_related("device", "worker", "best_record", "job__workload")
+    return {**job_summary(job, runs), "runs": [run_progress(run) for run in runs]}

@@ -116,6 +116,23 @@ def exec_worker(config: WorkerConfig, loglevel: str = "INFO") -> None:
 
 # -- inside the worker process -----------------------------------------------------------
 
+def already_running(config: WorkerConfig) -> str | None:
+    """Why a second worker under this name must not start: one is online on this host
+    with a live process (two would take each other's runs as their own restarts)."""
+    from .models import Worker
+
+    other = Worker.objects.online().filter(name=config.name, hostname=socket.gethostname()).first()
+    if other is None or other.pid is None or other.pid == os.getpid():
+        return None
+    try:
+        os.kill(other.pid, 0)
+    except ProcessLookupError:
+        return None  # it died without a word; its heartbeat is just not stale yet
+    except PermissionError:
+        pass  # alive, under another user
+    return f"worker {config.name} is already running here (pid {other.pid}); one worker per GPU"
+
+
 def register(config: WorkerConfig):
     """This worker's row (and its device's), made or refreshed; its heartbeat starts now."""
     from records.models import Device

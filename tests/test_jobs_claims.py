@@ -112,3 +112,26 @@ def test_a_cancelled_run_stores_the_batch_in_flight_and_stops(run, worker, confi
     run.refresh_from_db()
     assert run.state == State.CANCELLED
     assert run.trials_done == run.records().count() == 8  # one batch
+
+
+def test_a_second_worker_for_the_same_gpu_is_refused_while_the_first_lives(recording_path):
+    import subprocess
+    import sys
+
+    from django.core.management import CommandError, call_command
+
+    from jobs.worker import already_running
+
+    config = replay_config(recording_path)
+    first = register(config)
+    assert already_running(config) is None  # the row is this very process
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        Worker.objects.filter(pk=first.pk).update(pid=sleeper.pid)
+        assert f"pid {sleeper.pid}" in already_running(config)
+        with pytest.raises(CommandError, match="already running here"):
+            call_command("run_worker", "--replay", str(recording_path))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert already_running(config) is None  # that process is gone: a restart may take the name

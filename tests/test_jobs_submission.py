@@ -160,3 +160,17 @@ def test_the_workers_page_shows_the_replay_gpu_as_idle(client, replay_gpu):
     page = client.get(reverse("jobs:workers")).content.decode()
 
     assert REPLAY_QUEUE in page and "replay" in page and "idle" in page
+
+
+def test_the_job_list_api_pages_short_summaries(alice_client, django_user_model):
+    from jobs.models import Job
+    from records.models import Workload
+
+    alice = django_user_model.objects.get(username="alice")
+    workload = Workload.objects.create(task_name="conv2d_nchw.cuda", args_json="[]")
+    for _ in range(3):
+        Job.objects.create(owner=alice, workload=workload, tuner="xgb", n_trial=10)
+    first = alice_client.get("/api/jobs/", {"page_size": 2}).json()
+    assert first["count"] == 3 and len(first["results"]) == 2 and first["next"]
+    assert "trials" not in str(first["results"][0]["runs"])  # summaries, not each record
+    assert len(alice_client.get(first["next"]).json()["results"]) == 1

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.replay import RecordingError
-from jobs.worker import exec_worker, gpu_config, replay_config
+from jobs.worker import already_running, exec_worker, gpu_config, replay_config
 
 
 class Command(BaseCommand):
@@ -26,5 +26,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         except ImportError as exc:
             raise CommandError(f"no GPU support here ({exc}); install it with: pip install -e '.[gpu]'") from None
+        refusal = already_running(config)
+        if refusal:
+            raise CommandError(refusal)
         self.stderr.write(f"worker {config.name}: queue {config.queue}")
         exec_worker(config, loglevel)
