@@ -9,6 +9,9 @@ class JobRunInline(admin.TabularInline):
     fields = ("device", "state", "trials_done", "best_gflops", "worker", "attempts", "started_at", "finished_at")
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_figures().select_related("worker")
+
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):

@@ -48,7 +48,7 @@ class JobListCreate(APIView):
     def get(self, request):
         """Newest first, a page at a time (`?page=N&page_size=M`); each job's full progress is at its own URL."""
         jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(
-            Prefetch("runs", queryset=JobRun.objects.select_related("device"))
+            Prefetch("runs", queryset=JobRun.objects.with_figures())
         )
         paginator = JobPages()
         page = paginator.paginate_queryset(jobs, request, view=self)

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
@@ -142,8 +143,19 @@ class Worker(models.Model):
         return "busy" if self.current_run else "idle"
 
 
+class JobRunQuerySet(models.QuerySet):
+    def with_figures(self) -> "JobRunQuerySet":
+        """Runs with what their headline figures read, in this one query: the GPU, the
+        best record, and the records counted (a list of runs then reads no more)."""
+        return self.select_related("device", "best_record").annotate(record_count=Count("batch__records"))
+
+
 class JobRun(models.Model):
-    """A job on one GPU model: the unit a worker claims, runs and reports on."""
+    """A job on one GPU model: the unit a worker claims, runs and reports on.
+
+    Its figures are read from its records, not stored beside them: the worker keeps
+    only `best_record` up to date; trials done and failures are counted when asked.
+    """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="job_runs")
@@ -153,13 +165,9 @@ class JobRun(models.Model):
         ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="job_run",
         help_text="the records this run measured",
     )
-    trials_done = models.PositiveIntegerField(default=0)
     best_record = models.ForeignKey(
         MeasurementRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    best_cost = models.FloatField(null=True, blank=True, help_text="seconds")
-    best_gflops = models.FloatField(null=True, blank=True)
-    failures = models.JSONField(default=dict, blank=True, help_text="error number -> count")
     worker = models.ForeignKey(Worker, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     claim_token = models.UUIDField(null=True, blank=True, help_text="changes with every claim")
     attempts = models.PositiveIntegerField(default=0, help_text="times a worker claimed it")
@@ -167,6 +175,8 @@ class JobRun(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="last time a message reached the broker")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["job_id", "device__model"]
@@ -183,6 +193,22 @@ class JobRun(models.Model):
     def trials_planned(self) -> int:
         return self.job.n_trial
 
+    @property
+    def trials_done(self) -> int:
+        """Trials measured and stored; `with_figures` counted them already."""
+        if hasattr(self, "record_count"):
+            return self.record_count
+        return self.records().count()
+
+    @property
+    def best_cost(self) -> float | None:
+        """Seconds, of the best record (select_related("best_record") spares a query)."""
+        return self.best_record.mean_cost if self.best_record else None
+
+    @property
+    def best_gflops(self) -> float | None:
+        return self.best_record.gflops if self.best_record else None
+
     def records(self):
         """This run's measurements, in the order they were stored."""
         if self.batch_id is None:
@@ -193,9 +219,12 @@ class JobRun(models.Model):
         return best_of(self.records())
 
     def failure_counts(self) -> list[tuple[str, int]]:
-        """(error label, count), most frequent first."""
-        rows = [(ErrorNo(int(number)).label, count) for number, count in self.failures.items()]
-        return sorted(rows, key=lambda row: -row[1])
+        """(error label, count), most frequent first: one grouped query."""
+        rows = (
+            self.records().exclude(error_no=ErrorNo.NO_ERROR)
+            .values("error_no").annotate(n=Count("id")).order_by("-n", "error_no")
+        )
+        return [(ErrorNo(row["error_no"]).label, row["n"]) for row in rows]
 
     def convergence(self) -> list[tuple[int, float | None]]:
         """(trial number, best GFLOPS so far) after each trial."""

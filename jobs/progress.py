@@ -27,7 +27,8 @@ def leaderboard_best_for(run: JobRun):
 
 
 def run_summary(run: JobRun) -> dict:
-    """A run's state and headline figures: what a list of jobs shows, no per-record reads."""
+    """A run's state and headline figures: what a list of jobs shows. Read from runs
+    fetched `with_figures()`, it makes no query of its own."""
     return {
         "id": run.pk,
         "gpu": run.device.model,
@@ -45,9 +46,10 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     best = run.best_record
     rival = leaderboard_best_for(run)
     trials = list(run.records().order_by("-id")[:trial_rows])
-    first_number = run.trials_done - len(trials) + 1
+    summary = run_summary(run)
+    first_number = summary["trials_done"] - len(trials) + 1
     return {
-        **run_summary(run),
+        **summary,
         "best_record": best.pk if best else None,
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
@@ -73,7 +75,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
 
 def job_summary(job: Job, runs=None) -> dict:
     """A job and its runs' headline figures, for lists; `job_progress` has everything."""
-    runs = job.runs.select_related("device") if runs is None else runs
+    runs = job.runs.with_figures() if runs is None else runs
     return {
         "id": job.pk,
         "state": job.state,
@@ -92,5 +94,5 @@ def job_summary(job: Job, runs=None) -> dict:
 
 
 def job_progress(job: Job) -> dict:
-    runs = job.runs.select_related("device", "worker", "best_record", "job__workload")
+    runs = job.runs.with_figures().select_related("worker", "job__workload")
     return {**job_summary(job, runs), "runs": [run_progress(run) for run in runs]}

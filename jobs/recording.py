@@ -3,13 +3,13 @@
 Each batch of engine Records becomes MeasurementRecord rows in the run's own
 ImportBatch (source "tuning job"), with the same fingerprint, device and workload
 helpers the log importer uses, so a job's records and an imported log of the same
-lines are the same rows. The run's progress is updated in the same transaction:
-a crash loses at most the batch in flight, and what is stored is what resumes.
+lines are the same rows. The run's best record is updated in the same transaction
+(its other figures are counted from the records): a crash loses at most the batch
+in flight, and what is stored is what resumes.
 """
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from typing import Sequence
 
 from django.db import transaction
@@ -46,7 +46,7 @@ def stored_records(run: JobRun) -> list[Record]:
 
 
 class RunRecorder:
-    """Tuning-loop callback: store each batch and the run's progress, stop on cancel."""
+    """Tuning-loop callback: store each batch and the run's best record, stop on cancel."""
 
     def __init__(self, run: JobRun, token: uuid.UUID) -> None:
         self.run = run
@@ -67,18 +67,6 @@ class RunRecorder:
             ImportBatch.objects.filter(pk=batch.pk).update(
                 lines=F("lines") + len(records), imported=self.run.records().count()
             )
-            self._update_progress(records)
+            held(self.run.pk, self.token).update(best_record=self.run.best())
         if current == State.CANCELLED:
             raise RunCancelled("cancelled")
-
-    def _update_progress(self, records: Sequence[Record]) -> None:
-        failures = Counter({int(k): v for k, v in JobRun.objects.get(pk=self.run.pk).failures.items()})
-        failures.update(int(r.error_no) for r in records if not r.ok)
-        best = self.run.best()
-        held(self.run.pk, self.token).update(
-            trials_done=self.run.records().count(),
-            failures={str(k): v for k, v in sorted(failures.items())},
-            best_record=best,
-            best_cost=best.mean_cost if best else None,
-            best_gflops=best.gflops if best else None,
-        )

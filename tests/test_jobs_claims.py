@@ -1,16 +1,22 @@
 """A run is claimed by one worker at a time, resumes from its stored records, and
 keeps its cancel; the tuning glue runs here in-process, without Celery."""
+from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
+from engine.records import ErrorNo
 from jobs.claims import claim, finish
 from jobs.models import JobRun, State, Worker
 from jobs.running import run_claimed
 from jobs.submission import check_request, submit_job
 from jobs.worker import WorkerConfig, register, replay_config
 from jobs_fixtures import REPLAY_QUEUE, recording_path  # noqa: F401
+from records.bests import best_of
 
 pytestmark = pytest.mark.django_db
 
@@ -135,3 +141,42 @@ def test_a_second_worker_for_the_same_gpu_is_refused_while_the_first_lives(recor
         sleeper.kill()
         sleeper.wait()
     assert already_running(config) is None  # that process is gone: a restart may take the name
+
+
+def test_a_run_s_figures_are_read_from_its_records(run, worker, config, alice_client):
+    run.job.n_trial = 40
+    run.job.save()
+    run_claimed(run.pk, claim(run.pk, worker), config)
+
+    records = JobRun.objects.get(pk=run.pk).records()
+    best = best_of(records)
+    # Random configs of the recording fail only now and then: make sure two kinds show.
+    others = list(records.filter(error_no=0).exclude(pk=best.pk).values_list("pk", flat=True)[:3])
+    records.filter(pk__in=others[:1]).update(error_no=ErrorNo.COMPILE_HOST)
+    records.filter(pk__in=others[1:]).update(error_no=ErrorNo.RUNTIME_DEVICE)
+    failed = Counter(ErrorNo(r.error_no) for r in records if r.error_no)
+    expected = [{"kind": e.label, "count": n} for e, n in sorted(failed.items(), key=lambda kv: (-kv[1], kv[0]))]
+    for url in (f"/api/jobs/{run.job_id}/", reverse("jobs:progress", args=[run.job_id])):
+        shown = alice_client.get(url).json()["runs"][0]
+        assert (shown["trials_done"], shown["best_cost"], shown["best_gflops"]) == (40, best.mean_cost, best.gflops)
+        assert shown["failures"] == expected and sum(failed.values()) >= 3
+    listed = alice_client.get("/api/jobs/").json()["results"][0]["runs"][0]
+    assert (listed["trials_done"], listed["best_gflops"]) == (40, best.gflops)
+
+
+def test_job_lists_and_progress_read_no_more_for_more_records(run, worker, config, alice_client):
+    def queries(url) -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert alice_client.get(url).status_code == 200
+        return len(seen)
+
+    urls = ("/api/jobs/", reverse("jobs:progress", args=[run.job_id]))
+    run_claimed(run.pk, claim(run.pk, worker), config)
+    before = [queries(url) for url in urls]
+    run.job.n_trial = 40
+    run.job.save()
+    JobRun.objects.filter(pk=run.pk).update(state=State.QUEUED)
+    run_claimed(run.pk, claim(run.pk, worker), config)
+
+    assert JobRun.objects.get(pk=run.pk).records().count() == 40
+    assert [queries(url) for url in urls] == before

@@ -71,8 +71,12 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets the web server read while an import or a worker writes.
-    DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20}
+    # WAL lets the web server read while an import or a worker writes; IMMEDIATE takes the
+    # write lock when a transaction starts, so a read-then-write transaction waits for it
+    # (up to `timeout`) instead of failing with "database is locked" half-way.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL;", "timeout": 20, "transaction_mode": "IMMEDIATE",
+    }
     # Tests run Celery workers as separate processes; they can share a test database
     # only through a file (one per test process, so parallel runs do not collide).
     DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"tunerweb-test-{os.getpid()}.sqlite3")}
