@@ -110,7 +110,7 @@ def copy_records(count: int) -> None:
     # Look every device and workload up now: no other query may run on the connection during COPY.
     for model in GPUS:
         catalog.device_id(model)
-    for task, args, _ in workloads():
+    for task, args in workloads():
         catalog.workload(task, args)
     batch = ImportBatch.objects.create(file_name="copy-fill (benchmark)", lines=count, imported=count)
     table = MeasurementRecord._meta.db_table
