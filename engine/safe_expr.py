@@ -87,6 +87,15 @@ class Expr:
         except (ArithmeticError, TypeError, ValueError) as exc:
             raise ExprError(f"{_short(self.text)}: {exc}") from None
 
+    def evaluate_int(self, values: Mapping[str, Any], what: str = "expression") -> int:
+        """The value as an integer (a launch size, a shape, a FLOP count); ExprError otherwise."""
+        value = self.evaluate(values)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ExprError(f"{what} {self.text!r} is {value!r}, not an integer")
+        return value
+
 
 def _short(text: str, limit: int = 60) -> str:
     """Text quoted for a message, cut to `limit` characters."""
@@ -232,9 +241,4 @@ class _Evaluator:
 
 def evaluate_int(text: str, values: Mapping[str, int], what: str = "expression") -> int:
     """Parse and evaluate an integer expression (a launch size, a FLOP count); ExprError otherwise."""
-    value = parse(text, set(values)).evaluate(values)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ExprError(f"{what} {text!r} is {value!r}, not an integer")
-    return value
+    return parse(text, set(values)).evaluate_int(values, what)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.flops import conv2d_output_size
 from engine.kernels import KernelSource
 
 ENTRY = "conv2d_nchw_kernel"
@@ -66,13 +67,11 @@ class ConvShape:
 
     @property
     def out_h(self) -> int:
-        span = (self.kernel_h - 1) * self.dilation_h + 1
-        return (self.height + self.pad_top + self.pad_bottom - span) // self.stride_h + 1
+        return conv2d_output_size(self.height, self.kernel_h, self.stride_h, self.pad_top, self.pad_bottom, self.dilation_h)
 
     @property
     def out_w(self) -> int:
-        span = (self.kernel_w - 1) * self.dilation_w + 1
-        return (self.width + self.pad_left + self.pad_right - span) // self.stride_w + 1
+        return conv2d_output_size(self.width, self.kernel_w, self.stride_w, self.pad_left, self.pad_right, self.dilation_w)
 
     @property
     def data_shape(self) -> tuple[int, int, int, int]:
@@ -85,10 +84,6 @@ class ConvShape:
     @property
     def out_shape(self) -> tuple[int, int, int, int]:
         return (self.batch, self.out_channels, self.out_h, self.out_w)
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.batch * self.out_channels * self.out_h * self.out_w * self.in_channels * self.kernel_h * self.kernel_w
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..safe_expr import ExprError, parse
 from ..templates.custom import (MAX_SOURCE_CHARS, Argument, CustomParams, SpecError, checked_identifier, custom_launch,
-                                dim3_exprs, int_value)
+                                dim3_exprs)
 from . import KernelSource
 
 ARRAY_FUNCTIONS = {
@@ -45,7 +45,7 @@ def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dic
     for key in ("grid", "block"):
         for expr in dim3_exprs(trusted[key], set(sizes), f"reference.kernel.{key}"):
             try:
-                int_value(expr, sizes, f"reference.kernel.{key}")
+                expr.evaluate_int(sizes, f"reference.kernel.{key}")
             except ExprError as exc:
                 raise SpecError(f"custom kernel spec: reference.kernel.{key}: {exc}") from None
 
@@ -100,8 +100,8 @@ def _trusted_kernel_output(params: CustomParams, inputs: list[np.ndarray]) -> np
     import cupy as cp
 
     trusted = params.reference["kernel"]
-    grid = tuple(int_value(e, params.sizes, "reference grid") for e in dim3_exprs(trusted["grid"], set(params.sizes), "grid"))
-    block = tuple(int_value(e, params.sizes, "reference block") for e in dim3_exprs(trusted["block"], set(params.sizes), "block"))
+    grid = tuple(e.evaluate_int(params.sizes, "reference grid") for e in dim3_exprs(trusted["grid"], set(params.sizes), "grid"))
+    block = tuple(e.evaluate_int(params.sizes, "reference block") for e in dim3_exprs(trusted["block"], set(params.sizes), "block"))
     module = cp.RawModule(code=_macros(params.sizes) + trusted["source"], options=("--std=c++17",))
     kernel = module.get_function(trusted["kernel_name"])
     arrays = [cp.asarray(x) for x in inputs]

@@ -77,15 +77,6 @@ def _expression(text, names: set[str], where: str) -> Expr:
         raise _fail(where, str(exc)) from None
 
 
-def int_value(expr: Expr, values: dict, where: str) -> int:
-    value = expr.evaluate(values)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ExprError(f"{where} {expr.text!r} is {value!r}, not an integer")
-    return value
-
-
 @dataclass(frozen=True)
 class Argument:
     name: str
@@ -190,7 +181,7 @@ def parse_spec(spec) -> CustomParams:
     flops = 0
     if "flops" in spec:
         try:
-            flops = int_value(_expression(spec["flops"], set(sizes), "flops"), sizes, "flops")
+            flops = _expression(spec["flops"], set(sizes), "flops").evaluate_int(sizes, "flops")
         except ExprError as exc:
             raise _fail("flops", str(exc)) from None
         if flops < 0:
@@ -220,7 +211,7 @@ def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
         if not isinstance(arg["shape"], list) or not 1 <= len(arg["shape"]) <= 4:
             raise _fail(where, "shape must list one to four sizes (integers or expressions over sizes)")
         try:
-            shape = tuple(int_value(_expression(d, size_names, f"{where}.shape"), sizes, f"{where}.shape")
+            shape = tuple(_expression(d, size_names, f"{where}.shape").evaluate_int(sizes, f"{where}.shape")
                           for d in arg["shape"])
         except ExprError as exc:
             raise _fail(where, str(exc)) from None
@@ -262,9 +253,9 @@ class CustomLaunch:
 def custom_launch(params: CustomParams, config: ConfigEntity) -> CustomLaunch:
     """Block, grid and shared memory of a config; ExprError when an expression fails."""
     values = params.values_of(config)
-    block = tuple(int_value(e, values, "block") for e in params.block)
-    grid = tuple(int_value(e, values, "grid") for e in params.grid)
-    return CustomLaunch(block, grid, int_value(params.shared_bytes, values, "shared_bytes"))  # type: ignore[arg-type]
+    block = tuple(e.evaluate_int(values, "block") for e in params.block)
+    grid = tuple(e.evaluate_int(values, "grid") for e in params.grid)
+    return CustomLaunch(block, grid, params.shared_bytes.evaluate_int(values, "shared_bytes"))  # type: ignore[arg-type]
 
 
 class CustomKernel(Template):
