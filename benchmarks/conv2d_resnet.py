@@ -38,7 +38,8 @@ def git_describe() -> str:
         return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (no git checkout here)"
+        # The device machine gets a copy of the tree without .git: the sender names the commit.
+        return os.environ.get("TUNERWEB_COMMIT", "unknown (no git checkout here)")
 
 
 def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) -> dict:
