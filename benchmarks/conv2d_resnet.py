@@ -34,12 +34,15 @@ LAYERS = [f"C{i}" for i in range(1, 13)]
 
 
 def git_describe() -> str:
+    # The device machine gets a copy of the tree (its .git, if any, is not this checkout's):
+    # the sender names the commit.
+    if os.environ.get("TUNERWEB_COMMIT"):
+        return os.environ["TUNERWEB_COMMIT"]
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        # The device machine gets a copy of the tree without .git: the sender names the commit.
-        return os.environ.get("TUNERWEB_COMMIT", "unknown (no git checkout here)")
+        return "unknown (no git checkout here)"
 
 
 def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) -> dict:

@@ -175,6 +175,7 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: gemm, depthwise, broadcast")
+    parser.add_argument("--only", default="", help="comma-separated preset names (G1,G4,...): tune just these")
     parser.add_argument("--trials", type=int, default=200, help="per workload (broadcast spaces hold 120)")
     parser.add_argument("--tuner", default="xgb")
     parser.add_argument("--batch-size", type=int, default=48)
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
         share_total = sum(SHARES[s] for s in sections)
         section_end = start
         for section in sections:
-            presets = SECTIONS[section]
+            presets = [p for p in SECTIONS[section] if not options.only or p.name in options.only.split(",")]
             section_end += options.budget_s * SHARES[section] / share_total
             rows[section], history = [], []
             for i, preset in enumerate(presets):
