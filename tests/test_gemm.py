@@ -130,3 +130,13 @@ def test_configs_compute_the_product_with_tails_on_every_side(knobs):
     cfg = config(task, **knobs)
     assert task.why_invalid(cfg) is None
     assert run_on_cpu(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+def test_the_split_k_fix_up_sums_scalar_columns_when_rows_do_not_align():
+    # N = 49 (the skinny G4 shape's): the fix-up cannot read the partials 16 bytes at a time.
+    task = engine.create_task("gemm", gemm_args(40, 49, 700))
+    cfg = config(task, split_k=4, block_n=32, warp_n=16, thread_n=4, block_k=16)
+    assert task.why_invalid(cfg) is None
+    assert "float4 part" not in task.template.kernel(task.params, cfg).code
+    assert run_on_cpu(task, cfg, launches=2) < 1e-6

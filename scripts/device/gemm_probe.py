@@ -1,7 +1,7 @@
 """Hand-written GEMM tilings on G1-G5 against cuBLAS: where the template's space can reach
 before any tuning, and which families the tuner should find.
 
-    python scripts/device/gemm_probe.py [--shapes G1,G3] [--json out.json]
+    python scripts/device/gemm_probe.py [--shapes G1,G3] [--size 128x3136x64] [--tiling 64,64,...] [--json out.json]
 
 Prints one line per (workload, tiling): µs, TFLOP/s and the ratio to cuBLAS.
 """
@@ -19,7 +19,7 @@ import engine  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.kernels.vendor import cublas_gemm  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
-from engine.workloads import PRESETS  # noqa: E402
+from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n",
          "vector_a", "vector_b", "pipeline", "smem_pad", "split_k", "unroll_k")
@@ -61,19 +61,24 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default="G3,G1,G2,G4,G5")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--tiling", action="append", default=[],
+                        help="comma-separated knob values in KNOBS order (repeatable); replaces the list")
+    parser.add_argument("--size", action="append", default=[], help="MxNxK: a shape besides the presets (repeatable)")
     options = parser.parse_args()
     rows = []
     with GpuMeasurer(build_workers=os.cpu_count(), run_timeout=20.0) as measurer:
         limits = DeviceLimits.for_model(measurer.device.model)
-        for name in options.shapes.split(","):
-            preset = PRESETS[name]
-            task = engine.create_task(preset.task_name, preset.args, limits)
+        tilings = [tuple(int(v) if v.isdigit() else v for v in t.split(",")) for t in options.tiling] or TILINGS
+        shapes = [(name, PRESETS[name].args) for name in options.shapes.split(",") if name]
+        shapes += [(size, gemm_args(*(int(v) for v in size.split("x")))) for size in options.size]
+        for name, args in shapes:
+            task = engine.create_task("gemm", args, limits)
             cublas = cublas_gemm(task, settings=measurer.timing)
             cublas_us = cublas.mean_cost * 1e6 if cublas.ok else None
-            print(f"{name} {preset.description}: cuBLAS {cublas_us and round(cublas_us, 1)} µs "
+            print(f"{name} {task.params.m}x{task.params.n}x{task.params.k}: cuBLAS {cublas_us and round(cublas_us, 1)} µs "
                   f"({cublas_us and task.flops / cublas_us / 1e6:.1f} TFLOP/s) {cublas.error_msg}", flush=True)
             configs, labels = [], []
-            for tiling in TILINGS:
+            for tiling in tilings:
                 values = dict(zip(KNOBS, tiling))
                 if values["split_k"] not in task.params.split_k_choices:
                     values["split_k"] = 1
