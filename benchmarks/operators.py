@@ -6,6 +6,8 @@
 * NCHW broadcast (4 ops x 3 shapes): the best config of each tactic, its bandwidth
   (engine's bytes_moved / time) against the 4.16 TB/s copy of DESIGN.md (goal >= 85 %)
   and against a copy measured here; tile_broadcast should win on exp, div and rsqrt.
+* A custom kernel (Kernel Tuner's manner): a shared-memory transpose of 8192 x 8192 with
+  tunable tile, rows per thread block and padding, against its untuned default and the copy.
 
 Every workload is tuned with `--tuner` (xgb) through engine.tune and the GPU measurer, all
 records going to one AutoTVM log (`--log`, resumed on a re-run). Timing is the runner's rule
@@ -36,13 +38,37 @@ from engine.kernels.vendor import copy_bandwidth  # noqa: E402
 from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
-from engine.workloads import BROADCAST, GEMM, MOBILENET_DW  # noqa: E402
+from engine.workloads import BROADCAST, GEMM, MOBILENET_DW, Preset  # noqa: E402
 
 DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written, DESIGN.md's H200 figure
+TRANSPOSE_SOURCE = r"""
+extern "C" __global__ void transpose(const float* __restrict__ a, float* __restrict__ b) {
+    extern __shared__ float tile[];  // TILE x (TILE + PAD): PAD = 1 moves the column reads off one bank
+    const int x = blockIdx.x * TILE + threadIdx.x, y0 = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
+        if (x < COLS && y0 + j < ROWS) tile[j * (TILE + PAD) + threadIdx.x] = a[(size_t)(y0 + j) * COLS + x];
+    __syncthreads();
+    const int ox = blockIdx.y * TILE + threadIdx.x, oy0 = blockIdx.x * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
+        if (ox < ROWS && oy0 + j < COLS) b[(size_t)(oy0 + j) * ROWS + ox] = tile[threadIdx.x * (TILE + PAD) + j];
+}
+"""
+TRANSPOSE = Preset("K1", "Custom kernel", "custom", [{
+    "kernel_name": "transpose", "source": TRANSPOSE_SOURCE, "sizes": {"ROWS": 8192, "COLS": 8192},
+    "tune_params": [["TILE", [16, 32, 64]], ["BLOCK_ROWS", [1, 2, 4, 8, 16, 32]], ["PAD", [0, 1]]],
+    "restrictions": ["TILE % BLOCK_ROWS == 0"],
+    "block": ["TILE", "BLOCK_ROWS"], "grid": ["ceil_div(COLS, TILE)", "ceil_div(ROWS, TILE)"],
+    "shared_bytes": "TILE * (TILE + PAD) * 4",
+    "arguments": [{"name": "a", "shape": ["ROWS", "COLS"], "dtype": "float32"},
+                  {"name": "b", "shape": ["COLS", "ROWS"], "dtype": "float32", "output": True}],
+    "reference": {"numpy": "transpose(a)"},
+    "default": {"TILE": 32, "BLOCK_ROWS": 32, "PAD": 0},
+}], "transpose 8192×8192 (custom kernel)")
 # 1024^3 first: what tuning learns there transfers to the larger squares (engine's xgb transfer).
-SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST}
+SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST,
+            "custom": [TRANSPOSE]}
 # Share of the budget each section's workloads get, in all.
-SHARES = {"gemm": 0.5, "depthwise": 0.3, "broadcast": 0.2}
+SHARES = {"gemm": 0.5, "depthwise": 0.3, "broadcast": 0.2, "custom": 0.05}
 
 
 def deadline_callback(deadline: float):
@@ -91,6 +117,7 @@ def tune_workload(preset, measurer, options, deadline: float, history: list) -> 
     row["vendor_us"], row["vendor_error"] = vendor(task, measurer)
     if task.name == "broadcast_nchw":
         row.update(tactic_bests(task, result.results))
+    if task.name in ("broadcast_nchw", "custom"):
         row["bytes"] = task.template.bytes_moved(task.params)
     return row
 
@@ -163,6 +190,20 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
                          f" {winner} | {fmt(bandwidth and bandwidth / 1e12, '.2f')} | {fmt(share and share * 100, '.0f')} |"
                          f" {'—' if share is None else 'yes' if share >= 0.85 else 'no'} | {fmt(r['default_us'], '.1f')} |"
                          f" {fmt(r['configs_per_s'], '.1f')} |")
+    if rows.get("custom"):
+        copy = meta.get("copy_bandwidth")
+        lines += ["", "## Custom kernel (tunable macros, Kernel Tuner's manner) vs its default and the copy", "",
+                  f"Bandwidth = arguments' bytes / time; copy measured here: {fmt(copy and copy / 1e12, '.2f')} TB/s.", "",
+                  "| workload | trials | tuned µs | default µs | speedup vs default | TB/s | % of copy | best config | configs/s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+        for r in rows["custom"]:
+            bandwidth = r["bytes"] / (r["tuned_us"] * 1e-6) if r["tuned_us"] else None
+            speedup = r["default_us"] / r["tuned_us"] if r["tuned_us"] and r["default_us"] else None
+            share = bandwidth / copy if bandwidth and copy else None
+            best = ", ".join(f"{e[0]}={e[2]}" for e in r["best_entity"] or [])
+            lines.append(f"| {r['workload']} | {r['trials']} | {fmt(r['tuned_us'], '.1f')} | {fmt(r['default_us'], '.1f')} |"
+                         f" {fmt(speedup, '.2f')}× | {fmt(bandwidth and bandwidth / 1e12, '.2f')} |"
+                         f" {fmt(share and share * 100, '.0f')} | {best} | {fmt(r['configs_per_s'], '.1f')} |")
     lines += ["", "## Pipeline speed per template", "", "| template | configs measured | tuning wall s | configs/s |",
               "|---|---:|---:|---:|"]
     for section, section_rows in rows.items():
@@ -174,7 +215,7 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: gemm, depthwise, broadcast")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: gemm, depthwise, broadcast, custom")
     parser.add_argument("--only", default="", help="comma-separated preset names (G1,G4,...): tune just these")
     parser.add_argument("--trials", type=int, default=200, help="per workload (broadcast spaces hold 120)")
     parser.add_argument("--tuner", default="xgb")
@@ -215,7 +256,7 @@ def main(argv=None) -> int:
                 deadline = now + max(5.0, (section_end - now) / (len(presets) - i))
                 rows[section].append(tune_workload(preset, measurer, options, deadline, history))
                 print(json.dumps(rows[section][-1], default=str), flush=True)
-            if section == "broadcast":
+            if section in ("broadcast", "custom") and "copy_bandwidth" not in meta:
                 largest = max(r["bytes"] for r in rows[section]) if rows[section] else 2**28
                 meta["copy_bandwidth"] = copy_bandwidth(largest // 2, measurer.timing)[1]
             with open(options.json, "w") as stream:

@@ -311,6 +311,10 @@ class CustomKernel(Template):
                 return space.get(index)
         return first_valid(space, space.get(0))
 
+    def bytes_moved(self, params: CustomParams) -> int:
+        """Every argument read or written once: the least traffic the kernel can need."""
+        return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in params.arguments)
+
     # -- GPU half: engine.kernels.custom
     def kernel(self, params: CustomParams, config: ConfigEntity):
         from ..kernels.custom import generate
