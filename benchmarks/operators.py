@@ -1,6 +1,6 @@
 """Tune the operator templates on this GPU and hold them against their goals and baselines.
 
-* GEMM G1-G5 (fp32, M x N x K) vs cuBLAS (CuPy, TF32 off): goal >= 90 % of cuBLAS at
+* GEMM G1-G5 (fp32, M x N x K) vs cuBLAS (PyTorch matmul, TF32 off): goal >= 90 % of cuBLAS at
   4096^3 and 8192^3, faster than cuBLAS on the skinny 512x49x4608 and 128x3136x576.
 * Depthwise conv2d D1-D9 (MobileNet, batch 1) vs cuDNN (PyTorch grouped conv, TF32 off).
 * NCHW broadcast (4 ops x 3 shapes): the best config of each tactic, its bandwidth
@@ -149,7 +149,7 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
         f"- Command: `{meta['command']}`",
     ]
     if rows.get("gemm"):
-        lines += ["", "## GEMM fp32 (row-major, M×N×K) vs cuBLAS (CuPy, TF32 off)", "",
+        lines += ["", "## GEMM fp32 (row-major, M×N×K) vs cuBLAS (PyTorch matmul, TF32 off)", "",
                   "| workload | trials | tuned µs | tuned TFLOP/s | cuBLAS TFLOP/s | tuned / cuBLAS | goal | met | default µs | configs/s |",
                   "|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
         for r in rows["gemm"]:
