@@ -132,3 +132,9 @@ def test_a_bad_spec_is_refused_naming_the_field(changes, message):
 def test_args_that_are_not_one_spec_are_refused():
     with pytest.raises(SpecError, match=r"args are \[SPEC\]"):
         engine.create_task("custom", [SPEC, SPEC])
+
+
+def test_the_bytes_moved_are_every_argument_once():
+    task = task_of(spec_with(arguments=SPEC["arguments"][:2] + [{"name": "c", "shape": ["N", 2], "dtype": "float64",
+                                                                  "output": True}]))
+    assert task.template.bytes_moved(task.params) == 1000 * 4 + 1000 * 4 + 1000 * 2 * 8

@@ -4,6 +4,7 @@ seconds each: is the gap to cuBLAS issue efficiency, or a lower clock at the pow
     python scripts/device/gemm_clocks.py --shape G2 --seconds 4 \
         --tiling 128,256,8,64,64,4,4,8,1,4,cp_async_4,4,1,32
 
+(a tiling lists the gemm template's knob values in the space's order).
 Samples NVML (through nvidia-smi) every 100 ms in the background; prints, per phase, the
 mean SM clock, mean power and the TFLOP/s reached.
 """
@@ -23,9 +24,6 @@ import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
-
-KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n",
-         "vector_a", "vector_b", "pipeline", "smem_pad", "split_k", "unroll_k")
 
 
 def run_for(seconds: float, launch, synchronize) -> tuple[float, float, int]:
@@ -60,7 +58,7 @@ def main() -> int:
     phases = [("cuBLAS", *run_for(options.seconds, lambda: torch.matmul(a, b), torch.cuda.synchronize))]
     for tiling in options.tiling:
         values = [int(v) if v.isdigit() else v for v in tiling.split(",")]
-        config = task.config_space.from_entity([[k, "ot", v] for k, v in zip(KNOBS, values)])
+        config = task.config_space.from_entity([[k, "ot", v] for k, v in zip(task.config_space.knob_names, values)])
         source = task.template.kernel(task.params, config)
         kernel = cp.RawModule(code=source.code, options=("--std=c++17",)).get_function(source.name)
         if source.shared_bytes > 48 * 1024:

@@ -21,9 +21,8 @@ from engine.kernels.vendor import cublas_gemm  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
-KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n",
-         "vector_a", "vector_b", "pipeline", "smem_pad", "split_k", "unroll_k")
-# block m n k, warp m n, thread m n, lanes_n, vector a b, pipeline, pad, split, unroll
+# Knob values in the space's order: block m n k, warp m n, thread m n, lanes_n, vector a b,
+# pipeline, pad, split, unroll.
 TILINGS = [
     (128, 128, 8, 32, 64, 4, 4, 8, 1, 4, "cp_async_3", 4, 1, 32),
     (128, 128, 8, 32, 64, 4, 4, 8, 4, 4, "prefetch", 4, 1, 32),
@@ -62,7 +61,7 @@ def main() -> int:
     parser.add_argument("--shapes", default="G3,G1,G2,G4,G5")
     parser.add_argument("--json", default=None)
     parser.add_argument("--tiling", action="append", default=[],
-                        help="comma-separated knob values in KNOBS order (repeatable); replaces the list")
+                        help="comma-separated knob values in the space's order (repeatable); replaces the list")
     parser.add_argument("--size", action="append", default=[], help="MxNxK: a shape besides the presets (repeatable)")
     options = parser.parse_args()
     rows = []
@@ -79,7 +78,7 @@ def main() -> int:
                   f"({cublas_us and task.flops / cublas_us / 1e6:.1f} TFLOP/s) {cublas.error_msg}", flush=True)
             configs, labels = [], []
             for tiling in tilings:
-                values = dict(zip(KNOBS, tiling))
+                values = dict(zip(task.config_space.knob_names, tiling))
                 if values["split_k"] not in task.params.split_k_choices:
                     values["split_k"] = 1
                 if task.params.k % values["vector_a"]:
