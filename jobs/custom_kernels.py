@@ -8,14 +8,13 @@ and they run only kernels staff added (`stored_kernel_for` is the submission rul
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from engine.records import canonical_args
 from engine.templates.custom import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
+from records.custom_specs import KernelSummary, kernel_summary
 from records.importing import Catalog
 from records.models import Workload
 
@@ -110,15 +109,8 @@ def stored_kernel_for(args: list) -> CustomKernel | None:
     return CustomKernel.objects.filter(workload__task_name=task_name, workload__args_json=args_json).first()
 
 
-@dataclass(frozen=True)
-class KernelSummary:
-    """What the kernel page shows beside the source."""
-
-    spec: dict
-    params: CustomParams
-    space_size: int
-
-
 def summarize(kernel: CustomKernel) -> KernelSummary:
-    params = parse_spec(kernel.spec)
-    return KernelSummary(kernel.spec, params, math.prod(len(values) for _, values in params.tune_params))
+    summary = kernel_summary(TASK_NAME, [kernel.spec])
+    if summary is None:  # stored kernels passed parse_spec when staff added them
+        raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses")
+    return summary

@@ -73,6 +73,12 @@ class Workload(models.Model):
                 parts.append(str(arg))
         return " ".join(parts)
 
+    def custom_kernel_summary(self):
+        """The kernel spec of a `custom` workload, for its pages; None for other tasks."""
+        from .custom_specs import kernel_summary
+
+        return kernel_summary(self.task_name, self.args)
+
     def same_shape(self):
         """Other tasks' workloads with exactly these args: TopHub tuned C12 only as
         `conv2d_nchw_winograd.cuda`, so its direct-convolution leaderboard points there."""
