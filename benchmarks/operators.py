@@ -38,32 +38,10 @@ from engine.kernels.vendor import copy_bandwidth  # noqa: E402
 from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
-from engine.workloads import BROADCAST, GEMM, MOBILENET_DW, Preset  # noqa: E402
+from engine.workloads import BROADCAST, GEMM, MOBILENET_DW, Preset, transpose_spec  # noqa: E402
 
 DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written, DESIGN.md's H200 figure
-TRANSPOSE_SOURCE = r"""
-extern "C" __global__ void transpose(const float* __restrict__ a, float* __restrict__ b) {
-    extern __shared__ float tile[];  // TILE x (TILE + PAD): PAD = 1 moves the column reads off one bank
-    const int x = blockIdx.x * TILE + threadIdx.x, y0 = blockIdx.y * TILE;
-    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
-        if (x < COLS && y0 + j < ROWS) tile[j * (TILE + PAD) + threadIdx.x] = a[(size_t)(y0 + j) * COLS + x];
-    __syncthreads();
-    const int ox = blockIdx.y * TILE + threadIdx.x, oy0 = blockIdx.x * TILE;
-    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
-        if (ox < ROWS && oy0 + j < COLS) b[(size_t)(oy0 + j) * ROWS + ox] = tile[threadIdx.x * (TILE + PAD) + j];
-}
-"""
-TRANSPOSE = Preset("K1", "Custom kernel", "custom", [{
-    "kernel_name": "transpose", "source": TRANSPOSE_SOURCE, "sizes": {"ROWS": 8192, "COLS": 8192},
-    "tune_params": [["TILE", [16, 32, 64]], ["BLOCK_ROWS", [1, 2, 4, 8, 16, 32]], ["PAD", [0, 1]]],
-    "restrictions": ["TILE % BLOCK_ROWS == 0"],
-    "block": ["TILE", "BLOCK_ROWS"], "grid": ["ceil_div(COLS, TILE)", "ceil_div(ROWS, TILE)"],
-    "shared_bytes": "TILE * (TILE + PAD) * 4",
-    "arguments": [{"name": "a", "shape": ["ROWS", "COLS"], "dtype": "float32"},
-                  {"name": "b", "shape": ["COLS", "ROWS"], "dtype": "float32", "output": True}],
-    "reference": {"numpy": "transpose(a)"},
-    "default": {"TILE": 32, "BLOCK_ROWS": 32, "PAD": 0},
-}], "transpose 8192×8192 (custom kernel)")
+TRANSPOSE = Preset("K1", "Custom kernel", "custom", [transpose_spec(8192, 8192)], "transpose 8192×8192 (custom kernel)")
 # 1024^3 first: what tuning learns there transfers to the larger squares (engine's xgb transfer).
 SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST,
             "custom": [TRANSPOSE]}

@@ -118,6 +118,38 @@ GEMM = [PRESETS[row[0]] for row in _GEMM]
 BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 
 
+# A custom kernel in Kernel Tuner's manner (engine.templates.custom): the classic
+# shared-memory transpose, for the operators benchmark and the tests. Not a preset: the job
+# system runs only custom kernels that staff added (jobs.custom_kernels).
+_TRANSPOSE_SOURCE = r"""
+extern "C" __global__ void transpose(const float* __restrict__ a, float* __restrict__ b) {
+    extern __shared__ float tile[];  // TILE x (TILE + PAD): PAD = 1 moves the column reads off one bank
+    const int x = blockIdx.x * TILE + threadIdx.x, y0 = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
+        if (x < COLS && y0 + j < ROWS) tile[j * (TILE + PAD) + threadIdx.x] = a[(size_t)(y0 + j) * COLS + x];
+    __syncthreads();
+    const int ox = blockIdx.y * TILE + threadIdx.x, oy0 = blockIdx.x * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS)
+        if (ox < ROWS && oy0 + j < COLS) b[(size_t)(oy0 + j) * ROWS + ox] = tile[threadIdx.x * (TILE + PAD) + j];
+}
+"""
+
+
+def transpose_spec(rows: int, cols: int) -> dict:
+    """b = a^T for a [rows, cols], tuned over tile size, rows per thread block and padding."""
+    return {
+        "kernel_name": "transpose", "source": _TRANSPOSE_SOURCE, "sizes": {"ROWS": rows, "COLS": cols},
+        "tune_params": [["TILE", [16, 32, 64]], ["BLOCK_ROWS", [1, 2, 4, 8, 16, 32]], ["PAD", [0, 1]]],
+        "restrictions": ["TILE % BLOCK_ROWS == 0"],
+        "block": ["TILE", "BLOCK_ROWS"], "grid": ["ceil_div(COLS, TILE)", "ceil_div(ROWS, TILE)"],
+        "shared_bytes": "TILE * (TILE + PAD) * 4",
+        "arguments": [{"name": "a", "shape": ["ROWS", "COLS"], "dtype": "float32"},
+                      {"name": "b", "shape": ["COLS", "ROWS"], "dtype": "float32", "output": True}],
+        "reference": {"numpy": "transpose(a)"},
+        "default": {"TILE": 32, "BLOCK_ROWS": 32, "PAD": 0},
+    }
+
+
 def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]

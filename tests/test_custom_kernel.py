@@ -10,6 +10,7 @@ from engine.gpu.builder import Builder
 from engine.measure import MeasureResult, to_record
 from engine.records import ErrorNo, format_record, parse_line
 from engine.templates.custom import SpecError
+from engine.workloads import transpose_spec
 
 SOURCE = r"""
 extern "C" __global__ void scale_add(const float* a, const float* b, float* c) {
@@ -138,3 +139,29 @@ def test_the_bytes_moved_are_every_argument_once():
     task = task_of(spec_with(arguments=SPEC["arguments"][:2] + [{"name": "c", "shape": ["N", 2], "dtype": "float64",
                                                                   "output": True}]))
     assert task.template.bytes_moved(task.params) == 1000 * 4 + 1000 * 4 + 1000 * 2 * 8
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_every_valid_config_of_a_two_dimensional_kernel_compiles(tmp_path, arch):
+    task = engine.create_task("custom", [transpose_spec(8192, 8192)])
+    configs = [c for c in map(task.config_space.get, range(len(task.config_space))) if task.why_invalid(c) is None]
+    assert len(configs) == 32  # 36 less the TILE 16 with BLOCK_ROWS 32 pair, in both paddings
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, c) for c in configs])
+    assert [r.message[:300] for r in results if not r.ok] == []
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+def test_shared_memory_and_two_dimensional_launches_compute_the_reference():
+    task = engine.create_task("custom", [transpose_spec(70, 45)])  # no tile divides either side
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = task.template.reference(task.params, inputs)
+    np.testing.assert_array_equal(expected, inputs[0].T)
+    for values in ({"TILE": 16, "BLOCK_ROWS": 4, "PAD": 1}, {"TILE": 64, "BLOCK_ROWS": 8, "PAD": 0}):
+        cfg = task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+        assert task.why_invalid(cfg) is None
+        inputs[1].fill(np.nan)
+        source = task.template.kernel(task.params, cfg)
+        assert source.shared_bytes == values["TILE"] * (values["TILE"] + values["PAD"]) * 4
+        cuda_on_cpu.run(source, inputs)
+        np.testing.assert_array_equal(inputs[1], expected)
