@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 from django.db import transaction
 
 from engine.flops import FlopCountError, flop_count
+from engine.templates import least_bytes_moved
 from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
 
 from .models import Device, ImportBatch, MeasurementRecord, Workload
@@ -103,11 +104,17 @@ class Catalog:
         note = None
         if key not in self._workloads:
             flops, note = _flops_or_note(task_name, args)
-            workload, created = Workload.objects.get_or_create(task_name=key[0], args_json=key[1], defaults={"flops": flops})
+            workload, created = Workload.objects.get_or_create(
+                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": _bytes_or_none(task_name, args)})
             self._workloads[key] = workload
             note = note if created else None
         self._by_repr[quick] = self._workloads[key]
         return self._workloads[key], note
+
+
+def _bytes_or_none(task_name: str, args: list) -> int | None:
+    moved = least_bytes_moved(task_name, args)
+    return moved if moved is not None and moved <= _BIGINT_MAX else None
 
 
 def _flops_or_note(task_name: str, args: list) -> tuple[int | None, str | None]:

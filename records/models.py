@@ -41,6 +41,8 @@ class Workload(models.Model):
     task_name = models.CharField(max_length=128, db_index=True)
     args_json = models.TextField(help_text="canonical JSON of the task's args")
     flops = models.BigIntegerField(null=True, blank=True, help_text="floating-point operations of one run")
+    bytes_moved = models.BigIntegerField(
+        null=True, blank=True, help_text="bytes one run must read and write at the least (memory-bound templates)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -88,6 +90,12 @@ class Workload(models.Model):
         if not self.flops or not seconds:
             return None
         return self.flops / seconds / 1e9
+
+    def bandwidth_gbs(self, seconds: float | None) -> float | None:
+        """GB/s (10^9 bytes) of a run that took `seconds`, for templates with a byte count."""
+        if not self.bytes_moved or not seconds:
+            return None
+        return self.bytes_moved / seconds / 1e9
 
     @classmethod
     def key_of(cls, task_name: str, args: list) -> tuple[str, str]:

@@ -63,6 +63,19 @@ def test_each_templates_leaderboard_and_best_record_pages_render(client, importe
         assert "custom-spec" not in html
 
 
+def test_memory_bound_workloads_show_their_bandwidth(client, imported):
+    workload = Workload.objects.get(task_name="broadcast_nchw", args_json__contains='[128,256,32,32]',
+                                    args_json__endswith='"exp"]')
+    assert workload.bytes_moved == 4 * (128 * 256 * 32 * 32 + 256)  # out written, v read
+    best = leaderboard(workload).bests[0]
+    shown = f"{workload.bytes_moved / best.mean_cost / 1e9:.1f}"
+    assert 4000 < float(shown) < 5000  # the 4.49 TB/s of operators-h200.md
+    html = client.get(reverse("records:leaderboard", args=[workload.pk])).content.decode()
+    assert ">GB/s</th>" in html and f'<td class="num">{shown}</td>' in html
+    detail = client.get(reverse("records:record_detail", args=[best.pk])).content.decode()
+    assert f"<td>{shown} <span" in detail
+
+
 def test_the_best_log_download_of_gemm_is_what_pick_best_picks(client, imported):
     response = client.get(reverse("records:download_best"), {"task": "gemm"})
     assert response.status_code == 200

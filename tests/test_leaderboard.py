@@ -147,3 +147,29 @@ def test_the_leaderboard_links_other_tasks_of_the_same_shape(client, gpus):
     assert reverse("records:leaderboard", args=[winograd.pk]) in page
     assert "Same shape, other tasks" in page
     assert "Same shape" not in client.get(reverse("records:leaderboard", args=[other_shape.pk])).content.decode()
+
+
+def test_a_convolution_leaderboard_shows_gflops_without_a_bandwidth_column(client, gpus):
+    workload = make_workload()  # conv2d: no byte count in the engine, so no GB/s
+    make_record(workload, gpus[0], 100e-6)
+    html = client.get(reverse("records:leaderboard", args=[workload.pk])).content.decode()
+    assert workload.bytes_moved is None and ">GFLOPS</th>" in html and "GB/s" not in html
+
+
+def test_the_migration_gives_stored_workloads_the_engines_byte_count(gpus):
+    import importlib
+
+    from django.apps import apps
+
+    from engine.templates import least_bytes_moved
+    from engine.workloads import PRESETS
+
+    migration = importlib.import_module("records.migrations.0004_workload_bytes_moved")
+    broadcast = make_workload("broadcast_nchw", PRESETS["B-div-b"].args)
+    conv = make_workload()
+    assert broadcast.bytes_moved is None  # as a database from before the field holds it
+    migration.fill_bytes_moved(apps, None)
+    broadcast.refresh_from_db()
+    conv.refresh_from_db()
+    assert broadcast.bytes_moved == least_bytes_moved("broadcast_nchw", PRESETS["B-div-b"].args) == 4 * (2 * 256 * 64 * 56 * 56 + 64)
+    assert conv.bytes_moved is None

@@ -21,4 +21,17 @@ def get_template(name: str) -> Template:
     return cls()
 
 
-__all__ = ["TEMPLATES", "BadArgs", "DeviceLimits", "Template", "UnknownTemplate", "get_template"]
+def least_bytes_moved(task_name: str, args: list) -> int | None:
+    """Bytes one run must read and write at the least, for the templates that say (pages
+    show the bandwidth beside GFLOPS); None for the others and for args the template refuses."""
+    cls = TEMPLATES.get(task_name)
+    if cls is None or not hasattr(cls, "bytes_moved"):
+        return None
+    template = cls()
+    try:
+        return template.bytes_moved(template.parse_args(args))
+    except BadArgs:
+        return None
+
+
+__all__ = ["TEMPLATES", "BadArgs", "DeviceLimits", "Template", "UnknownTemplate", "get_template", "least_bytes_moved"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from .base import BadArgs, DeviceLimits, Template, first_valid, why_launch_fails
+from .base import FLOAT_BYTES, BadArgs, DeviceLimits, Template, first_valid, why_launch_fails
 from .conv2d import (ConvParams, ConvTiling, conv_flops, conv_params, largest_divisor_at_most, nchw_shape,
                      spatial_features)
 
@@ -97,6 +97,13 @@ class DepthwiseConv2dNCHW(Template):
         return first_valid(space, space.from_entity(entity))
 
     # -- GPU half: engine.kernels.depthwise generates the CUDA source that stages these tiles.
+    def bytes_moved(self, params: ConvParams) -> int:
+        """Data and filter read once, output written once: few FLOPs per byte, so a
+        depthwise layer is judged by bandwidth as much as by GFLOPS."""
+        data = params.n * params.ci * params.h * params.w
+        weights = params.co * params.kh * params.kw
+        return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
+
     def kernel(self, params: ConvParams, config: ConfigEntity):
         from ..kernels.depthwise import generate
 

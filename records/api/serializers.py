@@ -29,7 +29,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Workload
-        fields = ["id", "task_name", "args", "shape_summary", "flops"]
+        fields = ["id", "task_name", "args", "shape_summary", "flops", "bytes_moved"]
 
 
 class WorkloadSummarySerializer(WorkloadSerializer):

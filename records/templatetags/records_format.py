@@ -1,4 +1,4 @@
-"""How numbers read on every page and in every CSV: times in µs, GFLOPS to one decimal."""
+"""How numbers read on every page and in every CSV: times in µs, GFLOPS and GB/s to one decimal."""
 from __future__ import annotations
 
 from django import template
@@ -21,6 +21,14 @@ def gflops(value: float | None) -> str:
     if value is None:
         return EMPTY
     return f"{value:.1f}"
+
+
+@register.filter
+def bandwidth(seconds: float | None, bytes_moved: int | None) -> str:
+    """GB/s of a run that moved `bytes_moved` bytes in `seconds`, one decimal."""
+    if not seconds or not bytes_moved:
+        return EMPTY
+    return f"{bytes_moved / seconds / 1e9:.1f}"
 
 
 @register.filter
