@@ -6,6 +6,8 @@
 * NCHW broadcast (4 ops x 3 shapes): the best config of each tactic, its bandwidth
   (engine's bytes_moved / time) against the 4.16 TB/s copy of DESIGN.md (goal >= 85 %)
   and against a copy measured here; tile_broadcast should win on exp, div and rsqrt.
+  Section broadcast16: the same in fp16 (half the bytes for the same work per element:
+  where the seed's gains were measured).
 * A custom kernel (Kernel Tuner's manner): a shared-memory transpose of 8192 x 8192 with
   tunable tile, rows per thread block and padding, against its untuned default and the copy.
 
@@ -38,15 +40,16 @@ from engine.kernels.vendor import copy_bandwidth  # noqa: E402
 from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
-from engine.workloads import BROADCAST, GEMM, MOBILENET_DW, Preset, transpose_spec  # noqa: E402
+from engine.workloads import BROADCAST, BROADCAST_FP16, GEMM, MOBILENET_DW, Preset, transpose_spec  # noqa: E402
 
 DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written, DESIGN.md's H200 figure
 TRANSPOSE = Preset("K1", "Custom kernel", "custom", [transpose_spec(8192, 8192)], "transpose 8192×8192 (custom kernel)")
 # 1024^3 first: what tuning learns there transfers to the larger squares (engine's xgb transfer).
 SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST,
-            "custom": [TRANSPOSE]}
+            "broadcast16": BROADCAST_FP16, "custom": [TRANSPOSE]}
+BROADCAST_TITLES = {"broadcast": "NCHW broadcast (fp32)", "broadcast16": "NCHW broadcast (fp16)"}
 # Share of the budget each section's workloads get, in all.
-SHARES = {"gemm": 0.5, "depthwise": 0.3, "broadcast": 0.2, "custom": 0.05}
+SHARES = {"gemm": 0.5, "depthwise": 0.3, "broadcast": 0.2, "broadcast16": 0.2, "custom": 0.05}
 
 
 def deadline_callback(deadline: float):
@@ -114,6 +117,30 @@ def fmt(value, spec: str) -> str:
     return format(value, spec) if value is not None else "—"
 
 
+def broadcast_table(section_rows: list[dict], copy: float | None, title: str) -> list[str]:
+    lines = ["", f"## {title}: both tactics, bandwidth vs copy", "",
+             f"Bandwidth = bytes moved (x and out, or out alone, plus v) / time. Copy reference: DESIGN.md's"
+             f" 4.16 TB/s; measured here: {fmt(copy and copy / 1e12, '.2f')} TB/s.", "",
+             "| workload | general µs | tile_broadcast µs | general / tile_broadcast | winner | best TB/s |"
+             " % of 4.16 TB/s | ≥ 85 % | default µs | configs/s |",
+             "|---|---:|---:|---:|---|---:|---:|---|---:|---:|"]
+    for r in section_rows:
+        best = min([t for t in (r["general_us"], r["tile_broadcast_us"]) if t], default=None)
+        bandwidth = r["bytes"] / (best * 1e-6) if best else None
+        share = bandwidth / DESIGN_COPY_BANDWIDTH if bandwidth else None
+        winner, ratio = "—", None
+        if r["general_us"] and r["tile_broadcast_us"]:
+            ratio = r["general_us"] / r["tile_broadcast_us"]
+            winner = "tile_broadcast" if r["tile_broadcast_us"] < r["general_us"] else "general"
+        elif r["general_us"]:
+            winner = "general (only tactic valid)"
+        lines.append(f"| {r['workload']} | {fmt(r['general_us'], '.1f')} | {fmt(r['tile_broadcast_us'], '.1f')} |"
+                     f" {fmt(ratio, '.2f')} | {winner} | {fmt(bandwidth and bandwidth / 1e12, '.2f')} | {fmt(share and share * 100, '.0f')} |"
+                     f" {'—' if share is None else 'yes' if share >= 0.85 else 'no'} | {fmt(r['default_us'], '.1f')} |"
+                     f" {fmt(r['configs_per_s'], '.1f')} |")
+    return lines
+
+
 def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
     d = meta["device"]
     lines = [
@@ -148,26 +175,9 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
             lines.append(f"| {r['name']} | {r['workload']} | {r['trials']} | {fmt(r['tuned_us'], '.1f')} |"
                          f" {fmt(r['vendor_us'], '.1f')} | {fmt(speedup, '.2f')}× | {fmt(r['default_us'], '.1f')} |"
                          f" {fmt(r['configs_per_s'], '.1f')} |")
-    if rows.get("broadcast"):
-        copy = meta.get("copy_bandwidth")
-        lines += ["", "## NCHW broadcast: both tactics, bandwidth vs copy", "",
-                  f"Bandwidth = bytes moved (x and out, or out alone, plus v) / time. Copy reference: DESIGN.md's"
-                  f" 4.16 TB/s; measured here: {fmt(copy and copy / 1e12, '.2f')} TB/s.", "",
-                  "| workload | general µs | tile_broadcast µs | winner | best TB/s | % of 4.16 TB/s | ≥ 85 % | default µs | configs/s |",
-                  "|---|---:|---:|---|---:|---:|---|---:|---:|"]
-        for r in rows["broadcast"]:
-            best = min([t for t in (r["general_us"], r["tile_broadcast_us"]) if t], default=None)
-            bandwidth = r["bytes"] / (best * 1e-6) if best else None
-            share = bandwidth / DESIGN_COPY_BANDWIDTH if bandwidth else None
-            winner = "—"
-            if r["general_us"] and r["tile_broadcast_us"]:
-                winner = "tile_broadcast" if r["tile_broadcast_us"] < r["general_us"] else "general"
-            elif r["general_us"]:
-                winner = "general (only tactic valid)"
-            lines.append(f"| {r['workload']} | {fmt(r['general_us'], '.1f')} | {fmt(r['tile_broadcast_us'], '.1f')} |"
-                         f" {winner} | {fmt(bandwidth and bandwidth / 1e12, '.2f')} | {fmt(share and share * 100, '.0f')} |"
-                         f" {'—' if share is None else 'yes' if share >= 0.85 else 'no'} | {fmt(r['default_us'], '.1f')} |"
-                         f" {fmt(r['configs_per_s'], '.1f')} |")
+    for section, title in BROADCAST_TITLES.items():
+        if rows.get(section):
+            lines += broadcast_table(rows[section], meta.get("copy_bandwidth"), title)
     if rows.get("custom"):
         copy = meta.get("copy_bandwidth")
         lines += ["", "## Custom kernel (tunable macros, Kernel Tuner's manner) vs its default and the copy", "",
@@ -193,7 +203,7 @@ def markdown(rows: dict[str, list[dict]], meta: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: gemm, depthwise, broadcast, custom")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
     parser.add_argument("--only", default="", help="comma-separated preset names (G1,G4,...): tune just these")
     parser.add_argument("--trials", type=int, default=200, help="per workload (broadcast spaces hold 120)")
     parser.add_argument("--tuner", default="xgb")
@@ -234,7 +244,7 @@ def main(argv=None) -> int:
                 deadline = now + max(5.0, (section_end - now) / (len(presets) - i))
                 rows[section].append(tune_workload(preset, measurer, options, deadline, history))
                 print(json.dumps(rows[section][-1], default=str), flush=True)
-            if section in ("broadcast", "custom") and "copy_bandwidth" not in meta:
+            if section in (*BROADCAST_TITLES, "custom") and "copy_bandwidth" not in meta:
                 largest = max(r["bytes"] for r in rows[section]) if rows[section] else 2**28
                 meta["copy_bandwidth"] = copy_bandwidth(largest // 2, measurer.timing)[1]
             with open(options.json, "w") as stream:

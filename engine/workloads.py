@@ -44,8 +44,8 @@ def gemm_args(m: int, n: int, k: int) -> list:
     return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
 
 
-def broadcast_args(shape: list[int], op: str) -> list:
-    return [["TENSOR", list(shape), "float32"], op]
+def broadcast_args(shape: list[int], op: str, dtype: str = "float32") -> list:
+    return [["TENSOR", list(shape), dtype], op]
 
 
 # (name, H=W, CI, CO, K, stride, pad): ResNet-18 at batch 1, TVM OSDI'18 Table 2.
@@ -111,11 +111,16 @@ for _op in _BROADCAST_OPS:
         _name = f"B-{_op}-{_tag}"
         PRESETS[_name] = Preset(_name, "NCHW broadcast", "broadcast_nchw", broadcast_args(_shape, _op),
                                 f"{_op} {'×'.join(map(str, _shape))}")
+        # fp16, as the seed's models ran: half the bytes per element, the same work per element.
+        PRESETS[_name + "-f16"] = Preset(_name + "-f16", "NCHW broadcast fp16", "broadcast_nchw",
+                                         broadcast_args(_shape, _op, "float16"),
+                                         f"{_op} {'×'.join(map(str, _shape))} fp16")
 
 RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
 BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
+BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 
 
 # A custom kernel in Kernel Tuner's manner (engine.templates.custom): the classic

@@ -29,6 +29,7 @@ _SHIM = r"""
 #include <algorithm>
 #include <barrier>
 #include <cstddef>
+#include <cstring>
 #include <thread>
 #include <vector>
 struct dim3_t { unsigned x, y, z; };
@@ -51,6 +52,9 @@ template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *p; }
 inline int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// fp16 storage (engine.kernels.broadcast): the PTX cvt conversions, rounding to nearest even.
+inline float half_to_float(unsigned short h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigned short h; memcpy(&h, &f, 2); return h; }
 using std::min;
 using std::max;
 alignas(16) static unsigned char dynamic_smem[256 * 1024];

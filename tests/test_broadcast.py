@@ -7,7 +7,7 @@ import engine
 from engine.gpu.builder import Builder
 from engine.templates import BadArgs
 from engine.templates.broadcast import OPS, broadcast_layout
-from engine.workloads import BROADCAST, broadcast_args
+from engine.workloads import BROADCAST, BROADCAST_FP16, broadcast_args
 
 
 def config(task, tactic="tile_broadcast", threads=256, per_thread=1, vector=4):
@@ -59,21 +59,34 @@ def test_flops_and_bytes_count_what_each_op_reads():
     assert (div.flops, exp.flops, fused.flops) == (192, 192, 576)
     assert div.template.bytes_moved(div.params) == 4 * (2 * 192 + 3)
     assert exp.template.bytes_moved(exp.params) == 4 * (192 + 3)
+    half = engine.create_task("broadcast_nchw", broadcast_args([2, 3, 4, 8], "div", "float16"))
+    assert half.flops == 192 and half.template.bytes_moved(half.params) == 2 * (2 * 192 + 3)
 
 
 @pytest.mark.parametrize("args, message", [
     (broadcast_args([2, 3, 4, 8], "tanh"), "op 'tanh' is not one of div, mul_rsqrt, exp, rsqrt"),
     ([["TENSOR", [2, 3, 4], "float32"], "exp"], "is not 4-D"),
     ([["TENSOR", [2, 3, 4, 8], "float32"]], "broadcast_nchw args are"),
+    (broadcast_args([2, 3, 4, 8], "exp", "bfloat16"), "dtype 'bfloat16' is not supported \\(only float32 and float16\\)"),
 ])
 def test_it_rejects_bad_args(args, message):
     with pytest.raises(BadArgs, match=message):
         engine.create_task("broadcast_nchw", args)
 
 
-def test_the_presets_cover_every_op_and_shape():
-    assert len(BROADCAST) == 12
-    assert {p.args[1] for p in BROADCAST} == set(OPS)
+def test_the_presets_cover_every_op_and_shape_in_both_dtypes():
+    assert len(BROADCAST) == len(BROADCAST_FP16) == 12
+    assert {p.args[1] for p in BROADCAST} == {p.args[1] for p in BROADCAST_FP16} == set(OPS)
+    assert [p.args[0][1] for p in BROADCAST] == [p.args[0][1] for p in BROADCAST_FP16]
+    assert {p.args[0][2] for p in BROADCAST_FP16} == {"float16"}
+
+
+def test_fp16_vectors_reach_16_bytes_and_no_further():
+    task = engine.create_task("broadcast_nchw", broadcast_args([8, 16, 8, 8], "exp", "float16"))
+    assert task.why_invalid(config(task, vector=8)) is None
+    assert task.default_config()["vector"].val == 8
+    fp32 = engine.create_task("broadcast_nchw", broadcast_args([8, 16, 8, 8], "exp"))
+    assert [k.options for k in fp32.config_space.knobs if k.name == "vector"] == [[1, 2, 4]]
 
 
 def test_the_reference_is_the_elementwise_formula():
@@ -97,6 +110,10 @@ def test_every_op_and_tactic_compiles(tmp_path, arch):
         for cfg in (config(task), config(task, tactic="general", vector=2, per_thread=4),
                     config(task, threads=1024, vector=1)):
             sources.append(task.template.kernel(task.params, cfg))
+        half = engine.create_task("broadcast_nchw", broadcast_args([8, 16, 8, 8], op, "float16"))
+        for vector in (1, 2, 4, 8):
+            for tactic in ("general", "tile_broadcast"):
+                sources.append(half.template.kernel(half.params, config(half, tactic=tactic, vector=vector)))
     with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
         assert [r.message[:300] for r in builder.build(sources) if not r.ok] == []
 
@@ -114,3 +131,26 @@ def test_both_tactics_and_every_binding_compute_the_reference(op):
     for cfg in cases:
         assert task.why_invalid(cfg) is None
         assert error_on_cpu(task, cfg) < 1e-6, cfg
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("op", OPS)
+def test_fp16_kernels_store_the_reference_rounded_once(op):
+    task = engine.create_task("broadcast_nchw", broadcast_args([5, 3, 16, 16], op, "float16"))
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    assert {a.dtype for a in inputs} == {np.dtype(np.float16)}
+    expected = task.template.reference(task.params, inputs)
+    assert np.array_equal(expected, expected.astype(np.float16))  # representable in fp16
+    for cfg in (config(task, tactic="general", threads=64, per_thread=2, vector=8),
+                config(task, threads=64, per_thread=1, vector=4),
+                config(task, threads=256, per_thread=2, vector=2)):
+        assert task.why_invalid(cfg) is None
+        source = task.template.kernel(task.params, cfg)
+        out = inputs[source.output_index]
+        out.fill(np.nan)
+        cuda_on_cpu.run(source, inputs)
+        # Rounded once from float: equal to the rounded exact value but where float's own
+        # error tips a tie (rare), then one fp16 ulp off.
+        mismatched = np.count_nonzero(out.astype(np.float64) != expected)
+        assert mismatched <= out.size // 1000, (cfg, mismatched)
+        assert np.abs(out.astype(np.float64) - expected).max() <= 2.0 ** -10 * np.abs(expected).max()

@@ -49,10 +49,11 @@ def test_random_depthwise_configs_compute_the_reference(measurer, layer):
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 12)])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("op", ["exp", "div", "rsqrt", "mul_rsqrt"])
 @pytest.mark.parametrize("shape", [[8, 32, 32, 32], [4, 64, 7, 7], [3, 5, 8, 8]])
-def test_random_broadcast_configs_compute_the_reference(measurer, op, shape):
-    task = engine.create_task("broadcast_nchw", broadcast_args(shape, op))
+def test_random_broadcast_configs_compute_the_reference(measurer, op, shape, dtype):
+    task = engine.create_task("broadcast_nchw", broadcast_args(shape, op, dtype))
     assert_all_correct(measurer, task, task.config_space.sample(np.random.default_rng(4), 16))
 
 

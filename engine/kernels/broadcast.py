@@ -5,6 +5,10 @@ is written as a broadcast part `b = g(v[c])` and an element part `h(x, b)`; the
 general tactic evaluates both per element, tile_broadcast evaluates g once per
 thread. Division stays a true division in both, so both tactics compute the same
 numbers.
+
+float16 tensors are raw 16-bit storage: loads and stores move 2, 4, 8 or 16 bytes of it,
+each element is widened to float, computed in float and rounded once on the way out
+(PTX `cvt`; NVRTC here has no cuda_fp16.h).
 """
 from __future__ import annotations
 
@@ -15,6 +19,18 @@ from . import KernelSource
 
 ENTRY = "broadcast_nchw_kernel"
 _VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
+# float16: the type that carries `vector` halves through one load or store.
+_HALF_CARRIER = {1: "unsigned short", 2: "unsigned int", 4: "float2", 8: "float4"}
+_HALF_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ float half_to_float(unsigned short h) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+__device__ __forceinline__ unsigned short float_to_half(float f) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+#endif
+"""
 # op -> (broadcast part of v, element part of x and b)
 _PARTS = {
     "div": ("{v}", "{x} / {b}"),
@@ -34,21 +50,32 @@ def _vector_body(params: BroadcastParams, width: int, broadcast: str | None) -> 
     With `broadcast` (the name of a precomputed b) every lane uses it; without, each
     lane finds its channel and evaluates the broadcast part itself."""
     g, h = _PARTS[params.op]
-    vt = _VECTOR_TYPE[width]
+    half = params.dtype == "float16"
+    vt = _HALF_CARRIER[width] if half else _VECTOR_TYPE[width]
     lines = []
     if params.reads_x:
         lines.append(f"const {vt} xv = *reinterpret_cast<const {vt}*>(x + e);")
     lines.append(f"{vt} ov;")
-    x_lanes, o_lanes = _lanes("xv", width), _lanes("ov", width)
+    if half:
+        x_lanes = [f"half_to_float(reinterpret_cast<const unsigned short*>(&xv)[{lane}])" for lane in range(width)]
+        o_lanes = [f"reinterpret_cast<unsigned short*>(&ov)[{lane}]" for lane in range(width)]
+    else:
+        x_lanes, o_lanes = _lanes("xv", width), _lanes("ov", width)
     for lane in range(width):
         if broadcast is None:
             b = f"b{lane}"
-            lines.append(f"const float {b} = {g.format(v=f'__ldg(v + ((e + {lane}) / {params.hw}) % {params.c})')};")
+            lines.append(f"const float {b} = {g.format(v=_load_v(params, f'((e + {lane}) / {params.hw}) % {params.c}'))};")
         else:
             b = broadcast
-        lines.append(f"{o_lanes[lane]} = {h.format(x=x_lanes[lane] if params.reads_x else '', b=b)};")
+        value = h.format(x=x_lanes[lane] if params.reads_x else "", b=b)
+        lines.append(f"{o_lanes[lane]} = {f'float_to_half({value})' if half else value};")
     lines.append(f"*reinterpret_cast<{vt}*>(out + e) = ov;")
     return "\n                ".join(lines)
+
+
+def _load_v(params: BroadcastParams, index: str) -> str:
+    load = f"__ldg(v + {index})"
+    return f"half_to_float({load})" if params.dtype == "float16" else load
 
 
 def _body(layout: BroadcastLayout) -> str:
@@ -65,7 +92,7 @@ def _body(layout: BroadcastLayout) -> str:
                 {_vector_body(p, vec, None)}
         }}
     }}"""
-    once = f"const float b = {g.format(v='__ldg(v + c)')};  // once per thread"
+    once = f"const float b = {g.format(v=_load_v(p, 'c'))};  // once per thread"
     if layout.whole_planes:
         ppb = layout.planes_per_block
         return f"""
@@ -98,11 +125,14 @@ def generate(layout: BroadcastLayout) -> KernelSource:
     if reason:
         raise ValueError(reason)
     p = layout.params
-    inputs = "const float* __restrict__ x, const float* __restrict__ v" if p.reads_x else "const float* __restrict__ v"
-    code = f"""// broadcast_nchw {p.op}: [{p.n}, {p.c}, {p.h}, {p.w}] with v[{p.c}]
+    t = "unsigned short" if p.dtype == "float16" else "float"
+    inputs = f"const {t}* __restrict__ x, const {t}* __restrict__ v" if p.reads_x else f"const {t}* __restrict__ v"
+    dtype = "" if p.dtype == "float32" else f" {p.dtype}"
+    helpers = _HALF_HELPERS if p.dtype == "float16" else ""
+    code = f"""// broadcast_nchw {p.op}{dtype}: [{p.n}, {p.c}, {p.h}, {p.w}] with v[{p.c}]
 // tactic {layout.tactic} threads {layout.threads} elems_per_thread {layout.per_thread} vector {layout.vector}
-extern "C" __global__ void __launch_bounds__({layout.block[0] * layout.block[1]})
-{ENTRY}({inputs}, float* __restrict__ out)
+{helpers}extern "C" __global__ void __launch_bounds__({layout.block[0] * layout.block[1]})
+{ENTRY}({inputs}, {t}* __restrict__ out)
 {{{_body(layout)}
 }}
 """
@@ -114,14 +144,22 @@ extern "C" __global__ void __launch_bounds__({layout.block[0] * layout.block[1]}
 def make_inputs(params: BroadcastParams, rng: np.random.Generator) -> list[np.ndarray]:
     """v in [0.5, 2) (positive: rsqrt and division stay finite); x in [-1, 1) where read."""
     shape = (params.n, params.c, params.h, params.w)
-    v = rng.uniform(0.5, 2.0, size=params.c).astype(np.float32)
-    out = np.empty(shape, dtype=np.float32)
+    dtype = np.dtype(params.dtype)
+    v = rng.uniform(0.5, 2.0, size=params.c).astype(dtype)
+    out = np.empty(shape, dtype=dtype)
     if params.reads_x:
-        return [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32), v, out]
+        return [rng.uniform(-1.0, 1.0, size=shape).astype(dtype), v, out]
     return [v, out]
 
 
 def reference(params: BroadcastParams, inputs: list[np.ndarray]) -> np.ndarray:
+    exact = _exact(params, inputs)
+    if params.dtype == "float16":  # what a kernel that rounds once can store
+        return exact.astype(np.float16).astype(np.float64)
+    return exact
+
+
+def _exact(params: BroadcastParams, inputs: list[np.ndarray]) -> np.ndarray:
     v = inputs[-2].astype(np.float64)[None, :, None, None]
     shape = (params.n, params.c, params.h, params.w)
     if params.op == "exp":

@@ -1,6 +1,7 @@
 """NCHW broadcasts on CUDA with two tactics: CINN's general tiling and its TileBroadcastTactic.
 
-Args: [["TENSOR", [N, C, H, W], "float32"], op] with op one of
+Args: [["TENSOR", [N, C, H, W], dtype], op] with dtype float32 or float16 (x, v and out
+all of it; fp16 is computed in fp32 and rounded once, as the seed's fp16 models were) and op one of
     div        out[n,c,h,w] = x[n,c,h,w] / v[c]
     mul_rsqrt  out[n,c,h,w] = x[n,c,h,w] * rsqrt(v[c] + 1e-5)
     exp        out[n,c,h,w] = exp(v[c])
@@ -35,7 +36,6 @@ import numpy as np
 from ..flops import FlopCountError, tensor_shape, register
 from ..space import ConfigEntity, ConfigSpace, OtherKnob
 from .base import (
-    FLOAT_BYTES,
     MAX_TENSOR_ELEMENTS,
     BadArgs,
     DeviceLimits,
@@ -54,6 +54,9 @@ OPS = BINARY_OPS + UNARY_OPS
 # FLOPs per output element: mul_rsqrt adds, takes the root and multiplies.
 OP_FLOPS = {"div": 1, "mul_rsqrt": 3, "exp": 1, "rsqrt": 1}
 EPSILON = 1e-5
+ELEMENT_BYTES = {"float32": 4, "float16": 2}
+# Elements per vector load/store; 16 bytes is the widest either way.
+VECTOR_CHOICES = {"float32": [1, 2, 4], "float16": [1, 2, 4, 8]}
 TILE_BROADCAST_MULTIPLE = 32  # the CINN tactic's condition on H x W
 REGISTERS_ESTIMATE = 32  # a streaming kernel: indexes, one vector in, one out
 
@@ -85,7 +88,12 @@ class BroadcastParams:
     h: int
     w: int
     op: str
+    dtype: str = "float32"
     args: list = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
 
     @property
     def hw(self) -> int:
@@ -181,23 +189,23 @@ class BroadcastNCHW(Template):
             shape, op = _broadcast_shape(args)
         except FlopCountError as exc:
             raise BadArgs(str(exc)) from None
-        if args[0][2] != "float32":
-            raise BadArgs(f"dtype {args[0][2]!r} is not supported (only float32)")
+        if args[0][2] not in ELEMENT_BYTES:
+            raise BadArgs(f"dtype {args[0][2]!r} is not supported (only {' and '.join(ELEMENT_BYTES)})")
         if math.prod(shape) > MAX_TENSOR_ELEMENTS:
             raise BadArgs(f"x would have {math.prod(shape)} elements, more than 2^31 - 1")
-        return BroadcastParams(*shape, op=op, args=list(args))
+        return BroadcastParams(*shape, op=op, dtype=args[0][2], args=list(args))
 
     def define_space(self, params: BroadcastParams) -> ConfigSpace:
         return ConfigSpace([
             OtherKnob("tactic", ["general", "tile_broadcast"]),
             OtherKnob("threads", [64, 128, 256, 512, 1024]),
             OtherKnob("elems_per_thread", [1, 2, 4, 8]),
-            OtherKnob("vector", [1, 2, 4]),
+            OtherKnob("vector", VECTOR_CHOICES[params.dtype]),
         ])
 
     def why_invalid(self, params: BroadcastParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         layout = broadcast_layout(params, config)
-        return (reason_vector_width(layout.vector, FLOAT_BYTES, limits) or layout.why_not()
+        return (reason_vector_width(layout.vector, params.element_bytes, limits) or layout.why_not()
                 or why_launch_fails(layout.launch(), limits))
 
     def features(self, params: BroadcastParams, config: ConfigEntity) -> dict[str, float]:
@@ -215,14 +223,15 @@ class BroadcastNCHW(Template):
         return out
 
     def default_config(self, params: BroadcastParams, space: ConfigSpace) -> ConfigEntity:
-        """The general tactic, 256 threads, one 4-wide vector each where N*C*H*W allows."""
+        """The general tactic, 256 threads, one 16-byte vector each where N*C*H*W allows."""
+        vector = 16 // params.element_bytes
         entity = [["tactic", "ot", "general"], ["threads", "ot", 256], ["elems_per_thread", "ot", 1],
-                  ["vector", "ot", 4 if params.total % 4 == 0 else 1]]
+                  ["vector", "ot", vector if params.total % vector == 0 else 1]]
         return space.from_entity(entity)
 
     def bytes_moved(self, params: BroadcastParams) -> int:
         """Least traffic of a run: x read (div, mul_rsqrt), v read, out written."""
-        return FLOAT_BYTES * (params.total * (2 if params.reads_x else 1) + params.c)
+        return params.element_bytes * (params.total * (2 if params.reads_x else 1) + params.c)
 
     # -- GPU half: engine.kernels.broadcast
     def kernel(self, params: BroadcastParams, config: ConfigEntity):
