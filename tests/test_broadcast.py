@@ -68,6 +68,7 @@ def test_flops_and_bytes_count_what_each_op_reads():
     ([["TENSOR", [2, 3, 4], "float32"], "exp"], "is not 4-D"),
     ([["TENSOR", [2, 3, 4, 8], "float32"]], "broadcast_nchw args are"),
     (broadcast_args([2, 3, 4, 8], "exp", "bfloat16"), "dtype 'bfloat16' is not supported \\(only float32 and float16\\)"),
+    (broadcast_args([2, 3, 4, 8], "exp", ["float16"]), r"dtype \['float16'\] is not supported"),
 ])
 def test_it_rejects_bad_args(args, message):
     with pytest.raises(BadArgs, match=message):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.templates import TEMPLATES, BadArgs, DeviceLimits, get_template
+from engine.templates import TEMPLATES, BadArgs, DeviceLimits, get_template, least_bytes_moved
 from engine.templates.base import Template, reason_vector_width
 from engine.templates.conv2d import conv2d_tiling
 from engine.templates.depthwise import depthwise_tiling, input_channels_per_block
@@ -240,3 +240,15 @@ def test_features_count_a_convolutions_flops_once_per_workload():
         features = task.template.features(task.params, config)
         assert features["arithmetic_intensity"] > 0
     assert conv_flops.cache_info().misses == 1 and conv_flops.cache_info().hits == 4
+
+
+ODD_ARGS = [None, [], [1], "x", [["TENSOR", [1, 2], ["float32"]]],
+            [["TENSOR", [2, 3], {}], ["TENSOR", [3, 4], "float32"]], [["TENSOR", [1, 2, 3, 4], []], "exp"],
+            [{"kernel_name": 3}], [["TENSOR", [0, 2], "float32"], ["TENSOR", [2, 2], "float32"]]]
+
+
+@pytest.mark.parametrize("task_name", sorted(TEMPLATES))
+def test_byte_counts_of_args_a_log_may_hold_are_a_number_or_none(task_name):
+    # Imports call this for every new workload: odd args must not stop an import.
+    assert all(least_bytes_moved(task_name, args) is None for args in ODD_ARGS)
+    assert least_bytes_moved("gemm", [["TENSOR", [2, 3], "float32"], ["TENSOR", [3, 4], "float32"]]) == 4 * (6 + 12 + 8)

@@ -189,7 +189,7 @@ class BroadcastNCHW(Template):
             shape, op = _broadcast_shape(args)
         except FlopCountError as exc:
             raise BadArgs(str(exc)) from None
-        if args[0][2] not in ELEMENT_BYTES:
+        if not isinstance(args[0][2], str) or args[0][2] not in ELEMENT_BYTES:
             raise BadArgs(f"dtype {args[0][2]!r} is not supported (only {' and '.join(ELEMENT_BYTES)})")
         if math.prod(shape) > MAX_TENSOR_ELEMENTS:
             raise BadArgs(f"x would have {math.prod(shape)} elements, more than 2^31 - 1")
