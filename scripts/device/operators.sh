@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Operator templates on the device, in one call of about 8 minutes:
 #   run(command="bash scripts/device/operators.sh", carry=[".whl"], timeout_s=600)
-# .whl/ holds xgboost-cpu (the device image has Python 3.12, CuPy, torch and numpy, not xgboost).
+# .whl/ holds xgboost-cpu (the device image has Python 3.12, CuPy, torch and numpy, not xgboost);
+# leave pip's numpy and scipy wheels out of it: the device has numpy, and they pass the 64 MiB carry.
 # 1. pytest -m gpu tests/test_gpu_operators.py: random configs of gemm, depthwise, broadcast
 #    and custom kernels against their references, and the vendor baselines (about 1 minute);
 # 2. benchmarks/operators.py with a 360 s budget: xgb tuning of GEMM G1-G5, depthwise D1-D9 and
