@@ -8,6 +8,8 @@ from django.db import models
 
 from engine.records import ErrorNo, Record, canonical_args, make_target
 
+from .custom_specs import KernelSummary, kernel_summary
+
 
 class Device(models.Model):
     """A GPU model as written in a target's `-model=` (TopHub's `v100`, our `h200`)."""
@@ -75,10 +77,8 @@ class Workload(models.Model):
                 parts.append(str(arg))
         return " ".join(parts)
 
-    def custom_kernel_summary(self):
+    def custom_kernel_summary(self) -> KernelSummary | None:
         """The kernel spec of a `custom` workload, for its pages; None for other tasks."""
-        from .custom_specs import kernel_summary
-
         return kernel_summary(self.task_name, self.args)
 
     def same_shape(self):
@@ -90,12 +90,6 @@ class Workload(models.Model):
         if not self.flops or not seconds:
             return None
         return self.flops / seconds / 1e9
-
-    def bandwidth_gbs(self, seconds: float | None) -> float | None:
-        """GB/s (10^9 bytes) of a run that took `seconds`, for templates with a byte count."""
-        if not self.bytes_moved or not seconds:
-            return None
-        return self.bytes_moved / seconds / 1e9
 
     @classmethod
     def key_of(cls, task_name: str, args: list) -> tuple[str, str]:

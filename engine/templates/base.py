@@ -176,6 +176,11 @@ class Template(ABC):
             raise BadArgs(f"no FLOP count is known for {self.name}")
         return count
 
+    def bytes_moved(self, params: Any) -> int | None:
+        """Bytes one run must read and write at the least, where the template counts them
+        (pages then show GB/s beside GFLOPS); None where it does not."""
+        return None
+
     @abstractmethod
     def why_invalid(self, params: Any, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         """Why this config cannot run on a device with these limits, or None."""

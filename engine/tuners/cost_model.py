@@ -43,10 +43,6 @@ class XGBoostCostModel:
         self.base: XGBoostCostModel | None = None
         self._sample_size = 0
 
-    @property
-    def trained(self) -> bool:
-        return self.booster is not None or self.base is not None
-
     def fit(self, x: np.ndarray, scores: np.ndarray, groups: Sequence[int] | None = None) -> bool:
         """Fit to feature rows and their FLOP/s (0 for failures); False when nothing ran."""
         groups = list(groups) if groups else [len(x)]

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
+from gemm_probe import parse_tiling  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def run_for(seconds: float, launch, synchronize) -> tuple[float, float, int]:
@@ -57,7 +58,7 @@ def main() -> int:
                             "-lms", "100"], stdout=samples, text=True)
     phases = [("cuBLAS", *run_for(options.seconds, lambda: torch.matmul(a, b), torch.cuda.synchronize))]
     for tiling in options.tiling:
-        values = [int(v) if v.isdigit() else v for v in tiling.split(",")]
+        values = parse_tiling(tiling)
         config = task.config_space.from_entity([[k, "ot", v] for k, v in zip(task.config_space.knob_names, values)])
         source = task.template.kernel(task.params, config)
         kernel = cp.RawModule(code=source.code, options=("--std=c++17",)).get_function(source.name)

@@ -56,6 +56,11 @@ TILINGS = [
 ]
 
 
+def parse_tiling(text: str) -> tuple:
+    """`128,256,8,...,cp_async_2,4,1,32` -> knob values in the space's order."""
+    return tuple(int(v) if v.isdigit() else v for v in text.split(","))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default="G3,G1,G2,G4,G5")
@@ -67,7 +72,7 @@ def main() -> int:
     rows = []
     with GpuMeasurer(build_workers=os.cpu_count(), run_timeout=20.0) as measurer:
         limits = DeviceLimits.for_model(measurer.device.model)
-        tilings = [tuple(int(v) if v.isdigit() else v for v in t.split(",")) for t in options.tiling] or TILINGS
+        tilings = [parse_tiling(t) for t in options.tiling] or TILINGS
         shapes = [(name, PRESETS[name].args) for name in options.shapes.split(",") if name]
         shapes += [(size, gemm_args(*(int(v) for v in size.split("x")))) for size in options.size]
         for name, args in shapes:
