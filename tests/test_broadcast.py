@@ -32,23 +32,33 @@ def test_tile_broadcast_does_not_apply_when_hw_is_not_a_multiple_of_32():
     assert valid and {c["tactic"].val for c in valid} == {"general"}
 
 
-def test_the_seed_example_binds_c_and_n_to_blocks_and_loops_over_the_plane():
+def test_the_seed_example_gives_each_block_one_plane_to_loop_over():
     # [128, 256, 32, 32] exp, 256 threads, 1024 / 256 = 4 elements each: the PR's example.
     task = engine.create_task("broadcast_nchw", broadcast_args([128, 256, 32, 32], "exp"))
     layout = broadcast_layout(task.params, config(task, per_thread=4, vector=1))
-    assert layout.block == (256, 1, 1) and layout.grid == (1, 256, 128)
+    assert layout.block == (256, 1, 1) and layout.grid == (256, 128, 1)  # (C, N): blocks in memory order
     assert layout.broadcast_evaluations == 256 * 256 * 128  # once per thread, not per element
+
+
+def test_a_chunk_of_a_channel_may_hold_part_of_a_plane_or_several_planes():
+    task = engine.create_task("broadcast_nchw", broadcast_args([128, 256, 32, 32], "exp", "float16"))
+    quarter = broadcast_layout(task.params, config(task, threads=256, per_thread=1, vector=1))
+    assert quarter.grid == (128 * 4, 256, 1)
+    eight = broadcast_layout(task.params, config(task, threads=128, per_thread=8, vector=8))  # planes of 128 vectors
+    assert eight.grid == (256, 128 // 8, 1) and eight.broadcast_evaluations == 128 * 16 * 256
 
 
 def test_small_planes_put_several_of_them_in_a_block():
     task = engine.create_task("broadcast_nchw", broadcast_args([8, 3, 8, 8], "div"))
     layout = broadcast_layout(task.params, config(task, threads=64, per_thread=2, vector=4))
-    assert layout.block == (16, 4, 1) and layout.grid == (1, 3, 1)
+    assert layout.block == (16, 4, 1) and layout.grid == (3, 1, 1)  # (C, N chunks): the seed's small binding
 
 
-def test_more_elements_per_thread_than_a_plane_needs_is_invalid():
+def test_more_elements_per_thread_than_n_needs_is_invalid():
     task = engine.create_task("broadcast_nchw", broadcast_args([4, 8, 32, 32], "exp"))
-    assert "more than a plane of 256 vectors needs" in task.why_invalid(config(task, threads=256, per_thread=2, vector=4))
+    assert task.why_invalid(config(task, threads=256, per_thread=4, vector=4)) is None  # the whole channel
+    assert "more than a channel's N*H*W of 1024 vectors needs" in task.why_invalid(
+        config(task, threads=256, per_thread=8, vector=4))
     assert "more planes than N = 4 needs" in task.why_invalid(config(task, threads=1024, per_thread=8, vector=4))
 
 
@@ -127,11 +137,15 @@ def test_both_tactics_and_every_binding_compute_the_reference(op):
         config(task, tactic="general", threads=64, per_thread=2, vector=2),  # tail: 3840 is not 256-aligned
         config(task, threads=64, per_thread=2, vector=1),   # chunks of a plane over blocks
         config(task, threads=64, per_thread=1, vector=4),   # one block per plane
+        config(task, threads=64, per_thread=4, vector=4),   # 4 planes a chunk, N tail
         config(task, threads=256, per_thread=2, vector=4),  # 4 planes a block, 2 per thread, N tail
     ]
     for cfg in cases:
         assert task.why_invalid(cfg) is None
         assert error_on_cpu(task, cfg) < 1e-6, cfg
+    odd = engine.create_task("broadcast_nchw", broadcast_args([3, 2, 8, 12], op))  # plane of 96
+    straddling = config(odd, threads=64, per_thread=1, vector=1)  # chunks of 64 cross planes
+    assert error_on_cpu(odd, straddling) < 1e-6
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")

@@ -96,25 +96,28 @@ def _body(layout: BroadcastLayout) -> str:
     if layout.whole_planes:
         ppb = layout.planes_per_block
         return f"""
-    const int c = blockIdx.y;
+    const int c = blockIdx.x;
     {once}
 #pragma unroll
     for (int k = 0; k < {ept}; ++k) {{
-        const int n = (blockIdx.x * {ept} + k) * {ppb} + threadIdx.y;
+        const int n = (blockIdx.y * {ept} + k) * {ppb} + threadIdx.y;
         if (n < {p.n}) {{
                 const long long e = ((long long)n * {p.c} + c) * {p.hw} + threadIdx.x * {vec};
                 {_vector_body(p, vec, "b")}
         }}
     }}"""
+    # Channel c's planes as one axis of N x P vectors; P is a literal, so / and % are cheap.
+    chunk, channel = ("blockIdx.x", "blockIdx.y") if layout.chunks_inside_planes else ("blockIdx.y", "blockIdx.x")
     return f"""
-    const int c = blockIdx.y, n = blockIdx.z;
+    const unsigned c = {channel};
     {once}
-    const long long plane = ((long long)n * {p.c} + c) * {p.hw};
+    const unsigned first = {chunk} * {layout.chunk_vectors}u + threadIdx.x;
 #pragma unroll
     for (int k = 0; k < {ept}; ++k) {{
-        const int i = (blockIdx.x * {ept} + k) * {layout.threads} + threadIdx.x;
-        if (i < {layout.plane_vectors}) {{
-                const long long e = plane + (long long)i * {vec};
+        const unsigned f = first + k * {layout.threads}u;
+        if (f < {layout.channel_vectors}u) {{
+                const unsigned n = f / {layout.plane_vectors}u, i = f % {layout.plane_vectors}u;
+                const long long e = ((long long)n * {p.c} + c) * {p.hw} + (long long)i * {vec};
                 {_vector_body(p, vec, "b")}
         }}
     }}"""

@@ -16,15 +16,21 @@ Knobs: `tactic`, `threads` (per block), `elems_per_thread`, `vector` (floats per
   threads x elems_per_thread vectors, its threads striding by one vector each.
 * tile_broadcast: C gets a block axis of its own, so a thread loads v[c] and computes
   its part of f once, then streams its elements. The seed's rule: only when H x W is a
-  multiple of 32. The binding follows the size of an H x W plane (in vectors, P):
-    - P >= threads: blocks over (plane chunks, C, N); each block takes a chunk of
-      threads x elems_per_thread vectors of one plane (one chunk = the seed's example:
-      a block per (n, c) plane, its threads looping over the plane);
-    - P < threads: a block holds threads // P whole planes of one channel (threadIdx.y
-      picks the plane), each thread taking elems_per_thread planes (n) in turn;
-      blocks over (N chunks, C).
-  `elems_per_thread` beyond what the plane (or N) needs only repeats a smaller config,
-  so such configs are ruled invalid.
+  multiple of 32. The seed binds by the size of an H x W plane; here the plane is
+  counted in vectors (P) against the block:
+    - P < threads (the seed's small binding, [(blockIdx.y, loop), blockIdx.x, threadIdx.x]):
+      a block holds threads // P whole planes of one channel (threadIdx.y picks the
+      plane), each thread taking elems_per_thread planes (n) in turn; blocks over
+      (C, N chunks);
+    - P >= threads: channel c's N planes fused into one axis of N x P vectors, cut into
+      chunks of threads x elems_per_thread vectors (S). With S < P, blocks over
+      (chunks, C): the seed's large binding, [blockIdx.x', blockIdx.y, (blockIdx.x, loop,
+      threadIdx.x)]. With S >= P, blocks over (C, chunks), so that neighbouring blocks
+      write neighbouring planes: S = P is the seed's medium binding (a block per (n, c)
+      plane, looping over it); a larger S keeps blocks big where planes are short in
+      vectors (fp16 32 x 32 planes are 128 vectors of 8).
+  `elems_per_thread` beyond what N (or N x P) needs only repeats a smaller config, so
+  such configs are ruled invalid.
 """
 from __future__ import annotations
 
@@ -124,12 +130,26 @@ class BroadcastLayout:
 
     @property
     def whole_planes(self) -> bool:
-        """tile_broadcast with planes smaller than a block: several planes per block."""
+        """tile_broadcast with planes smaller than a block: several whole planes per block."""
         return self.tactic == "tile_broadcast" and self.plane_vectors < self.threads
 
     @property
     def planes_per_block(self) -> int:
         return self.threads // self.plane_vectors
+
+    @property
+    def channel_vectors(self) -> int:
+        """Vectors of one channel over all N planes: the fused axis of the P >= threads binding."""
+        return self.params.n * self.plane_vectors
+
+    @property
+    def chunk_vectors(self) -> int:
+        return self.threads * self.per_thread
+
+    @property
+    def chunks_inside_planes(self) -> bool:
+        """P >= threads binding with chunks shorter than a plane: chunks go on blockIdx.x."""
+        return self.chunk_vectors < self.plane_vectors
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -143,8 +163,9 @@ class BroadcastLayout:
         if self.tactic == "general":
             return (-(-p.total // (self.threads * self.per_thread * self.vector)), 1, 1)
         if self.whole_planes:
-            return (-(-p.n // (self.planes_per_block * self.per_thread)), p.c, 1)
-        return (-(-self.plane_vectors // (self.threads * self.per_thread)), p.c, p.n)
+            return (p.c, -(-p.n // (self.planes_per_block * self.per_thread)), 1)
+        chunks = -(-self.channel_vectors // self.chunk_vectors)
+        return (chunks, p.c, 1) if self.chunks_inside_planes else (p.c, chunks, 1)
 
     @property
     def broadcast_evaluations(self) -> int:
@@ -169,9 +190,9 @@ class BroadcastLayout:
             if self.whole_planes and self.planes_per_block * (self.per_thread // 2) >= p.n:
                 return (f"elems_per_thread {self.per_thread} gives each thread more planes than "
                         f"N = {p.n} needs with {self.planes_per_block} planes per block")
-            if not self.whole_planes and self.threads * (self.per_thread // 2) >= self.plane_vectors:
-                return (f"elems_per_thread {self.per_thread} is more than a plane of {self.plane_vectors} "
-                        f"vectors needs with {self.threads} threads")
+            if not self.whole_planes and self.threads * (self.per_thread // 2) >= self.channel_vectors:
+                return (f"elems_per_thread {self.per_thread} is more than a channel's N*H*W of "
+                        f"{self.channel_vectors} vectors needs with {self.threads} threads")
         return None
 
 
