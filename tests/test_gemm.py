@@ -61,7 +61,7 @@ def test_every_preset_has_a_valid_default_and_many_valid_configs(preset):
 
 def test_split_k_is_offered_only_where_its_workspace_fits():
     assert engine.create_task("gemm", PRESETS["G1"].args).config_space.knobs[12].options == [1]
-    assert engine.create_task("gemm", PRESETS["G4"].args).config_space.knobs[12].options == [1, 2, 4, 8, 16, 32]
+    assert engine.create_task("gemm", PRESETS["G4"].args).config_space.knobs[12].options == [1, 2, 4, 8, 16]
     assert engine.create_task("gemm", gemm_args(64, 64, 200)).config_space.knobs[12].options == [1, 2]
 
 
@@ -123,8 +123,6 @@ def test_random_valid_configs_compile(tmp_path, arch):
     {"pipeline": "cp_async_3", "block_m": 32, "warp_m": 16, "thread_m": 2, "vector_b": 2, "smem_pad": 0},
     {"split_k": 4, "block_k": 16, "vector_a": 2, "block_n": 32, "warp_n": 16, "thread_n": 4},
     {"split_k": 8, "pipeline": "cp_async_2", "thread_m": 1, "thread_n": 1, "warp_lanes_n": 8},
-    {"block_n": 192, "warp_n": 64, "thread_n": 4, "warp_lanes_n": 8, "vector_b": 4, "pipeline": "cp_async_2"},
-    {"block_m": 192, "warp_m": 64, "split_k": 2, "block_k": 16},
 ])
 def test_configs_compute_the_product_with_tails_on_every_side(knobs):
     # 70 x 36 x 1000: no tile divides M, N or K, so every edge takes the predicated path.

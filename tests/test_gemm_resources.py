@@ -47,8 +47,8 @@ def why_refused(source, limits: DeviceLimits = H200) -> str | None:
     return None
 
 
-# The configs the H200 refused, by task: 48 KB of cp_async_4 stages with split-K (their
-# entities; the logged indexes belong to the space before block tiles of 192 and split 32).
+# The configs the H200 refused, by task: 48 KB of cp_async_4 stages with split-K (by entity:
+# an index changes whenever a knob gains or loses an option).
 REFUSED = [["block_m", "ot", 128], ["block_n", "ot", 64], ["block_k", "ot", 16], ["warp_m", "ot", 16],
            ["warp_n", "ot", 16], ["thread_m", "ot", 1], ["thread_n", "ot", 1], ["warp_lanes_n", "ot", 4],
            ["vector_a", "ot", 1], ["vector_b", "ot", 2], ["pipeline", "ot", "cp_async_4"],

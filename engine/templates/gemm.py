@@ -54,7 +54,7 @@ from .base import (
 
 TASK_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
-SPLIT_K_CHOICES = (1, 2, 4, 8, 16, 32)
+SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
 MAX_WORKSPACE_BYTES = 64 * 2**20
 # A split should keep at least this much of K (shorter ones spend more on the fix-up than they save).
@@ -276,10 +276,8 @@ class Gemm(Template):
 
     def define_space(self, params: GemmParams) -> ConfigSpace:
         return ConfigSpace([
-            # 192: three warps of 64; 8192 / 192 tiles fill the last wave of 132 SMs
-            # better than powers of two do (15.5 waves of 128 x 256 tiles at 8192^3).
-            OtherKnob("block_m", [16, 32, 64, 128, 192, 256]),
-            OtherKnob("block_n", [16, 32, 64, 128, 192, 256]),
+            OtherKnob("block_m", [16, 32, 64, 128, 256]),
+            OtherKnob("block_n", [16, 32, 64, 128, 256]),
             OtherKnob("block_k", [8, 16, 32]),
             OtherKnob("warp_m", [16, 32, 64, 128]),
             OtherKnob("warp_n", [16, 32, 64, 128]),
