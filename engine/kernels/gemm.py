@@ -15,7 +15,7 @@ from ..templates.gemm import GemmParams, GemmTiling
 from . import KernelSource
 
 ENTRY = "gemm_kernel"
-SMALLEST_TILE = 16  # the smallest block_m / block_n of the space: sizes the counter arrays
+SMALLEST_TILE = 16  # the smallest block_m / block_n of the space: sizes the counter array
 # Below this many multiply-adds the reference is computed in float64; above it, float32
 # BLAS (its error, about 1e-6 relative, is far inside the runner's 1e-4 tolerance).
 FLOAT64_REFERENCE_LIMIT = 2**33
@@ -266,15 +266,10 @@ def _main_loop(t: GemmTiling) -> str:
     }}"""
 
 
-def _store_width(t: GemmTiling) -> int:
-    """Floats per store of the register tile: as wide as its rows and C's row length allow."""
-    return 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
-
-
-def _over_tile(t: GemmTiling, body: str) -> str:
-    """`body` once per store-wide vector of this lane's register tile inside C: `row`, `col`,
-    `at` (row * N + col) and `own` (the accumulators as that vector) are defined for it."""
-    width = _store_width(t)
+def _store_tile(t: GemmTiling, target: str) -> str:
+    """Write the register tile to `target` (row-major M x N), skipping what lies past the edges."""
+    width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
+    vt = _VECTOR_TYPE[width]
     return f"""
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
@@ -287,60 +282,55 @@ def _over_tile(t: GemmTiling, body: str) -> str:
 #pragma unroll
                     for (int y = 0; y < {t.thread_n}; y += {width}) {{
                         const int col = block_col + b_col0 + j * {t.sub_n} + y;
-                        if (col < {t.n}) {{
-                            const size_t at = (size_t)row * {t.n} + col;
-                            const {_VECTOR_TYPE[width]} own = {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
-                            {body}
-                        }}
+                        if (col < {t.n})
+                            *reinterpret_cast<{vt}*>({target} + (size_t)row * {t.n} + col) =
+                                {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
                     }}
             }}
         }}"""
 
 
 def _epilogue(t: GemmTiling) -> str:
-    vt = _VECTOR_TYPE[_store_width(t)]
     if t.split_k == 1:
-        return _over_tile(t, f"*reinterpret_cast<{vt}*>(C + at) = own;")
-    # Split-K, serially fixed up: each block takes a ticket as its main loop ends. All but
-    # the last store their partial (slot blockIdx.z) and count it done; the last waits for
-    # that count (the others hold tickets, so they are running and will get there), then
-    # sums the partials and its own registers in split order, so C never depends on which
-    # split was last, and its own partial never goes through memory.
-    lanes = "xyzw"[:_store_width(t)]
-    add = " ".join(f"sum.{c} += part.{c};" for c in lanes) if len(lanes) > 1 else "sum += part;"
-    zero = f"make_{vt}({', '.join('0.0f' for _ in lanes)})" if len(lanes) > 1 else "0.0f"
-    tiles = f"{t.grid[0] * t.grid[1]}"
-    fix_up = f"""{vt} sum = {zero};
-#pragma unroll
-                            for (int s = 0; s < {t.split_k}; ++s) {{
-                                const {vt} part = s == (int)blockIdx.z ? own
-                                    : __ldcg(reinterpret_cast<const {vt}*>(workspace + (size_t)s * {t.m * t.n} + at));
-                                {add}
-                            }}
-                            *reinterpret_cast<{vt}*>(C + at) = sum;"""
+        return _store_tile(t, "C")
+    # The fix-up sits on the critical path of every tile: its loads go out in unrolled
+    # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
+    width = 4 if t.n % 4 == 0 else 1
+    vt = _VECTOR_TYPE[width]
+    tile_vectors = t.block_m * t.block_n // width
+    rounds, guard = _rounds(tile_vectors, t.threads)
+    zero = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if width == 4 else "0.0f"
+    add = ("sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;" if width == 4
+           else "sum += part;")
     return f"""
-    int* ticket = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
-    const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
-    int* done = counters + {tiles};
-    if (tid == 0) *ticket = atomicAdd(&counters[tile_id], 1);
-    __syncthreads();
-    if (*ticket < {t.split_k - 1}) {{
-        {_over_tile(t, f"*reinterpret_cast<{vt}*>(workspace + (size_t)blockIdx.z * {t.m * t.n} + at) = own;")}
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) atomicAdd(&done[tile_id], 1);
-        return;
-    }}
-    if (tid == 0)
-        while (atomicAdd(&done[tile_id], 0) < {t.split_k - 1}) {{
-#if __CUDA_ARCH__ >= 700
-            __nanosleep(64);
-#endif
-        }}
-    __syncthreads();
+    {_store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
+    // The last split to finish this tile sums every split's partial, in split order.
+    int* last_split = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
     __threadfence();
-    {_over_tile(t, fix_up)}
-    if (tid == 0) {{ counters[tile_id] = 0; done[tile_id] = 0; }}  // ready for the next launch"""
+    __syncthreads();
+    const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+    if (tid == 0) *last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
+    __syncthreads();
+    if (!*last_split) return;
+    __threadfence();
+#pragma unroll {min(rounds, 8)}
+    for (int r = 0; r < {rounds}; ++r) {{
+        const int i = r * {t.threads} + tid;
+        {guard}{{
+            const int row = block_row + i / {t.block_n // width}, col = block_col + (i % {t.block_n // width}) * {width};
+            if (row < {t.m} && col < {t.n}) {{
+                const size_t at = (size_t)row * {t.n} + col;
+                {vt} sum = {zero};
+#pragma unroll
+                for (int s = 0; s < {t.split_k}; ++s) {{
+                    const {vt} part = __ldcg(reinterpret_cast<const {vt}*>(workspace + (size_t)s * {t.m * t.n} + at));
+                    {add}
+                }}
+                *reinterpret_cast<{vt}*>(C + at) = sum;
+            }}
+        }}
+    }}
+    if (tid == 0) counters[tile_id] = 0;  // ready for the next launch"""
 
 
 def generate(t: GemmTiling) -> KernelSource:
@@ -404,7 +394,7 @@ def make_inputs(params: GemmParams, rng: np.random.Generator) -> list[np.ndarray
     split = max(params.split_k_choices)
     workspace = np.zeros(split * params.m * params.n if split > 1 else 1, dtype=np.float32)
     tiles = -(-params.m // SMALLEST_TILE) * -(-params.n // SMALLEST_TILE)
-    counters = np.zeros(2 * tiles if split > 1 else 1, dtype=np.int32)  # tickets, then done counts
+    counters = np.zeros(tiles if split > 1 else 1, dtype=np.int32)
     return [a, b, np.empty((params.m, params.n), dtype=np.float32), workspace, counters]
 
 

@@ -19,10 +19,9 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
 * `pipeline`: `sync` (load, then compute), `prefetch` (two shared buffers; the next tile
   is read into registers while this one computes), `cp_async_S` (an S-stage ring filled
   by `cp.async`, Ampere and newer; A's elements are copied one by one, transposing).
-* `split_k` > 1 cuts K over blockIdx.z; the split that finishes its K last (a ticket from
-  an atomic counter per tile) sums, in split order, the partial tiles the others left in a
-  workspace and its own registers into C. That is how a skinny shape (few output tiles)
-  fills 132 SMs.
+* `split_k` > 1 cuts K over blockIdx.z; each split writes its partial tile to a workspace
+  and the last split to finish a tile (an atomic counter per tile) sums the partials in
+  a fixed order into C. That is how a skinny shape (few output tiles) fills 132 SMs.
 * Tails: M, N and K need not be multiples of the tiles: loads past an edge are predicated
   (zero-filled) and stores past an edge skipped. Vector widths must divide the row length.
 
@@ -178,7 +177,7 @@ class GemmTiling:
 
     @property
     def split_flag_offset(self) -> int:
-        """Where, in floats, the split-K ticket sits: after the stages."""
+        """Where, in floats, the split-K "last split" flag sits: after the stages."""
         return self.stages * self.stage_floats
 
     @property
