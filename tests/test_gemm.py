@@ -133,6 +133,17 @@ def test_configs_compute_the_product_with_tails_on_every_side(knobs):
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("knobs", [{}, {"pipeline": "cp_async_2", "block_k": 16}, {"split_k": 2, "pipeline": "sync"}])
+def test_where_tiles_divide_the_shape_no_bounds_are_tested_and_the_product_holds(knobs):
+    task = engine.create_task("gemm", gemm_args(128, 64, 256))
+    cfg = config(task, **knobs)
+    code = task.template.kernel(task.params, cfg).code
+    assert "k0 + kk < k_end" not in code and "< 128" not in code and "< 64)" not in code
+    assert ("const int k_begin = 0, k_end = 256;" in code) == (cfg["split_k"].val == 1)
+    assert run_on_cpu(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 def test_the_split_k_fix_up_sums_scalar_columns_when_rows_do_not_align():
     # N = 49 (the skinny G4 shape's): the fix-up cannot read the partials 16 bytes at a time.
     task = engine.create_task("gemm", gemm_args(40, 49, 700))

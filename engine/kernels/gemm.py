@@ -76,8 +76,23 @@ def _b_index(t: GemmTiling) -> str:
     return f"const int kk = i / {per_row}, col = (i % {per_row}) * {t.vector_b};"
 
 
-A_PRED = "block_row + row < {m} && k0 + kk < k_end"
-B_PRED = "k0 + kk < k_end && block_col + col < {n}"
+def _predicate(*conditions: str | None) -> str:
+    """The conditions that can fail, joined; "true" when none can (the compiler then drops
+    the tests, and the address arithmetic they guard shrinks with them)."""
+    return " && ".join(c for c in conditions if c) or "true"
+
+
+def _k_inside(t: GemmTiling) -> str | None:
+    """K steps are whole when block_k divides K (split boundaries are whole steps by construction)."""
+    return None if t.k % t.block_k == 0 else "k0 + kk < k_end"
+
+
+def _a_pred(t: GemmTiling) -> str:
+    return _predicate(None if t.m % t.block_m == 0 else f"block_row + row < {t.m}", _k_inside(t))
+
+
+def _b_pred(t: GemmTiling) -> str:
+    return _predicate(_k_inside(t), None if t.n % t.block_n == 0 else f"block_col + col < {t.n}")
 
 
 def _fetch_to_registers(t: GemmTiling) -> str:
@@ -92,7 +107,7 @@ def _fetch_to_registers(t: GemmTiling) -> str:
             ra[r] = {va}{{}};
             {ra_guard}{{
                 {_a_index(t)}
-                if ({A_PRED.format(m=t.m)})
+                if ({_a_pred(t)})
                     ra[r] = *reinterpret_cast<const {va}*>(A + (size_t)(block_row + row) * {t.k} + k0 + kk);
             }}
         }}
@@ -102,7 +117,7 @@ def _fetch_to_registers(t: GemmTiling) -> str:
             rb[r] = {vb}{{}};
             {rb_guard}{{
                 {_b_index(t)}
-                if ({B_PRED.format(n=t.n)})
+                if ({_b_pred(t)})
                     rb[r] = *reinterpret_cast<const {vb}*>(B + (size_t)(k0 + kk) * {t.n} + block_col + col);
             }}
         }}"""
@@ -143,7 +158,7 @@ def _issue_async(t: GemmTiling) -> str:
             const int i = r * {t.threads} + tid;
             {ra_guard}{{
                 {_a_index(t)}
-                const bool pred = {A_PRED.format(m=t.m)};
+                const bool pred = {_a_pred(t)};
                 copy_async<4>(sa + kk * {t.a_stride} + row,
                               pred ? A + (size_t)(block_row + row) * {t.k} + k0 + kk : A, pred);
             }}
@@ -153,7 +168,7 @@ def _issue_async(t: GemmTiling) -> str:
             const int i = r * {t.threads} + tid;
             {rb_guard}{{
                 {_b_index(t)}
-                const bool pred = {B_PRED.format(n=t.n)};
+                const bool pred = {_b_pred(t)};
                 copy_async<{4 * t.vector_b}>(sb + kk * {t.b_stride} + col,
                               pred ? B + (size_t)(k0 + kk) * {t.n} + block_col + col : B, pred);
             }}
@@ -276,13 +291,13 @@ def _store_tile(t: GemmTiling, target: str) -> str:
 #pragma unroll
         for (int x = 0; x < {t.thread_m}; ++x) {{
             const int row = block_row + a_row0 + i * {t.sub_m} + x;
-            if (row < {t.m}) {{
+            if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}")}) {{
 #pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                     for (int y = 0; y < {t.thread_n}; y += {width}) {{
                         const int col = block_col + b_col0 + j * {t.sub_n} + y;
-                        if (col < {t.n})
+                        if ({_predicate(None if t.n % t.block_n == 0 else f"col < {t.n}")})
                             *reinterpret_cast<{vt}*>({target} + (size_t)row * {t.n} + col) =
                                 {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
                     }}
@@ -318,7 +333,8 @@ def _epilogue(t: GemmTiling) -> str:
         const int i = r * {t.threads} + tid;
         {guard}{{
             const int row = block_row + i / {t.block_n // width}, col = block_col + (i % {t.block_n // width}) * {width};
-            if (row < {t.m} && col < {t.n}) {{
+            if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}",
+                            None if t.n % t.block_n == 0 else f"col < {t.n}")}) {{
                 const size_t at = (size_t)row * {t.n} + col;
                 {vt} sum = {zero};
 #pragma unroll
@@ -331,6 +347,16 @@ def _epilogue(t: GemmTiling) -> str:
         }}
     }}
     if (tid == 0) counters[tile_id] = 0;  // ready for the next launch"""
+
+
+def _k_range(t: GemmTiling) -> str:
+    """This block's K range; literal without split-K, so the main loop's trip count is constant."""
+    if t.split_k == 1:
+        return f"""    const int k_begin = 0, k_end = {t.k};
+    const int k_tiles = {t.k_tiles};"""
+    return f"""    const int k_begin = blockIdx.z * {t.k_per_split};
+    const int k_end = min({t.k}, k_begin + {t.k_per_split});
+    const int k_tiles = (k_end - k_begin + {t.block_k - 1}) / {t.block_k};"""
 
 
 def generate(t: GemmTiling) -> KernelSource:
@@ -358,9 +384,7 @@ extern "C" __global__ void __launch_bounds__({t.threads})
     // This lane's first row (within the block) of A's tile and first column of B's.
     const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
     const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};
-    const int k_begin = blockIdx.z * {t.k_per_split};
-    const int k_end = min({t.k}, k_begin + {t.k_per_split});
-    const int k_tiles = (k_end - k_begin + {t.block_k - 1}) / {t.block_k};
+{_k_range(t)}
     {registers}
 
     float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
