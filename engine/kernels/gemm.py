@@ -350,10 +350,14 @@ def _epilogue(t: GemmTiling) -> str:
 
 
 def _k_range(t: GemmTiling) -> str:
-    """This block's K range; literal without split-K, so the main loop's trip count is constant."""
+    """This block's K range; its step count is a literal where K divides evenly (always
+    without split-K), so the main loop's trip count is constant."""
     if t.split_k == 1:
         return f"""    const int k_begin = 0, k_end = {t.k};
     const int k_tiles = {t.k_tiles};"""
+    if t.k % t.block_k == 0 and t.k_per_split * t.split_k == t.k:  # every split the same whole steps
+        return f"""    const int k_begin = blockIdx.z * {t.k_per_split}, k_end = k_begin + {t.k_per_split};
+    const int k_tiles = {t.k_per_split // t.block_k};"""
     return f"""    const int k_begin = blockIdx.z * {t.k_per_split};
     const int k_end = min({t.k}, k_begin + {t.k_per_split});
     const int k_tiles = (k_end - k_begin + {t.block_k - 1}) / {t.block_k};"""
