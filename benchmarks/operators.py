@@ -22,6 +22,7 @@ each workload also stops once its share of the budget is spent.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -104,13 +105,21 @@ def tune_workload(preset, measurer, options, deadline: float, history: list) -> 
 
 
 def tactic_bests(task, records) -> dict:
-    """Best time of each tactic among this run's records (the space is small: tuning covers it)."""
+    """Best time of each tactic among this run's records, and how much of its valid space was
+    measured: a tactic is compared only where its whole space was (a cut-short search is not a loss)."""
     best: dict[str, float] = {}
+    measured = collections.Counter()
     for record in records:
+        tactic = task.config_space.from_entity(record.entity)["tactic"].val
+        measured[tactic] += 1
         if record.ok:
-            tactic = task.config_space.from_entity(record.entity)["tactic"].val
             best[tactic] = min(best.get(tactic, float("inf")), record.mean_cost * 1e6)
-    return {f"{tactic}_us": best.get(tactic) for tactic in ("general", "tile_broadcast")}
+    valid = collections.Counter(config["tactic"].val for config in map(task.config_space.get, task.config_space.iter_indexes())
+                                if task.why_invalid(config) is None)
+    out = {}
+    for tactic in ("general", "tile_broadcast"):
+        out.update({f"{tactic}_us": best.get(tactic), f"{tactic}_measured": measured[tactic], f"{tactic}_valid": valid[tactic]})
+    return out
 
 
 def fmt(value, spec: str) -> str:
@@ -129,7 +138,11 @@ def broadcast_table(section_rows: list[dict], copy: float | None, title: str) ->
         bandwidth = r["bytes"] / (best * 1e-6) if best else None
         share = bandwidth / DESIGN_COPY_BANDWIDTH if bandwidth else None
         winner, ratio = "—", None
-        if r["general_us"] and r["tile_broadcast_us"]:
+        short = [f"{tactic} {r[f'{tactic}_measured']} of {r[f'{tactic}_valid']}" for tactic in ("general", "tile_broadcast")
+                 if r[f"{tactic}_measured"] < r[f"{tactic}_valid"]]
+        if short:
+            winner = "not compared: measured " + ", ".join(short)
+        elif r["general_us"] and r["tile_broadcast_us"]:
             ratio = r["general_us"] / r["tile_broadcast_us"]
             winner = "tile_broadcast" if r["tile_broadcast_us"] < r["general_us"] else "general"
         elif r["general_us"]:
