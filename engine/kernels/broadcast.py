@@ -64,7 +64,7 @@ def _vector_body(params: BroadcastParams, width: int, broadcast: str | None) -> 
     for lane in range(width):
         if broadcast is None:
             b = f"b{lane}"
-            lines.append(f"const float {b} = {g.format(v=_load_v(params, f'((e + {lane}u) / {params.hw}u) % {params.c}u'))};")
+            lines.append(f"const float {b} = {g.format(v=_load_v(params, f'((e + {lane}) / {params.hw}) % {params.c}'))};")
         else:
             b = broadcast
         value = h.format(x=x_lanes[lane] if params.reads_x else "", b=b)
@@ -83,14 +83,12 @@ def _body(layout: BroadcastLayout) -> str:
     g, _ = _PARTS[p.op]
     if layout.tactic == "general":
         span = layout.threads * vec
-        # 32-bit indexes (N*C*H*W < 2^31, the overshoot of the last block keeps e < 2^32):
-        # the per-element channel (e / HW) % C is then a 32-bit multiply-shift, not a 64-bit one.
         return f"""
-    const unsigned first = blockIdx.x * {ept * span}u + threadIdx.x * {vec}u;
+    const long long first = (long long)blockIdx.x * {ept * span} + threadIdx.x * {vec};
 #pragma unroll
     for (int k = 0; k < {ept}; ++k) {{
-        const unsigned e = first + k * {span}u;
-        if (e < {p.total}u) {{
+        const long long e = first + (long long)k * {span};
+        if (e < {p.total}LL) {{
                 {_vector_body(p, vec, None)}
         }}
     }}"""
