@@ -121,6 +121,9 @@ def test_every_op_and_tactic_compiles(tmp_path, arch):
         for cfg in (config(task), config(task, tactic="general", vector=2, per_thread=4),
                     config(task, threads=1024, vector=1)):
             sources.append(task.template.kernel(task.params, cfg))
+        planes = engine.create_task("broadcast_nchw", broadcast_args([4, 16, 16, 16], op))  # planes of 256
+        for threads, per_thread in ((64, 1), (64, 8)):  # chunks inside planes; chunks of several planes
+            sources.append(planes.template.kernel(planes.params, config(planes, threads=threads, per_thread=per_thread, vector=1)))
         half = engine.create_task("broadcast_nchw", broadcast_args([8, 16, 8, 8], op, "float16"))
         for vector in (1, 2, 4, 8):
             for tactic in ("general", "tile_broadcast"):

@@ -1,5 +1,6 @@
 """A few launches of given GEMM tilings and of cuBLAS, one process, no graphs: a target for
-Nsight Compute, and each kernel's registers, local memory and event-timed µs on the side.
+Nsight Compute, and each kernel's registers, local memory and event-timed µs on the side
+(the µs mean nothing under ncu, which serializes and replays every launch).
 
     ncu --clock-control none -k regex:'gemm|sgemm|cutlass' --section SpeedOfLight ... \\
         python3 scripts/device/gemm_ncu.py --size 512x49x4608 --tiling 32,64,16,...,16,32 [--launches 3]
@@ -21,6 +22,7 @@ import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
 from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
+from engine.gpu.runner import DEFAULT_SHARED_LIMIT  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
 from gemm_probe import parse_tiling  # noqa: E402  (this folder's probe: the same tiling syntax)
@@ -49,7 +51,7 @@ def main() -> int:
     m, n, k = (int(v) for v in options.size.split("x"))
     task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_model("NVIDIA H200"))
     inputs = [cp.asarray(a) for a in task.template.make_inputs(task.params, np.random.default_rng(0))]
-    reference = cp.asarray(inputs[0]).astype(cp.float64) @ cp.asarray(inputs[1]).astype(cp.float64)
+    reference = inputs[0].astype(cp.float64) @ inputs[1].astype(cp.float64)
     arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
     for text in options.tiling:
         values = dict(zip(task.config_space.knob_names, parse_tiling(text)))
@@ -64,7 +66,7 @@ def main() -> int:
             stream.write(cubin)
             stream.flush()
             kernel = cp.RawModule(path=stream.name).get_function(source.name)
-        if source.shared_bytes > 48 * 1024:
+        if source.shared_bytes > DEFAULT_SHARED_LIMIT:
             kernel.max_dynamic_shared_size_bytes = source.shared_bytes
 
         def launch():
