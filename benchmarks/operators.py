@@ -37,7 +37,7 @@ from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's h
 from engine.callbacks import StopTuning  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.gpu.baselines import BaselineUnavailable, measure_baseline  # noqa: E402
-from engine.kernels.vendor import copy_bandwidth  # noqa: E402
+from engine.gpu.baselines import copy_bandwidth  # noqa: E402
 from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
     parser.add_argument("--only", default="", help="comma-separated preset names (G1,G4,...): tune just these")
-    parser.add_argument("--trials", type=int, default=200, help="per workload (broadcast spaces hold 120)")
+    parser.add_argument("--trials", type=int, default=200, help="per workload (a broadcast space holds 120 configs in fp32, 160 in fp16)")
     parser.add_argument("--tuner", default="xgb")
     parser.add_argument("--batch-size", type=int, default=48)
     parser.add_argument("--seed", type=int, default=0)

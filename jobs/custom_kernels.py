@@ -14,7 +14,7 @@ from django.db import transaction
 
 from engine.records import canonical_args
 from engine.templates.custom import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
-from records.custom_specs import KernelSummary, kernel_summary
+from records.custom_specs import KernelSummary
 from records.importing import Catalog
 from records.models import Workload
 
@@ -110,7 +110,7 @@ def stored_kernel_for(args: list) -> CustomKernel | None:
 
 
 def summarize(kernel: CustomKernel) -> KernelSummary:
-    summary = kernel_summary(TASK_NAME, [kernel.spec])
+    summary = kernel.workload.custom_kernel_summary()
     if summary is None:  # stored kernels passed parse_spec when staff added them
         raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses")
     return summary

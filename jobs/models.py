@@ -254,7 +254,3 @@ class CustomKernel(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("jobs:custom_kernel", args=[self.pk])
-
-    @property
-    def spec(self) -> dict:
-        return self.workload.args[0]

@@ -117,3 +117,17 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
             raise ValueError("arrays must be C-contiguous")
     pointers = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
     library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block)))
+
+
+def error_against_reference(task, config, launches: int = 1) -> float:
+    """Run `config`'s kernel of `task` here `launches` times (the output NaN-filled before each)
+    on the template's inputs, and return the runner's relative L2 error against its reference."""
+    from engine.gpu.runner import relative_l2_error
+
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = task.template.reference(task.params, inputs)
+    source = task.template.kernel(task.params, config)
+    for _ in range(launches):
+        inputs[source.output_index].fill(np.nan)
+        run(source, inputs)
+    return relative_l2_error(inputs[source.output_index], expected)

@@ -15,15 +15,6 @@ def config(task, tactic="tile_broadcast", threads=256, per_thread=1, vector=4):
                                           ["elems_per_thread", "ot", per_thread], ["vector", "ot", vector]])
 
 
-def error_on_cpu(task, cfg):
-    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
-    expected = task.template.reference(task.params, inputs)
-    source = task.template.kernel(task.params, cfg)
-    inputs[source.output_index].fill(np.nan)
-    cuda_on_cpu.run(source, inputs)
-    return np.linalg.norm(inputs[source.output_index] - expected) / np.linalg.norm(expected)
-
-
 def test_tile_broadcast_does_not_apply_when_hw_is_not_a_multiple_of_32():
     task = engine.create_task("broadcast_nchw", broadcast_args([64, 512, 7, 7], "exp"))
     assert task.why_invalid(config(task)) == (
@@ -145,10 +136,10 @@ def test_both_tactics_and_every_binding_compute_the_reference(op):
     ]
     for cfg in cases:
         assert task.why_invalid(cfg) is None
-        assert error_on_cpu(task, cfg) < 1e-6, cfg
+        assert cuda_on_cpu.error_against_reference(task, cfg) < 1e-6, cfg
     odd = engine.create_task("broadcast_nchw", broadcast_args([3, 2, 8, 12], op))  # plane of 96
     straddling = config(odd, threads=64, per_thread=1, vector=1)  # chunks of 64 cross planes
-    assert error_on_cpu(odd, straddling) < 1e-6
+    assert cuda_on_cpu.error_against_reference(odd, straddling) < 1e-6
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")

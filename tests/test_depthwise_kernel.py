@@ -12,14 +12,6 @@ ODD = [["TENSOR", [2, 6, 9, 10], "float32"], ["TENSOR", [6, 2, 3, 3], "float32"]
        "float32"]
 
 
-def error_on_cpu(task, cfg):
-    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
-    expected = task.template.reference(task.params, inputs)
-    inputs[2].fill(np.nan)
-    cuda_on_cpu.run(task.template.kernel(task.params, cfg), inputs)
-    return np.linalg.norm(inputs[2] - expected) / np.linalg.norm(expected)
-
-
 def test_the_template_names_cudnn_as_its_baseline():
     assert engine.create_task("depthwise_conv2d_nchw.cuda", depthwise_args(7, 8, 1)).template.baseline_provider == "cudnn"
 
@@ -53,4 +45,4 @@ def test_random_valid_configs_compile(tmp_path, arch):
 def test_random_configs_compute_the_reference(args):
     task = engine.create_task("depthwise_conv2d_nchw.cuda", args)
     for cfg in [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 3)]:
-        assert error_on_cpu(task, cfg) < 1e-6, cfg
+        assert cuda_on_cpu.error_against_reference(task, cfg) < 1e-6, cfg

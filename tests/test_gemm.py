@@ -20,16 +20,6 @@ def config(task, **knobs):
     return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
 
 
-def run_on_cpu(task, cfg, launches=1):
-    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
-    expected = task.template.reference(task.params, inputs)
-    source = task.template.kernel(task.params, cfg)
-    for _ in range(launches):
-        inputs[2].fill(np.nan)
-        cuda_on_cpu.run(source, inputs)
-    return np.linalg.norm(inputs[2] - expected) / np.linalg.norm(expected)
-
-
 def test_it_counts_two_flops_per_multiply_add_and_the_least_bytes():
     task = engine.create_task("gemm", gemm_args(512, 49, 4608))
     assert task.flops == flop_count("gemm", gemm_args(512, 49, 4608)) == 2 * 512 * 49 * 4608
@@ -129,7 +119,7 @@ def test_configs_compute_the_product_with_tails_on_every_side(knobs):
     task = engine.create_task("gemm", gemm_args(70, 36, 1000))
     cfg = config(task, **knobs)
     assert task.why_invalid(cfg) is None
-    assert run_on_cpu(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
+    assert cuda_on_cpu.error_against_reference(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
@@ -140,7 +130,7 @@ def test_where_tiles_divide_the_shape_no_bounds_are_tested_and_the_product_holds
     code = task.template.kernel(task.params, cfg).code
     assert "k0 + kk < k_end" not in code and "< 128" not in code and "< 64)" not in code
     assert ("const int k_begin = 0, k_end = 256;" in code) == (cfg["split_k"].val == 1)
-    assert run_on_cpu(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
+    assert cuda_on_cpu.error_against_reference(task, cfg, launches=2 if cfg["split_k"].val > 1 else 1) < 1e-6
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
@@ -150,4 +140,4 @@ def test_the_split_k_fix_up_sums_scalar_columns_when_rows_do_not_align():
     cfg = config(task, split_k=4, block_n=32, warp_n=16, thread_n=4, block_k=16)
     assert task.why_invalid(cfg) is None
     assert "float4 part" not in task.template.kernel(task.params, cfg).code
-    assert run_on_cpu(task, cfg, launches=2) < 1e-6
+    assert cuda_on_cpu.error_against_reference(task, cfg, launches=2) < 1e-6

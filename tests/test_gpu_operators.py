@@ -69,7 +69,7 @@ def test_custom_kernels_are_checked_against_either_reference(measurer, reference
 
 
 def test_the_cublas_and_cudnn_baselines_pass_the_reference_check(measurer):
-    from engine.kernels.vendor import copy_bandwidth, cublas_gemm, cudnn_depthwise
+    from engine.gpu.baselines import copy_bandwidth, cublas_gemm, cudnn_depthwise
 
     gemm = engine.create_task("gemm", PRESETS["G3"].args)
     assert cublas_gemm(gemm, settings=measurer.timing).ok

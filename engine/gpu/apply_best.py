@@ -73,13 +73,14 @@ def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
     config = task.config_space.from_entity(record.entity)
     source = task.template.kernel(task.params, config)
     cubin, _ = compile_to_cubin(source.code, f"sm_{device.compute_capability}")
-    function = _load(cp, cubin, source)
+    function = load_function(cp, cubin, source)
     output_shape = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index].shape
     return BestKernel(task, record, source, tuple(output_shape), function)
 
 
-def _load(cp, cubin: bytes, source: KernelSource):
-    """CuPy loads modules from files; the file is gone once the module is loaded."""
+def load_function(cp, cubin: bytes, source: KernelSource):
+    """The CuPy function of `source`'s compiled cubin, opted in to its shared memory.
+    CuPy loads modules from files; the file is gone once the module is loaded."""
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)
     try:

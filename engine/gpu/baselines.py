@@ -5,26 +5,35 @@ and `tvm_version` = `baseline:<provider>`; the records app imports those as
 baselines (`cudnn`, `cublas`, `default-config`).
 
 * the template's vendor library (`Template.baseline_provider`): cudnn for the
-  direct and depthwise convolutions, cublas for gemm (engine.kernels.vendor),
-  checked against the same numpy reference, timed as a CUDA graph of `number`
-  calls replayed `repeat` times (`runner.time_launches`). `VENDOR_BASELINES`
-  is the one table of which function measures which template's.
+  direct and depthwise convolutions (PyTorch's conv2d, grouped for depthwise),
+  cublas for gemm (PyTorch's matmul), fp32 with TF32 off, checked against the
+  same numpy reference at the runner's tolerance (which a TF32 product, about
+  1e-3, would fail), timed as a CUDA graph of `number` calls replayed `repeat`
+  times (`runner.time_launches`). `VENDOR_BASELINES` is the one table of which
+  function measures which template's.
 * default-config: the template's untuned default config through the GPU
-  measurer, so exactly as tuned configs are measured; every template has one.
+  measurer, so exactly as tuned configs are measured; every template has one
+  (broadcast_nchw and custom kernels have only this, plus `copy_bandwidth`, the
+  float4 copy that bounds a streaming kernel).
+
+All run in the calling process (they create a CUDA context there: call them from a
+process that does not fork compile workers afterwards, as the GPU measurer's parent).
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from engine.kernels.vendor import cublas_gemm, cudnn_depthwise
 from engine.measure import MeasureResult
 from engine.records import ErrorNo, Record
 from engine.templates.base import DEFAULT_CONFIG_BASELINE
 
-from .runner import TimingSettings, relative_l2_error, time_launches
+from .runner import TimingSettings, cupy_graph, relative_l2_error, time_launches
+
+os.environ.setdefault("CUPY_TF32", "0")
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -109,6 +118,58 @@ def cudnn_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = 
         lambda: F.conv2d(data, weight, stride=params.stride, padding=(top, left), groups=groups),
         reference, "cuDNN", settings,
     )
+
+
+def cublas_gemm(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
+    """cuBLAS SGEMM through PyTorch's matmul (TF32 off), checked and timed as a CUDA graph;
+    CuPy's own cuBLAS calls cannot be captured in a graph."""
+    torch = fp32_torch()
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+    reference = task.template.reference(task.params, inputs)
+    a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
+    return time_torch_op(lambda: torch.matmul(a, b), reference, "cuBLAS", settings)
+
+
+def cudnn_depthwise(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
+    """PyTorch/cuDNN's grouped (depthwise) conv2d, fp32, TF32 off, checked and timed."""
+    return cudnn_conv2d(task, seed, settings, groups=task.params.ci)
+
+
+# A grid-stride float4 copy: the streaming kernel that bounds every elementwise template.
+# (A memcpy node in a CUDA graph may go to a copy engine, which is slower than the SMs.)
+_COPY_KERNEL = r"""
+extern "C" __global__ void copy_float4(const float4* __restrict__ src, float4* __restrict__ dst, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+"""
+COPY_THREADS = 256
+COPY_BLOCKS_PER_SM = 8
+
+
+def copy_bandwidth(nbytes: int, settings: TimingSettings | None = None) -> tuple[float, float]:
+    """(seconds per copy, bytes per second read + written) of a device-to-device copy of
+    `nbytes` by a float4 copy kernel filling every SM."""
+    import cupy as cp
+
+    settings = settings or TimingSettings()
+    stream = cp.cuda.Stream(non_blocking=True)
+    vectors = nbytes // 16
+    with stream:
+        src = cp.ones(vectors * 4, dtype=cp.float32)
+        dst = cp.empty_like(src)
+    kernel = cp.RawKernel(_COPY_KERNEL, "copy_float4")
+    blocks = cp.cuda.Device().attributes["MultiProcessorCount"] * COPY_BLOCKS_PER_SM
+
+    def launch():
+        kernel((blocks,), (COPY_THREADS,), (src, dst, cp.int64(vectors)), stream=stream)
+
+    with stream:
+        costs = time_launches(cp, stream, launch, lambda number: cupy_graph(stream, launch, number), settings)
+        if not bool(cp.array_equal(src, dst)):
+            raise RuntimeError("the copy kernel did not copy")
+    seconds = float(np.mean(costs))
+    return seconds, 2 * src.nbytes / seconds
 
 
 def default_config(task: "Task", measurer: "GpuMeasurer") -> tuple[int, MeasureResult]:

@@ -120,22 +120,17 @@ def why_launch_fails(launch: LaunchShape, limits: DeviceLimits) -> str | None:
 
 
 def knob_features(config: ConfigEntity) -> dict[str, float]:
-    """Every knob as numbers, in knob order: log2 of each split part, plain values as they are."""
+    """Every knob as numbers, in knob order: log2 of each split part, plain numbers as they
+    are, a text value (a pipeline, a tactic) as its option's position."""
     out: dict[str, float] = {}
-    for knob in config.space.knobs:
+    for knob, digit in zip(config.space.knobs, config.digits):
         value = config[knob.name]
         if isinstance(value, SplitValue):
             for part, size in enumerate(value.size):
                 out[f"{knob.name}.{part}"] = math.log2(size)
         else:
-            out[knob.name] = float(value.val)
+            out[knob.name] = float(digit) if isinstance(value.val, str) else float(value.val)
     return out
-
-
-def numeric_knob_features(config: ConfigEntity) -> dict[str, float]:
-    """Every plain knob as a number (a text value as its option's position), in knob order."""
-    return {knob.name: float(digit) if isinstance(knob.options[digit], str) else float(knob.options[digit])
-            for knob, digit in zip(config.space.knobs, config.digits)}
 
 
 def first_valid(space: ConfigSpace, preferred: ConfigEntity) -> ConfigEntity:

@@ -48,7 +48,7 @@ from .base import (
     REFERENCE_THREAD_SLOTS,
     LaunchShape,
     Template,
-    numeric_knob_features,
+    knob_features,
     reason_vector_width,
     why_launch_fails,
 )
@@ -231,7 +231,7 @@ class BroadcastNCHW(Template):
 
     def features(self, params: BroadcastParams, config: ConfigEntity) -> dict[str, float]:
         layout = broadcast_layout(params, config)
-        out = numeric_knob_features(config)
+        out = knob_features(config)
         blocks = math.prod(layout.grid)
         threads = math.prod(layout.block)
         out.update({

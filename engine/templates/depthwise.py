@@ -96,7 +96,6 @@ class DepthwiseConv2dNCHW(Template):
         ]
         return first_valid(space, space.from_entity(entity))
 
-    # -- GPU half: engine.kernels.depthwise generates the CUDA source that stages these tiles.
     def bytes_moved(self, params: ConvParams) -> int:
         """Data and filter read once, output written once: few FLOPs per byte, so a
         depthwise layer is judged by bandwidth as much as by GFLOPS."""
@@ -104,6 +103,7 @@ class DepthwiseConv2dNCHW(Template):
         weights = params.co * params.kh * params.kw
         return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
 
+    # -- GPU half: engine.kernels.depthwise generates the CUDA source that stages these tiles.
     def kernel(self, params: ConvParams, config: ConfigEntity):
         from ..kernels.depthwise import generate
 

@@ -48,7 +48,7 @@ from .base import (
     LaunchShape,
     Template,
     first_valid,
-    numeric_knob_features,
+    knob_features,
     why_launch_fails,
 )
 
@@ -303,7 +303,7 @@ class Gemm(Template):
 
     def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
         tiling = gemm_tiling(params, config)
-        out = numeric_knob_features(config)
+        out = knob_features(config)
         blocks = math.prod(tiling.grid)
         covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
         out.update({

@@ -1,9 +1,10 @@
 """Model-based tuning in AutoTVM's manner (XGBTuner).
 
 Every `refit_every` new measurements (32; the first model after 32 random
-ones) the tuner refits an XGBoost ranking model on all measured configs (failures as the worst score), runs simulated
-annealing over the space to find the `plan_size * diversity_filter_ratio`
-configs the model likes best, keeps a diverse `plan_size` of them (greedy:
+ones) the tuner refits an XGBoost ranking model on all measured configs
+(failures as the worst score), runs simulated annealing over the space to
+find the `plan_size * diversity_filter_ratio` configs the model likes best,
+keeps a diverse `plan_size` of them (greedy:
 predicted rank plus one point per knob value not yet in the plan), and measures
 that plan, best first. The last `epsilon` share of each plan is spent on
 uniform random configs, so the model keeps seeing parts of the space it

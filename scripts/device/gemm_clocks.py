@@ -23,8 +23,10 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
+from engine.gpu.apply_best import load_function  # noqa: E402
+from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
-from gemm_probe import parse_tiling  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import parse_tiling, tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def run_for(seconds: float, launch, synchronize) -> tuple[float, float, int]:
@@ -49,6 +51,7 @@ def main() -> int:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
+    arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
     preset = PRESETS[options.shape]
     task = engine.create_task(preset.task_name, preset.args)
     inputs = [cp.asarray(x) for x in task.template.make_inputs(task.params, np.random.default_rng(0))]
@@ -58,12 +61,9 @@ def main() -> int:
                             "-lms", "100"], stdout=samples, text=True)
     phases = [("cuBLAS", *run_for(options.seconds, lambda: torch.matmul(a, b), torch.cuda.synchronize))]
     for tiling in options.tiling:
-        values = parse_tiling(tiling)
-        config = task.config_space.from_entity([[k, "ot", v] for k, v in zip(task.config_space.knob_names, values)])
+        config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(tiling))))
         source = task.template.kernel(task.params, config)
-        kernel = cp.RawModule(code=source.code, options=("--std=c++17",)).get_function(source.name)
-        if source.shared_bytes > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = source.shared_bytes
+        kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
         time.sleep(1.0)
         phases.append((tiling, *run_for(options.seconds, lambda: kernel(source.grid, source.block, tuple(inputs),
                                                                         shared_mem=source.shared_bytes),

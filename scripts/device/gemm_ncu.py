@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 os.environ.setdefault("CUPY_TF32", "0")
@@ -21,11 +20,11 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
+from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
-from engine.gpu.runner import DEFAULT_SHARED_LIMIT  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
-from gemm_probe import parse_tiling  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import parse_tiling, tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def event_us(cp, launch, launches: int) -> float:
@@ -54,20 +53,13 @@ def main() -> int:
     reference = inputs[0].astype(cp.float64) @ inputs[1].astype(cp.float64)
     arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
     for text in options.tiling:
-        values = dict(zip(task.config_space.knob_names, parse_tiling(text)))
-        config = task.config_space.from_entity([[name, "ot", v] for name, v in values.items()])
+        config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(text))))
         reason = task.why_invalid(config)
         if reason:
             print(f"{text}: invalid: {reason}")
             continue
         source = task.template.kernel(task.params, config)
-        cubin, _ = compile_to_cubin(source.code, arch)
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as stream:
-            stream.write(cubin)
-            stream.flush()
-            kernel = cp.RawModule(path=stream.name).get_function(source.name)
-        if source.shared_bytes > DEFAULT_SHARED_LIMIT:
-            kernel.max_dynamic_shared_size_bytes = source.shared_bytes
+        kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
 
         def launch():
             kernel(source.grid, source.block, tuple(inputs), shared_mem=source.shared_bytes)

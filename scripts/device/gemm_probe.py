@@ -17,7 +17,7 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.kernels.vendor import cublas_gemm  # noqa: E402
+from engine.gpu.baselines import cublas_gemm  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
@@ -61,6 +61,11 @@ def parse_tiling(text: str) -> tuple:
     return tuple(int(v) if v.isdigit() else v for v in text.split(","))
 
 
+def tiling_config(task, values: dict):
+    """The config of knob name -> value (every knob of the space)."""
+    return task.config_space.from_entity([[name, "ot", value] for name, value in values.items()])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default="G3,G1,G2,G4,G5")
@@ -90,7 +95,7 @@ def main() -> int:
                     values["vector_a"] = 1
                 if task.params.n % values["vector_b"]:
                     values["vector_b"] = 1
-                config = task.config_space.from_entity([[k, "ot", v] for k, v in values.items()])
+                config = tiling_config(task, values)
                 reason = task.why_invalid(config)
                 label = "/".join(str(v) for v in tiling)
                 if reason:
