@@ -99,6 +99,7 @@ class SplitKnob:
     """
 
     kind = "sp"
+    default_option = None  # a split is never missing from an entity
 
     def __init__(self, name: str, extent: int, num_outputs: int, policy: str = "factors",
                  max_factor: int | None = None, candidate: Sequence[Sequence[int]] | None = None):
@@ -182,16 +183,28 @@ class SplitKnob:
 
 
 class OtherKnob:
-    """A knob with a plain list of values (`define_knob` in AutoTVM)."""
+    """A knob with a plain list of values (`define_knob` in AutoTVM).
+
+    `default`: the value an entity without this knob stands for. A knob added to a
+    template after logs were written takes it, so those logs still load; added last
+    with the default as its first option, it keeps their indexes too.
+    """
 
     kind = "ot"
+    _NO_DEFAULT = object()
 
-    def __init__(self, name: str, values: Sequence[Any]):
+    def __init__(self, name: str, values: Sequence[Any], default: Any = _NO_DEFAULT):
         values = list(values)
         if not values:
             raise SpaceError(f"knob {name}: no values")
         self.name = name
         self.options = values
+        self.default_option: int | None = None
+        if default is not OtherKnob._NO_DEFAULT:
+            try:
+                self.default_option = self.option_of(default)
+            except EntityError:
+                raise SpaceError(f"knob {name}: default {default!r} is not one of {values}") from None
         self._values = [OtherValue(v) for v in values]
         self.signature = ("ot", name, tuple(values))
 
@@ -365,7 +378,10 @@ class ConfigSpace:
         digits = []
         for knob in self.knobs:
             if knob.name not in by_name:
-                raise EntityError(f"knob {knob.name} is missing")
+                if knob.default_option is None:
+                    raise EntityError(f"knob {knob.name} is missing")
+                digits.append(knob.default_option)
+                continue
             _, kind, raw = by_name[knob.name]
             if kind != knob.kind:
                 raise EntityError(f"knob {knob.name} has kind {kind!r}, expected {knob.kind!r}")

@@ -1,4 +1,6 @@
 """The gemm template: args, space and validity rules, CUDA that compiles, and what it computes."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -6,13 +8,14 @@ import cuda_on_cpu
 import engine
 from engine.flops import flop_count
 from engine.gpu.builder import Builder
+from engine.space import ConfigSpace
 from engine.templates import BadArgs, DeviceLimits
 from engine.templates.gemm import gemm_tiling
 from engine.workloads import GEMM, PRESETS, gemm_args
 
 BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, "thread_m": 4, "thread_n": 8,
         "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 1,
-        "unroll_k": 32}
+        "unroll_k": 32, "slice_k": 1}
 
 
 def config(task, **knobs):
@@ -68,6 +71,23 @@ def test_configs_that_cannot_work_are_invalid_with_the_reason(knobs, reason):
     assert reason in task.why_invalid(config(task, **knobs))
 
 
+def test_k_slices_multiply_the_threads_and_share_the_stages_memory_for_their_exchange():
+    task = engine.create_task("gemm", PRESETS["G4"].args)
+    one, four = (gemm_tiling(task.params, config(task, block_k=16, slice_k=s)) for s in (1, 4))
+    assert (one.threads, four.threads) == (128, 512) and four.slice_steps == 4
+    # 2 stages of 16 x (68 + 68) floats; the exchange of 3 slices x 64 x 64 floats is larger.
+    assert one.shared_bytes == 4 * 2 * 16 * 136 and four.shared_bytes == 4 * 3 * 64 * 64
+    assert dataclasses.replace(four, slice_k=3).why_not_tiled() == "slice_k 3 does not divide block_k 16"
+
+
+def test_an_entity_logged_before_slice_k_existed_loads_as_one_slice_with_its_old_index():
+    task = engine.create_task("gemm", PRESETS["G4"].args)
+    old = [[name, "ot", BASE[name]] for name in task.config_space.knob_names if name != "slice_k"]
+    cfg = task.config_space.from_entity(old)
+    assert cfg["slice_k"].val == 1 and cfg == config(task)
+    assert cfg.index == ConfigSpace(task.config_space.knobs[:-1]).index_of(old)
+
+
 def test_a_split_that_would_get_no_k_is_invalid():
     task = engine.create_task("gemm", gemm_args(64, 64, 544))  # 17 steps of 32 over 8 splits of 3
     assert task.why_invalid(config(task, split_k=8, block_k=32)) == (
@@ -113,6 +133,9 @@ def test_random_valid_configs_compile(tmp_path, arch):
     {"pipeline": "cp_async_3", "block_m": 32, "warp_m": 16, "thread_m": 2, "vector_b": 2, "smem_pad": 0},
     {"split_k": 4, "block_k": 16, "vector_a": 2, "block_n": 32, "warp_n": 16, "thread_n": 4},
     {"split_k": 8, "pipeline": "cp_async_2", "thread_m": 1, "thread_n": 1, "warp_lanes_n": 8},
+    {"slice_k": 2, "block_k": 16, "pipeline": "sync", "vector_a": 4},
+    {"slice_k": 4, "block_k": 16, "pipeline": "cp_async_3", "split_k": 4, "thread_n": 4, "warp_lanes_n": 8},
+    {"slice_k": 4, "block_k": 8, "split_k": 2, "vector_b": 2, "unroll_k": 1},
 ])
 def test_configs_compute_the_product_with_tails_on_every_side(knobs):
     # 70 x 36 x 1000: no tile divides M, N or K, so every edge takes the predicated path.
@@ -123,7 +146,8 @@ def test_configs_compute_the_product_with_tails_on_every_side(knobs):
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
-@pytest.mark.parametrize("knobs", [{}, {"pipeline": "cp_async_2", "block_k": 16}, {"split_k": 2, "pipeline": "sync"}])
+@pytest.mark.parametrize("knobs", [{}, {"pipeline": "cp_async_2", "block_k": 16}, {"split_k": 2, "pipeline": "sync"},
+                                   {"slice_k": 2, "split_k": 2}])
 def test_where_tiles_divide_the_shape_no_bounds_are_tested_and_the_product_holds(knobs):
     task = engine.create_task("gemm", gemm_args(128, 64, 256))
     cfg = config(task, **knobs)

@@ -111,6 +111,15 @@ def test_an_entity_that_is_not_in_the_space_says_why(entity, message):
         small_space().index_of(entity)
 
 
+def test_a_knob_with_a_default_may_be_missing_and_reads_as_its_default():
+    space = ConfigSpace([*small_space().knobs, OtherKnob("late", [1, 2, 4], default=1)])
+    entity = [["a", "sp", [-1, 8, 1]], ["u", "ot", 1], ["b", "sp", [-1, 2]]]
+    assert space.index_of(entity) == small_space().index_of(entity)
+    assert space.get(space.index_of(entity + [["late", "ot", 4]]))["late"].val == 4
+    with pytest.raises(SpaceError, match="default 3 is not one of \\[1, 2, 4\\]"):
+        OtherKnob("late", [1, 2, 4], default=3)
+
+
 def test_a_legacy_swap_reads_old_logs_by_position():
     space = ConfigSpace([SplitKnob("ry", 3, 2), SplitKnob("rx", 1, 2)], legacy_swaps=[("ry", "rx")])
     modern = [["ry", "sp", [-1, 3]], ["rx", "sp", [-1, 1]]]

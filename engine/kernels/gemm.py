@@ -9,6 +9,8 @@ block that finishes each tile, so launches can repeat (CUDA graph replays).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..templates.gemm import GemmParams, GemmTiling
@@ -184,10 +186,10 @@ def _compute(t: GemmTiling) -> str:
     """One shared-memory stage (`sa`, `sb`): block_k outer-product steps on the register tile."""
     fa, fb = min(t.thread_m, 4), min(t.thread_n, 4)
     ta, tb = _VECTOR_TYPE[fa], _VECTOR_TYPE[fb]
-    unroll = "#pragma unroll" if t.unroll >= t.block_k else f"#pragma unroll {t.unroll}"
+    unroll = "#pragma unroll" if t.unroll >= t.slice_steps else f"#pragma unroll {t.unroll}"
     return f"""
 {unroll}
-        for (int kk = 0; kk < {t.block_k}; ++kk) {{
+        for (int kk = k_slice0; kk < k_slice0 + {t.slice_steps}; ++kk) {{
             float a_frag[{t.iter_m}][{t.thread_m}], b_frag[{t.iter_n}][{t.thread_n}];
 #pragma unroll
             for (int i = 0; i < {t.iter_m}; ++i)
@@ -281,8 +283,48 @@ def _main_loop(t: GemmTiling) -> str:
     }}"""
 
 
+def _sum_slices(t: GemmTiling) -> str:
+    """Slices 1.. leave their accumulators in shared memory (element-major, so a warp's
+    stores and loads are consecutive words); slice 0 adds them in slice order."""
+    if t.slice_k == 1:
+        return ""
+    per_slice = t.block_m * t.block_n
+    loops = f"""
+#pragma unroll
+        for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+            for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                for (int x = 0; x < {t.thread_m}; ++x)
+#pragma unroll
+                    for (int y = 0; y < {t.thread_n}; ++y)"""
+    element = f"(((i * {t.iter_n} + j) * {t.thread_m} + x) * {t.thread_n} + y) * {t.slice_threads} + slice_tid"
+    return f"""
+    {"copy_wait<0>();" if t.uses_cp_async else ""}
+    __syncthreads();  // every slice is done with the stages the exchange overwrites
+    const int slice_tid = tid % {t.slice_threads};
+    if (slice > 0) {{
+        float* mine = smem + (slice - 1) * {per_slice};
+        {loops}
+                        mine[{element}] = acc[i][j][x][y];
+    }}
+    __syncthreads();
+    if (slice == 0) {{
+        for (int s = 0; s < {t.slice_k - 1}; ++s) {{
+            const float* theirs = smem + s * {per_slice};
+            {loops}
+                        acc[i][j][x][y] += theirs[{element}];
+        }}
+    }}"""
+
+
 def _store_tile(t: GemmTiling, target: str) -> str:
-    """Write the register tile to `target` (row-major M x N), skipping what lies past the edges."""
+    """Write the register tile to `target` (row-major M x N), skipping what lies past the edges;
+    with K slices, slice 0 holds the sums and writes."""
+    if t.slice_k > 1:
+        return f"""
+    if (slice == 0) {{{_store_tile(dataclasses.replace(t, slice_k=1), target)}
+    }}"""
     width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
     vt = _VECTOR_TYPE[width]
     return f"""
@@ -307,7 +349,7 @@ def _store_tile(t: GemmTiling, target: str) -> str:
 
 def _epilogue(t: GemmTiling) -> str:
     if t.split_k == 1:
-        return _store_tile(t, "C")
+        return _sum_slices(t) + _store_tile(t, "C")
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
     # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
     width = 4 if t.n % 4 == 0 else 1
@@ -318,6 +360,7 @@ def _epilogue(t: GemmTiling) -> str:
     add = ("sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;" if width == 4
            else "sum += part;")
     return f"""
+    {_sum_slices(t)}
     {_store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
     // The last split to finish this tile sums every split's partial, in split order.
     int* last_split = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
@@ -349,6 +392,13 @@ def _epilogue(t: GemmTiling) -> str:
     if (tid == 0) counters[tile_id] = 0;  // ready for the next launch"""
 
 
+def _slice_of_thread(t: GemmTiling) -> str:
+    if t.slice_k == 1:  # literal zeros: the compiler folds them out of every shared address
+        return "    const int k_slice0 = 0;"
+    return f"""    // This thread's K slice: the k-rows [k_slice0, k_slice0 + {t.slice_steps}) of every step.
+    const int slice = tid / {t.slice_threads}, k_slice0 = slice * {t.slice_steps};"""
+
+
 def _k_range(t: GemmTiling) -> str:
     """This block's K range; its step count is a literal where K divides evenly (always
     without split-K), so the main loop's trip count is constant."""
@@ -375,7 +425,7 @@ def generate(t: GemmTiling) -> KernelSource:
     code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}
-// pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll}
+// pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll} slice_k {t.slice_k}
 {_ASYNC_HELPERS}
 extern "C" __global__ void __launch_bounds__({t.threads})
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
@@ -383,7 +433,8 @@ extern "C" __global__ void __launch_bounds__({t.threads})
 {{
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
+    const int warp = tid / 32{f" % {t.warps_m * t.warps_n}" if t.slice_k > 1 else ""}, lane = tid % 32;
+{_slice_of_thread(t)}
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
     // This lane's first row (within the block) of A's tile and first column of B's.
     const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};

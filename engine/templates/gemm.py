@@ -19,6 +19,10 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
 * `pipeline`: `sync` (load, then compute), `prefetch` (two shared buffers; the next tile
   is read into registers while this one computes), `cp_async_S` (an S-stage ring filled
   by `cp.async`, Ampere and newer; A's elements are copied one by one, transposing).
+* `slice_k` > 1 cuts each `block_k` step among that many groups of warps ("sliced-K"):
+  every group owns the whole block tile for its share of the step, and at the end the
+  groups' accumulators meet in shared memory, summed in group order. It gives a block
+  with few output tiles more warps without smaller register tiles.
 * `split_k` > 1 cuts K over blockIdx.z; each split writes its partial tile to a workspace
   and the last split to finish a tile (an atomic counter per tile) sums the partials in
   a fixed order into C. That is how a skinny shape (few output tiles) fills 132 SMs.
@@ -116,6 +120,7 @@ class GemmTiling:
     pad: int
     split_k: int
     unroll: int
+    slice_k: int = 1
 
     @property
     def lanes_m(self) -> int:
@@ -130,8 +135,18 @@ class GemmTiling:
         return self.block_n // self.warp_n
 
     @property
-    def threads(self) -> int:
+    def slice_threads(self) -> int:
+        """Threads of one K slice: the warps that cover the block tile once."""
         return self.warps_m * self.warps_n * 32
+
+    @property
+    def threads(self) -> int:
+        return self.slice_threads * self.slice_k
+
+    @property
+    def slice_steps(self) -> int:
+        """k-rows of each block_k step one slice computes."""
+        return self.block_k // self.slice_k
 
     @property
     def sub_m(self) -> int:
@@ -176,9 +191,16 @@ class GemmTiling:
         return self.block_k * (self.a_stride + self.b_stride)
 
     @property
+    def slice_exchange_floats(self) -> int:
+        """Shared memory the K slices other than the first leave their accumulators in
+        (after the main loop, over the stages)."""
+        return (self.slice_k - 1) * self.block_m * self.block_n
+
+    @property
     def split_flag_offset(self) -> int:
-        """Where, in floats, the split-K "last split" flag sits: after the stages."""
-        return self.stages * self.stage_floats
+        """Where, in floats, the split-K "last split" flag sits: after the stages (or the
+        slices' exchange, if larger)."""
+        return max(self.stages * self.stage_floats, self.slice_exchange_floats)
 
     @property
     def shared_bytes(self) -> int:
@@ -235,6 +257,8 @@ class GemmTiling:
             return f"vector_a {self.vector_a} does not divide K = {self.k} (A's rows would be misaligned)"
         if self.n % self.vector_b:
             return f"vector_b {self.vector_b} does not divide N = {self.n} (B's rows would be misaligned)"
+        if self.block_k % self.slice_k:
+            return f"slice_k {self.slice_k} does not divide block_k {self.block_k}"
         if self.vector_b > self.block_n:
             return f"vector_b {self.vector_b} is wider than block_n {self.block_n}"
         if self.uses_cp_async and self.vector_a != 1:
@@ -254,6 +278,7 @@ def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
         lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
+        slice_k=v["slice_k"],
     )
 
 
@@ -290,6 +315,8 @@ class Gemm(Template):
             OtherKnob("smem_pad", [0, 4]),
             OtherKnob("split_k", params.split_k_choices),
             OtherKnob("unroll_k", [1, 4, 32]),
+            # Last, with 1 first: logs from before this knob load as slice_k 1, same index.
+            OtherKnob("slice_k", [1, 2, 4], default=1),
         ])
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
@@ -331,6 +358,7 @@ class Gemm(Template):
             ["warp_lanes_n", "ot", 4],
             ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
             ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
+            ["slice_k", "ot", 1],
         ]
         return first_valid(space, space.from_entity(entity))
 
