@@ -43,6 +43,23 @@ def test_random_gemm_configs_compute_the_product(measurer, args):
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(2), 24)])
 
 
+# The tuned bests of 512x49x4608 and 128x3136x576 (session 4), and a cp.async one on a shape
+# with tails on every side: K slices summed in shared memory, with and without split-K.
+SLICED = [
+    (PRESETS["G4"].args, (32, 64, 16, 16, 64, 2, 2, 16, 2, 1, "prefetch", 4, 16, 32, 4)),
+    (PRESETS["G5"].args, (32, 32, 16, 32, 32, 8, 4, 8, 4, 2, "prefetch", 4, 1, 32, 4)),
+    (gemm_args(70, 36, 1000), (64, 64, 32, 32, 32, 8, 4, 8, 1, 1, "cp_async_4", 4, 4, 32, 4)),
+]
+
+
+@pytest.mark.parametrize("args, values", SLICED)
+def test_sliced_k_configs_compute_the_product(measurer, args, values):
+    task = engine.create_task("gemm", args)
+    config = task.config_space.from_entity([[n, "ot", v] for n, v in zip(task.config_space.knob_names, values)])
+    assert task.why_invalid(config) is None
+    assert_all_correct(measurer, task, [config])
+
+
 @pytest.mark.parametrize("layer", ["D1", "D4", "D9"])
 def test_random_depthwise_configs_compute_the_reference(measurer, layer):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)

@@ -36,6 +36,14 @@ def test_a_search_cut_short_is_reported_not_compared():
     assert cells[5] == "not compared: measured general 24 of 80, tile_broadcast 24 of 80"
 
 
+def test_a_row_compares_its_best_with_a_copy_of_the_same_bytes():
+    row = {**row_for("B-exp-b-f16"), "same_bytes_copy_us": 11.7}
+    cells = [c.strip() for c in operators.broadcast_table([row], None, "fp16")[-1].split("|")]
+    best = min(row["general_us"], row["tile_broadcast_us"])
+    assert cells[9] == "11.7" and cells[10] == f"{11.7 / best * 100:.0f}"
+    assert [c.strip() for c in operators.broadcast_table([row_for("B-exp-b-f16")], None, "fp16")[-1].split("|")][9:11] == ["—", "—"]
+
+
 def test_whole_spaces_are_compared():
     row = row_for("B-exp-b-f16")
     assert row["general_measured"] == row["general_valid"] > 0
