@@ -15,7 +15,7 @@ from engine.workloads import GEMM, PRESETS, gemm_args
 
 BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, "thread_m": 4, "thread_n": 8,
         "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 1,
-        "unroll_k": 32, "slice_k": 1}
+        "unroll_k": 32, "slice_k": 1, "split_reduce": "workspace"}
 
 
 def config(task, **knobs):
@@ -80,12 +80,45 @@ def test_k_slices_multiply_the_threads_and_share_the_stages_memory_for_their_exc
     assert dataclasses.replace(four, slice_k=3).why_not_tiled() == "slice_k 3 does not divide block_k 16"
 
 
-def test_an_entity_logged_before_slice_k_existed_loads_as_one_slice_with_its_old_index():
+def test_an_entity_logged_before_slice_k_and_split_reduce_existed_loads_with_its_old_index():
     task = engine.create_task("gemm", PRESETS["G4"].args)
-    old = [[name, "ot", BASE[name]] for name in task.config_space.knob_names if name != "slice_k"]
+    old = [[name, "ot", BASE[name]] for name in task.config_space.knob_names[:-2]]
     cfg = task.config_space.from_entity(old)
-    assert cfg["slice_k"].val == 1 and cfg == config(task)
-    assert cfg.index == ConfigSpace(task.config_space.knobs[:-1]).index_of(old)
+    assert (cfg["slice_k"].val, cfg["split_reduce"].val) == (1, "workspace") and cfg == config(task)
+    assert cfg.index == ConfigSpace(task.config_space.knobs[:-2]).index_of(old)
+
+
+@pytest.mark.parametrize("knobs, limits, reason", [
+    ({"split_reduce": "cluster"}, DeviceLimits.for_h200(), "split_reduce cluster needs split_k > 1"),
+    ({"split_reduce": "cluster", "split_k": 16, "block_k": 16}, DeviceLimits.for_h200(),
+     "split_k 16 splits cannot form one thread block cluster (at most 8 blocks)"),
+    ({"split_reduce": "cluster", "split_k": 2}, DeviceLimits.for_v100(),
+     "split_k 2 splits cannot form one thread block cluster (at most 1 blocks: no clusters)"),
+])
+def test_a_split_k_cluster_needs_splits_and_a_gpu_with_clusters_of_that_size(knobs, limits, reason):
+    task = engine.create_task("gemm", PRESETS["G4"].args, limits)
+    assert task.why_invalid(config(task, **knobs)).startswith(reason)
+
+
+def test_a_cluster_split_shares_its_partial_tile_in_shared_memory_and_needs_no_flag():
+    task = engine.create_task("gemm", PRESETS["G4"].args)
+    cfg = config(task, split_k=8, split_reduce="cluster", pipeline="sync")
+    assert task.why_invalid(cfg) is None
+    # one stage of 8 x (68 + 68) floats is smaller than the 64 x 64 partial tile
+    assert gemm_tiling(task.params, cfg).shared_bytes == 4 * 64 * 64
+    code = task.template.kernel(task.params, cfg).code
+    assert "__cluster_dims__(1, 1, 8)" in code and "atomicAdd" not in code and "workspace +" not in code
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_cluster_split_configs_compile_for_both_architectures(tmp_path, arch):
+    task = engine.create_task("gemm", gemm_args(70, 36, 1000))
+    configs = [config(task, split_k=4, split_reduce="cluster", pipeline="cp_async_3", slice_k=2, block_k=16),
+               config(task, split_k=2, split_reduce="cluster", vector_b=4, thread_n=4)]
+    assert [task.why_invalid(c) for c in configs] == [None, None]
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, c) for c in configs])
+    assert [r.message[:300] for r in results if not r.ok] == []
 
 
 def test_a_split_that_would_get_no_k_is_invalid():

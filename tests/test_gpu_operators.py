@@ -43,17 +43,21 @@ def test_random_gemm_configs_compute_the_product(measurer, args):
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(2), 24)])
 
 
-# The tuned bests of 512x49x4608 and 128x3136x576 (session 4), and a cp.async one on a shape
-# with tails on every side: K slices summed in shared memory, with and without split-K.
-SLICED = [
-    (PRESETS["G4"].args, (32, 64, 16, 16, 64, 2, 2, 16, 2, 1, "prefetch", 4, 16, 32, 4)),
-    (PRESETS["G5"].args, (32, 32, 16, 32, 32, 8, 4, 8, 4, 2, "prefetch", 4, 1, 32, 4)),
-    (gemm_args(70, 36, 1000), (64, 64, 32, 32, 32, 8, 4, 8, 1, 1, "cp_async_4", 4, 4, 32, 4)),
+# The tuned bests of 512x49x4608 and 128x3136x576 (session 4), and cp.async ones on a shape
+# with tails on every side: K slices summed in shared memory, with and without split-K, and
+# split-K summed over a thread block cluster (only sm_90 runs those; the CPU cannot).
+SLICED_AND_CLUSTERED = [
+    (PRESETS["G4"].args, (32, 64, 16, 16, 64, 2, 2, 16, 2, 1, "prefetch", 4, 16, 32, 4, "workspace")),
+    (PRESETS["G5"].args, (32, 32, 16, 32, 32, 8, 4, 8, 4, 2, "prefetch", 4, 1, 32, 4, "workspace")),
+    (gemm_args(70, 36, 1000), (64, 64, 32, 32, 32, 8, 4, 8, 1, 1, "cp_async_4", 4, 4, 32, 4, "workspace")),
+    (PRESETS["G4"].args, (32, 64, 16, 16, 64, 2, 2, 16, 2, 1, "prefetch", 4, 8, 32, 4, "cluster")),
+    (gemm_args(70, 36, 1000), (64, 64, 32, 32, 32, 8, 4, 8, 1, 1, "cp_async_4", 4, 4, 32, 4, "cluster")),
+    (gemm_args(256, 256, 256), (64, 64, 16, 32, 32, 4, 4, 8, 4, 4, "sync", 4, 2, 32, 1, "cluster")),
 ]
 
 
-@pytest.mark.parametrize("args, values", SLICED)
-def test_sliced_k_configs_compute_the_product(measurer, args, values):
+@pytest.mark.parametrize("args, values", SLICED_AND_CLUSTERED)
+def test_sliced_k_and_cluster_split_configs_compute_the_product(measurer, args, values):
     task = engine.create_task("gemm", args)
     config = task.config_space.from_entity([[n, "ot", v] for n, v in zip(task.config_space.knob_names, values)])
     assert task.why_invalid(config) is None

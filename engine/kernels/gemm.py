@@ -52,6 +52,41 @@ __device__ __forceinline__ void copy_wait() {
 """
 
 
+# Thread block clusters (sm_90 and newer): the cluster barrier (release/acquire by default)
+# and a float4 read of the same shared-memory offset in another block of the cluster. The
+# template refuses clusters on older GPUs; their compile keeps the local read.
+_CLUSTER_HELPERS = r"""
+__device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float4 load_from_block(const float* local, unsigned rank) {
+#if __CUDA_ARCH__ >= 900
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                 : "=r"(remote) : "r"((unsigned)__cvta_generic_to_shared(local)), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+    return v;
+#else
+    return *reinterpret_cast<const float4*>(local);
+#endif
+}
+"""
+
+
+# A split-K cluster is the split_k blocks of one tile (grid z); only sm_90 and newer know clusters.
+_CLUSTER_DIMS = """
+#if __CUDA_ARCH__ >= 900
+#define GEMM_CLUSTER __cluster_dims__(1, 1, {splits})
+#else
+#define GEMM_CLUSTER
+#endif
+"""
+
+
 def _components(value: str, width: int) -> list[str]:
     """The scalar parts of a float/float2/float4 expression (register arrays stay scalar,
     so the compiler keeps them in registers)."""
@@ -347,9 +382,61 @@ def _store_tile(t: GemmTiling, target: str) -> str:
         }}"""
 
 
+def _cluster_epilogue(t: GemmTiling) -> str:
+    """Split-K over a cluster (blockIdx.z is the rank): partial tiles meet in shared memory,
+    and each split sums its share of the tile, in split order, into C."""
+    width = min(t.thread_n, 4)
+    share = t.block_m * t.block_n // t.split_k // 4  # float4s of the tile each split sums
+    rounds, guard = _rounds(share, t.threads)
+    edges = [None if t.m % t.block_m == 0 else f"row < {t.m}"]
+    if t.n % 4 == 0:
+        store = f"""if ({_predicate(*edges, None if t.n % t.block_n == 0 else f"col < {t.n}")})
+                *reinterpret_cast<float4*>(C + (size_t)row * {t.n} + col) = sum;"""
+    else:  # rows of C are not 16-byte aligned: one float at a time
+        store = f"""if ({_predicate(*edges)}) {{
+                {" ".join(f"if (col + {e} < {t.n}) C[(size_t)row * {t.n} + col + {e}] = sum.{c};"
+                          for e, c in enumerate("xyzw"))}
+            }}"""
+    return f"""
+    {_sum_slices(t)}
+    __syncthreads();  // the stages (and the slices' exchange) are read; the partial tile goes over them
+    if ({"slice == 0" if t.slice_k > 1 else "true"}) {{
+#pragma unroll
+        for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+            for (int x = 0; x < {t.thread_m}; ++x)
+#pragma unroll
+                for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                    for (int y = 0; y < {t.thread_n}; y += {width})
+                        *reinterpret_cast<{_VECTOR_TYPE[width]}*>(smem + (a_row0 + i * {t.sub_m} + x) * {t.block_n}
+                                                       + b_col0 + j * {t.sub_n} + y) =
+                            {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
+    }}
+    cluster_sync();  // every split's partial tile is in its shared memory
+#pragma unroll
+    for (int r = 0; r < {rounds}; ++r) {{
+        const int i = r * {t.threads} + tid;
+        {guard}{{
+            const int e = (blockIdx.z * {share} + i) * 4;  // this split's share of the tile
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int s = 0; s < {t.split_k}; ++s) {{
+                const float4 part = load_from_block(smem + e, s);
+                sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
+            }}
+            const int row = block_row + e / {t.block_n}, col = block_col + e % {t.block_n};
+            {store}
+        }}
+    }}
+    cluster_sync();  // no block leaves while another still reads its shared memory"""
+
+
 def _epilogue(t: GemmTiling) -> str:
     if t.split_k == 1:
         return _sum_slices(t) + _store_tile(t, "C")
+    if t.uses_cluster:
+        return _cluster_epilogue(t)
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
     # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
     width = 4 if t.n % 4 == 0 else 1
@@ -425,9 +512,9 @@ def generate(t: GemmTiling) -> KernelSource:
     code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}
-// pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll} slice_k {t.slice_k}
-{_ASYNC_HELPERS}
-extern "C" __global__ void __launch_bounds__({t.threads})
+// pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll} slice_k {t.slice_k} split_reduce {t.split_reduce}
+{_ASYNC_HELPERS}{_CLUSTER_HELPERS + _CLUSTER_DIMS.format(splits=t.split_k) if t.uses_cluster else ""}
+extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.uses_cluster else ""}
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
         float* __restrict__ workspace, int* __restrict__ counters)
 {{

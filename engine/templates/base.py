@@ -55,6 +55,8 @@ class DeviceLimits:
     regs_per_block: int = 65536
     warp_size: int = 32
     max_vector_bytes: int = 16
+    # Blocks a thread block cluster may hold (portable size; sm_90 and newer), 1: no clusters.
+    max_cluster_size: int = 8
 
     @classmethod
     def for_h200(cls) -> "DeviceLimits":
@@ -63,7 +65,7 @@ class DeviceLimits:
 
     @classmethod
     def for_v100(cls) -> "DeviceLimits":
-        return cls(max_shared_memory_optin=96 * 1024)
+        return cls(max_shared_memory_optin=96 * 1024, max_cluster_size=1)
 
     @classmethod
     def for_model(cls, model: str) -> "DeviceLimits":

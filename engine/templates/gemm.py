@@ -26,6 +26,10 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
 * `split_k` > 1 cuts K over blockIdx.z; each split writes its partial tile to a workspace
   and the last split to finish a tile (an atomic counter per tile) sums the partials in
   a fixed order into C. That is how a skinny shape (few output tiles) fills 132 SMs.
+  `split_reduce` `cluster` (sm_90 and newer) makes a tile's splits one thread block cluster
+  instead: each leaves its partial tile in its shared memory, and each sums one share of the
+  tile over the cluster's shared memory (in split order) straight into C. No workspace, no
+  counter, and the sum is spread over the splits rather than left to the last one.
 * Tails: M, N and K need not be multiples of the tiles: loads past an edge are predicated
   (zero-filled) and stores past an edge skipped. Vector widths must divide the row length.
 
@@ -121,6 +125,7 @@ class GemmTiling:
     split_k: int
     unroll: int
     slice_k: int = 1
+    split_reduce: str = "workspace"
 
     @property
     def lanes_m(self) -> int:
@@ -197,16 +202,22 @@ class GemmTiling:
         return (self.slice_k - 1) * self.block_m * self.block_n
 
     @property
+    def uses_cluster(self) -> bool:
+        return self.split_reduce == "cluster"
+
+    @property
     def split_flag_offset(self) -> int:
         """Where, in floats, the split-K "last split" flag sits: after the stages (or the
-        slices' exchange, if larger)."""
-        return max(self.stages * self.stage_floats, self.slice_exchange_floats)
+        slices' exchange, or the partial tile a cluster split shares, if larger)."""
+        partial = self.block_m * self.block_n if self.uses_cluster else 0
+        return max(self.stages * self.stage_floats, self.slice_exchange_floats, partial)
 
     @property
     def shared_bytes(self) -> int:
         """All the block's shared memory, every byte of it dynamic: a static `__shared__`
         beside 48 KB of stages would put the launch over the limit the runner opts in to."""
-        return FLOAT_BYTES * (self.split_flag_offset + (1 if self.split_k > 1 else 0))
+        flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
+        return FLOAT_BYTES * (self.split_flag_offset + flag)
 
     @property
     def a_vectors(self) -> int:
@@ -257,6 +268,8 @@ class GemmTiling:
             return f"vector_a {self.vector_a} does not divide K = {self.k} (A's rows would be misaligned)"
         if self.n % self.vector_b:
             return f"vector_b {self.vector_b} does not divide N = {self.n} (B's rows would be misaligned)"
+        if self.uses_cluster and self.split_k == 1:
+            return "split_reduce cluster needs split_k > 1 (there is nothing to sum)"
         if self.block_k % self.slice_k:
             return f"slice_k {self.slice_k} does not divide block_k {self.block_k}"
         if self.vector_b > self.block_n:
@@ -278,7 +291,7 @@ def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
         lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
-        slice_k=v["slice_k"],
+        slice_k=v["slice_k"], split_reduce=v["split_reduce"],
     )
 
 
@@ -315,8 +328,9 @@ class Gemm(Template):
             OtherKnob("smem_pad", [0, 4]),
             OtherKnob("split_k", params.split_k_choices),
             OtherKnob("unroll_k", [1, 4, 32]),
-            # Last, with 1 first: logs from before this knob load as slice_k 1, same index.
+            # Last, defaults first: logs from before these knobs load as before, same index.
             OtherKnob("slice_k", [1, 2, 4], default=1),
+            OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
         ])
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
@@ -324,6 +338,9 @@ class Gemm(Template):
         reason = tiling.why_not_tiled()
         if reason:
             return reason
+        if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
+            return (f"split_k {tiling.split_k} splits cannot form one thread block cluster "
+                    f"(at most {limits.max_cluster_size} blocks{'' if limits.max_cluster_size > 1 else ': no clusters'})")
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
         opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
         return why_launch_fails(tiling.launch(), opted_in)
@@ -358,7 +375,7 @@ class Gemm(Template):
             ["warp_lanes_n", "ot", 4],
             ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
             ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
-            ["slice_k", "ot", 1],
+            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"],
         ]
         return first_valid(space, space.from_entity(entity))
 
