@@ -391,6 +391,10 @@ class ConfigSpace:
     def from_entity(self, entity: Sequence) -> ConfigEntity:
         return self.get(self.index_of(entity))
 
+    def knob_defaults(self) -> dict[str, Any]:
+        """What an entity that lacks a knob stands for, for the knobs that have a default."""
+        return {k.name: k.options[k.default_option] for k in self.knobs if k.default_option is not None}
+
     # -- validity -------------------------------------------------------------------------
     def why_invalid(self, config: ConfigEntity) -> str | None:
         """The first reason this config cannot run, or None when it is valid."""

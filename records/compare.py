@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bests import best_records
-from .diffs import knob_names
+from .diffs import knob_names, knobs_as_tuned
 from .leaderboards import workload_bests
 from .models import Device, MeasurementRecord, Workload
 from .speedups import geomean
@@ -35,7 +35,8 @@ class WorkloadComparison:
 def compare_workload(workload: Workload) -> WorkloadComparison:
     """Each GPU's best config of `workload`, knob rows aligned across GPUs."""
     bests = workload_bests(workload)
-    knobs = [KnobAcross(name, [best.knobs.get(name) for best in bests]) for name in knob_names(*bests)]
+    tuned = [knobs_as_tuned(best) for best in bests]
+    knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
     return WorkloadComparison(workload=workload, bests=bests, knobs=knobs)
 
 

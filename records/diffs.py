@@ -4,14 +4,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.task import create_task
+from engine.templates import BadArgs, UnknownTemplate
+
 from .models import MeasurementRecord
 
 
-def knob_names(*records: MeasurementRecord) -> list[str]:
-    """Every knob any of `records` sets, in definition order (first record's order first)."""
+def knob_names(*knob_sets: dict[str, Any]) -> list[str]:
+    """Every knob any of `knob_sets` has, in definition order (the first one's order first)."""
     names: dict[str, None] = {}
-    for record in records:
-        for name in record.knobs:
+    for knobs in knob_sets:
+        for name in knobs:
             names.setdefault(name)
     return list(names)
 
@@ -74,7 +77,17 @@ class ConfigDiff:
         return self.differing_rows if only_differences else self.rows
 
 
+def knobs_as_tuned(record: MeasurementRecord) -> dict[str, Any]:
+    """The record's knobs, plus the default of each knob its template gained after it was
+    logged (a GEMM logged before `slice_k` existed ran with one slice, and reads so)."""
+    try:
+        space = create_task(record.workload.task_name, record.workload.args).config_space
+    except (BadArgs, UnknownTemplate):
+        return record.knobs
+    return {**record.knobs, **{k: v for k, v in space.knob_defaults().items() if k not in record.knobs}}
+
+
 def config_diff(a: MeasurementRecord, b: MeasurementRecord) -> ConfigDiff:
-    knobs_a, knobs_b = a.knobs, b.knobs
-    rows = [KnobRow(name, knobs_a.get(name), knobs_b.get(name)) for name in knob_names(a, b)]
+    knobs_a, knobs_b = knobs_as_tuned(a), knobs_as_tuned(b)
+    rows = [KnobRow(name, knobs_a.get(name), knobs_b.get(name)) for name in knob_names(knobs_a, knobs_b)]
     return ConfigDiff(a=a, b=b, rows=rows)

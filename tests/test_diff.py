@@ -1,6 +1,7 @@
 import pytest
 from django.urls import reverse
 
+from engine.workloads import gemm_args
 from records.diffs import config_diff
 from tests.factories import C9_ARGS, conv2d_entity, make_device, make_record, make_workload
 
@@ -37,6 +38,21 @@ def test_a_knob_only_one_record_has_is_a_differing_row_with_a_gap(pair):
 
     assert list(rows)[-2:] == ["unroll_explicit", "vthread"]
     assert (rows["unroll_explicit"].b, rows["vthread"].a, rows["vthread"].differs) == (None, None, True)
+
+
+def test_a_knob_the_template_gained_later_reads_as_its_default_for_an_older_record():
+    h200 = make_device("h200")
+    workload = make_workload("gemm", gemm_args(512, 49, 4608))
+    knobs = [["block_m", "ot", 32], ["block_n", "ot", 64], ["block_k", "ot", 16], ["warp_m", "ot", 16],
+             ["warp_n", "ot", 64], ["thread_m", "ot", 2], ["thread_n", "ot", 2], ["warp_lanes_n", "ot", 16],
+             ["vector_a", "ot", 2], ["vector_b", "ot", 1], ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4],
+             ["split_k", "ot", 16], ["unroll_k", "ot", 32]]
+    old = make_record(workload, h200, 19.7e-6, entity=knobs)  # logged before slice_k and split_reduce
+    same = make_record(workload, h200, 19.6e-6, entity=knobs + [["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"]])
+    sliced = make_record(workload, h200, 15.9e-6, entity=knobs + [["slice_k", "ot", 4], ["split_reduce", "ot", "workspace"]])
+
+    assert config_diff(old, same).differing_rows == []
+    assert [(r.name, r.a, r.b) for r in config_diff(old, sliced).differing_rows] == [("slice_k", 1, 4)]
 
 
 def test_the_ratio_is_b_over_a_and_names_the_faster(pair):
