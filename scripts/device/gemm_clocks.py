@@ -26,7 +26,7 @@ import engine  # noqa: E402
 from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
-from gemm_probe import parse_tiling, tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def run_for(seconds: float, launch, synchronize) -> tuple[float, float, int]:
@@ -61,7 +61,9 @@ def main() -> int:
                             "-lms", "100"], stdout=samples, text=True)
     phases = [("cuBLAS", *run_for(options.seconds, lambda: torch.matmul(a, b), torch.cuda.synchronize))]
     for tiling in options.tiling:
-        config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(tiling))))
+        config = valid_tiling_config(task, tiling)
+        if config is None:
+            continue
         source = task.template.kernel(task.params, config)
         kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
         time.sleep(1.0)

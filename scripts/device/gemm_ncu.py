@@ -24,7 +24,7 @@ from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
-from gemm_probe import parse_tiling, tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def event_us(cp, launch, launches: int) -> float:
@@ -48,15 +48,13 @@ def main() -> int:
     import torch
 
     m, n, k = (int(v) for v in options.size.split("x"))
-    task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_model("NVIDIA H200"))
+    task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_h200())
     inputs = [cp.asarray(a) for a in task.template.make_inputs(task.params, np.random.default_rng(0))]
     reference = inputs[0].astype(cp.float64) @ inputs[1].astype(cp.float64)
     arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
     for text in options.tiling:
-        config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(text))))
-        reason = task.why_invalid(config)
-        if reason:
-            print(f"{text}: invalid: {reason}")
+        config = valid_tiling_config(task, text)
+        if config is None:
             continue
         source = task.template.kernel(task.params, config)
         kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)

@@ -28,7 +28,7 @@ from engine.gpu.runner import TimingSettings, cupy_graph, time_launches  # noqa:
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.templates.gemm import gemm_tiling  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
-from gemm_probe import parse_tiling, tiling_config  # noqa: E402
+from gemm_probe import valid_tiling_config  # noqa: E402
 
 SETTINGS = TimingSettings(min_repeat_ms=4.0, repeat=7)
 # Sums every accumulator so the compiler keeps the main loop, then leaves.
@@ -60,7 +60,7 @@ def main() -> int:
     import cupy as cp
 
     m, n, k = (int(v) for v in options.size.split("x"))
-    task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_model("NVIDIA H200"))
+    task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_h200())
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         inputs = [cp.asarray(a) for a in task.template.make_inputs(task.params, np.random.default_rng(0))]
@@ -79,10 +79,8 @@ def main() -> int:
 
     flush_us = graph_us(flush)
     for text in options.tiling:
-        config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(text))))
-        reason = task.why_invalid(config)
-        if reason:
-            print(f"{text}: invalid: {reason}")
+        config = valid_tiling_config(task, text)
+        if config is None:
             continue
         source = task.template.kernel(task.params, config)
         for name, code in variants(source.code, gemm_tiling(task.params, config).accumulators).items():

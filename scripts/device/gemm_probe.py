@@ -22,7 +22,7 @@ from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
 # Knob values in the space's order: block m n k, warp m n, thread m n, lanes_n, vector a b,
-# pipeline, pad, split, unroll.
+# pipeline, pad, split, unroll[, slice_k, split_reduce] (the last two default to 1, workspace).
 TILINGS = [
     (128, 128, 8, 32, 64, 4, 4, 8, 1, 4, "cp_async_3", 4, 1, 32),
     (128, 128, 8, 32, 64, 4, 4, 8, 4, 4, "prefetch", 4, 1, 32),
@@ -64,6 +64,16 @@ def parse_tiling(text: str) -> tuple:
 def tiling_config(task, values: dict):
     """The config of knob name -> value (every knob of the space)."""
     return task.config_space.from_entity([[name, "ot", value] for name, value in values.items()])
+
+
+def valid_tiling_config(task, text: str):
+    """The config a tiling text names, or None, having said why, where the template refuses it."""
+    config = tiling_config(task, dict(zip(task.config_space.knob_names, parse_tiling(text))))
+    reason = task.why_invalid(config)
+    if reason:
+        print(f"{text}: invalid: {reason}")
+        return None
+    return config
 
 
 def main() -> int:
