@@ -43,7 +43,7 @@ def test_random_gemm_configs_compute_the_product(measurer, args):
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(2), 24)])
 
 
-# The tuned bests of 512x49x4608 and 128x3136x576 (session 4), and cp.async ones on a shape
+# The tuned bests of 512x49x4608 and 128x3136x576 (session 4, s5-skinny), and cp.async ones on a shape
 # with tails on every side: K slices summed in shared memory, with and without split-K, and
 # split-K summed over a thread block cluster (only sm_90 runs those; the CPU cannot).
 SLICED_AND_CLUSTERED = [
