@@ -47,7 +47,7 @@ def git_describe() -> str:
 
 def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) -> dict:
     preset = PRESETS[name]
-    task = engine.create_task(preset.task_name, preset.args, DeviceLimits.for_model(measurer.device.model))
+    task = engine.create_task(preset.task_name, preset.args, DeviceLimits.for_device(measurer.device))
     log = os.path.join(options.log_dir, f"{name.lower()}.log")
     extra = {"plan_size": options.batch_size, "sa_iterations": options.sa_iterations} if options.tuner == "xgb" else {}
     tuner = get_tuner(options.tuner, task, seed=options.seed, **extra)

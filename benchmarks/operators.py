@@ -78,7 +78,7 @@ def vendor(task, measurer) -> tuple[float | None, str]:
 
 def tune_workload(preset, measurer, options, deadline: float, history: list) -> dict:
     """Tune one workload; `history` (this section's earlier records) warm-starts the tuner and grows."""
-    task = engine.create_task(preset.task_name, preset.args, DeviceLimits.for_model(measurer.device.model))
+    task = engine.create_task(preset.task_name, preset.args, DeviceLimits.for_device(measurer.device))
     trials = min(options.trials, len(task.config_space))
     tuner = get_tuner(options.tuner, task, seed=options.seed)
     tuner.load_history(history)

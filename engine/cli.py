@@ -141,14 +141,14 @@ def _tune(options: argparse.Namespace) -> int:
         if not options.recording:
             raise CliError("--measurer replay needs --recording FILE")
         measurer = ReplayMeasurer(load_recording(options.recording))
-        task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
+        task = make_task(options.task, options.args_json, DeviceLimits.for_device(measurer.device))
         task = restrict_to_recording(task, measurer.records)
     else:
         if options.recording:
             raise CliError("--recording goes with --measurer replay")
         task = make_task(options.task, options.args_json)  # checks the task before a GPU is touched
         measurer = make_measurer(options.measurer)
-        task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
+        task = make_task(options.task, options.args_json, DeviceLimits.for_device(measurer.device))
     return run_tuning(task, measurer, options)
 
 
@@ -160,7 +160,7 @@ def _replay_arguments(parser: argparse.ArgumentParser) -> None:
 def _replay(options: argparse.Namespace) -> int:
     check_tuner(options)
     measurer = ReplayMeasurer(load_recording(options.recording))
-    task = recording_task(measurer.records, limits=DeviceLimits.for_model(measurer.device.model))
+    task = recording_task(measurer.records, limits=DeviceLimits.for_device(measurer.device))
     return run_tuning(task, measurer, options)
 
 

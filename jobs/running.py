@@ -12,7 +12,7 @@ from django.conf import settings
 from engine import create_task
 from engine.records import write_records
 from engine.replay import RecordingError, restrict_to_recording
-from engine.templates import BadArgs, UnknownTemplate
+from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune
 from engine.tuners import UnknownTuner, get_tuner
 
@@ -33,7 +33,7 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
     job = run.job
     try:
         measurer = measurer_for(config)
-        task = create_task(job.workload.task_name, job.workload.args)
+        task = create_task(job.workload.task_name, job.workload.args, DeviceLimits.for_device(measurer.device))
         if config.kind == "replay":
             task = restrict_to_recording(task, measurer.records)
         tuner = get_tuner(job.tuner, task, seed=job.seed)

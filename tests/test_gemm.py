@@ -100,6 +100,17 @@ def test_a_split_k_cluster_needs_splits_and_a_gpu_with_clusters_of_that_size(kno
     assert task.why_invalid(config(task, **knobs)).startswith(reason)
 
 
+def test_a_gpu_below_compute_capability_9_gets_no_clusters_whatever_its_model():
+    from engine.measure import DeviceInfo
+
+    a100 = DeviceLimits.for_device(DeviceInfo(model="a100", compute_capability="8.0"))
+    assert a100.max_cluster_size == 1 and a100.max_shared_memory_optin == DeviceLimits.for_h200().max_shared_memory_optin
+    assert DeviceLimits.for_device(DeviceInfo(model="h200", compute_capability="9.0")) == DeviceLimits.for_h200()
+    assert DeviceLimits.for_device(DeviceInfo(model="synthetic-h200", is_replay=True)) == DeviceLimits.for_h200()
+    task = engine.create_task("gemm", PRESETS["G4"].args, a100)
+    assert "no clusters" in task.why_invalid(config(task, split_k=2, split_reduce="cluster"))
+
+
 def test_a_cluster_split_shares_its_partial_tile_in_shared_memory_and_needs_no_flag():
     task = engine.create_task("gemm", PRESETS["G4"].args)
     cfg = config(task, split_k=8, split_reduce="cluster", pipeline="sync")

@@ -69,7 +69,7 @@ def _baseline(options: argparse.Namespace) -> int:
     except BaselineUnavailable as exc:
         raise CliError(str(exc)) from None
     with GpuMeasurer() as measurer:
-        task = make_task(options.task, options.args_json, DeviceLimits.for_model(measurer.device.model))
+        task = make_task(options.task, options.args_json, DeviceLimits.for_device(measurer.device))
         records = []
         for provider in providers:
             try:

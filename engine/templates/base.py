@@ -8,6 +8,7 @@ untuned default. The GPU half (CUDA source, inputs, numpy reference) is filled i
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ..space import ConfigEntity, ConfigSpace, SplitValue
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..kernels import KernelSource
+    from ..measure import DeviceInfo
 
 # Tensors beyond this many elements are a typo, not a workload (and overflow int32 indexing).
 MAX_TENSOR_ELEMENTS = 2**31 - 1
@@ -71,6 +73,16 @@ class DeviceLimits:
     def for_model(cls, model: str) -> "DeviceLimits":
         """Limits for a target `-model=` slug; the common sm_70+ limits for unknown ones."""
         return {"v100": cls.for_v100}.get(model, cls.for_h200)()
+
+    @classmethod
+    def for_device(cls, device: "DeviceInfo") -> "DeviceLimits":
+        """Limits for the GPU a measurer times on: its model's, without clusters where its
+        compute capability (when known: a replay's recording may not say) is below 9.0."""
+        limits = cls.for_model(device.model)
+        major = device.compute_capability.split(".")[0]
+        if major.isdigit() and int(major) < 9:
+            return dataclasses.replace(limits, max_cluster_size=1)
+        return limits
 
 
 def reason_vector_width(elements: int, element_bytes: int, limits: DeviceLimits) -> str | None:

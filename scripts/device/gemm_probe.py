@@ -86,7 +86,7 @@ def main() -> int:
     options = parser.parse_args()
     rows = []
     with GpuMeasurer(build_workers=os.cpu_count(), run_timeout=20.0) as measurer:
-        limits = DeviceLimits.for_model(measurer.device.model)
+        limits = DeviceLimits.for_device(measurer.device)
         tilings = [parse_tiling(t) for t in options.tiling] or TILINGS
         shapes = [(name, PRESETS[name].args) for name in options.shapes.split(",") if name]
         shapes += [(size, gemm_args(*(int(v) for v in size.split("x")))) for size in options.size]
