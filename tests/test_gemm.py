@@ -93,7 +93,7 @@ def test_an_entity_logged_before_slice_k_and_split_reduce_existed_loads_with_its
     ({"split_reduce": "cluster", "split_k": 16, "block_k": 16}, DeviceLimits.for_h200(),
      "split_k 16 splits cannot form one thread block cluster (at most 8 blocks)"),
     ({"split_reduce": "cluster", "split_k": 2}, DeviceLimits.for_v100(),
-     "split_k 2 splits cannot form one thread block cluster (at most 1 blocks: no clusters)"),
+     "split_k 2 splits cannot form one thread block cluster (this GPU has no clusters)"),
 ])
 def test_a_split_k_cluster_needs_splits_and_a_gpu_with_clusters_of_that_size(knobs, limits, reason):
     task = engine.create_task("gemm", PRESETS["G4"].args, limits)
@@ -108,7 +108,7 @@ def test_a_gpu_below_compute_capability_9_gets_no_clusters_whatever_its_model():
     assert DeviceLimits.for_device(DeviceInfo(model="h200", compute_capability="9.0")) == DeviceLimits.for_h200()
     assert DeviceLimits.for_device(DeviceInfo(model="synthetic-h200", is_replay=True)) == DeviceLimits.for_h200()
     task = engine.create_task("gemm", PRESETS["G4"].args, a100)
-    assert "no clusters" in task.why_invalid(config(task, split_k=2, split_reduce="cluster"))
+    assert "this GPU has no clusters" in task.why_invalid(config(task, split_k=2, split_reduce="cluster"))
 
 
 def test_a_cluster_split_shares_its_partial_tile_in_shared_memory_and_needs_no_flag():

@@ -339,8 +339,9 @@ class Gemm(Template):
         if reason:
             return reason
         if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
-            return (f"split_k {tiling.split_k} splits cannot form one thread block cluster "
-                    f"(at most {limits.max_cluster_size} blocks{'' if limits.max_cluster_size > 1 else ': no clusters'})")
+            most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
+                    else "this GPU has no clusters")
+            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
         opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
         return why_launch_fails(tiling.launch(), opted_in)
