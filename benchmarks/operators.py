@@ -98,11 +98,10 @@ def tune_workload(preset, measurer, options, deadline: float, history: list) -> 
         "gflop": task.flops / 1e9,
     }
     row["vendor_us"], row["vendor_error"] = vendor(task, measurer)
-    if task.name == "broadcast_nchw":
-        row.update(tactic_bests(task, result.results))
     if task.name in ("broadcast_nchw", "custom"):
         row["bytes"] = task.template.bytes_moved(task.params)
     if task.name == "broadcast_nchw":
+        row.update(tactic_bests(task, result.results))
         # Small tensors sit at the launch floor, where no kernel reaches the large-copy figure:
         # the copy kernel on the same bytes (half read, half written) says where that floor is.
         row["same_bytes_copy_us"] = copy_bandwidth(row["bytes"] // 2, measurer.timing)[0] * 1e6

@@ -35,7 +35,8 @@ class WorkloadComparison:
 def compare_workload(workload: Workload) -> WorkloadComparison:
     """Each GPU's best config of `workload`, knob rows aligned across GPUs."""
     bests = workload_bests(workload)
-    tuned = [knobs_as_tuned(best) for best in bests]
+    defaults = workload.knob_defaults()
+    tuned = [knobs_as_tuned(best, defaults) for best in bests]
     knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
     return WorkloadComparison(workload=workload, bests=bests, knobs=knobs)
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.task import create_task
-from engine.templates import BadArgs, UnknownTemplate
-
 from .models import MeasurementRecord
 
 
@@ -77,17 +74,14 @@ class ConfigDiff:
         return self.differing_rows if only_differences else self.rows
 
 
-def knobs_as_tuned(record: MeasurementRecord) -> dict[str, Any]:
+def knobs_as_tuned(record: MeasurementRecord, defaults: dict[str, Any]) -> dict[str, Any]:
     """The record's knobs, plus the default of each knob its template gained after it was
-    logged (a GEMM logged before `slice_k` existed ran with one slice, and reads so)."""
-    try:
-        space = create_task(record.workload.task_name, record.workload.args).config_space
-    except (BadArgs, UnknownTemplate):
-        return record.knobs
-    return {**record.knobs, **{k: v for k, v in space.knob_defaults().items() if k not in record.knobs}}
+    logged (`Workload.knob_defaults`: a GEMM logged before `slice_k` ran with one slice)."""
+    return {**record.knobs, **{k: v for k, v in defaults.items() if k not in record.knobs}}
 
 
 def config_diff(a: MeasurementRecord, b: MeasurementRecord) -> ConfigDiff:
-    knobs_a, knobs_b = knobs_as_tuned(a), knobs_as_tuned(b)
+    knobs_a = knobs_as_tuned(a, a.workload.knob_defaults())
+    knobs_b = knobs_as_tuned(b, b.workload.knob_defaults())
     rows = [KnobRow(name, knobs_a.get(name), knobs_b.get(name)) for name in knob_names(knobs_a, knobs_b)]
     return ConfigDiff(a=a, b=b, rows=rows)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 
 from engine.records import ErrorNo, Record, canonical_args, make_target
+from engine.task import create_task
+from engine.templates import BadArgs, UnknownTemplate
 
 from .custom_specs import KernelSummary, kernel_summary
 
@@ -76,6 +79,14 @@ class Workload(models.Model):
             else:
                 parts.append(str(arg))
         return " ".join(parts)
+
+    def knob_defaults(self) -> dict[str, Any]:
+        """What a record of this workload that lacks a knob ran with: the defaults of knobs the
+        template gained after such records were logged (empty where the engine has no space)."""
+        try:
+            return create_task(self.task_name, self.args).config_space.knob_defaults()
+        except (BadArgs, UnknownTemplate):
+            return {}
 
     def custom_kernel_summary(self) -> KernelSummary | None:
         """The kernel spec of a `custom` workload, for its pages; None for other tasks."""

@@ -71,7 +71,7 @@ class DeviceLimits:
 
     @classmethod
     def for_model(cls, model: str) -> "DeviceLimits":
-        """Limits for a target `-model=` slug; the common sm_70+ limits for unknown ones."""
+        """Limits for a target `-model=` slug; the H200's for models it does not know."""
         return {"v100": cls.for_v100}.get(model, cls.for_h200)()
 
     @classmethod

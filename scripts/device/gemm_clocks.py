@@ -23,10 +23,8 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from engine.gpu.apply_best import load_function  # noqa: E402
-from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
-from gemm_probe import valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def run_for(seconds: float, launch, synchronize) -> tuple[float, float, int]:
@@ -64,12 +62,9 @@ def main() -> int:
         config = valid_tiling_config(task, tiling)
         if config is None:
             continue
-        source = task.template.kernel(task.params, config)
-        kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
+        _, launch = compiled_launch(cp, task.template.kernel(task.params, config), inputs, arch)
         time.sleep(1.0)
-        phases.append((tiling, *run_for(options.seconds, lambda: kernel(source.grid, source.block, tuple(inputs),
-                                                                        shared_mem=source.shared_bytes),
-                                        cp.cuda.Device().synchronize)))
+        phases.append((tiling, *run_for(options.seconds, launch, cp.cuda.Device().synchronize)))
     time.sleep(0.3)
     smi.terminate()
     smi.wait()

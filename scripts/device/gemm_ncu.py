@@ -20,11 +20,9 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from engine.gpu.apply_best import load_function  # noqa: E402
-from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
-from gemm_probe import valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
+from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
 def event_us(cp, launch, launches: int) -> float:
@@ -57,11 +55,7 @@ def main() -> int:
         if config is None:
             continue
         source = task.template.kernel(task.params, config)
-        kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
-
-        def launch():
-            kernel(source.grid, source.block, tuple(inputs), shared_mem=source.shared_bytes)
-
+        kernel, launch = compiled_launch(cp, source, inputs, arch)
         us = event_us(cp, launch, options.launches)
         error = float(cp.linalg.norm(inputs[2] - reference) / cp.linalg.norm(reference))
         print(f"{text}: grid {source.grid} block {source.block} shared {source.shared_bytes} B "

@@ -21,14 +21,12 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.baselines import cublas_gemm  # noqa: E402
-from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.gpu.runner import TimingSettings, cupy_graph, time_launches  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.templates.gemm import gemm_tiling  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
-from gemm_probe import valid_tiling_config  # noqa: E402
+from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402
 
 SETTINGS = TimingSettings(min_repeat_ms=4.0, repeat=7)
 # Sums every accumulator so the compiler keeps the main loop, then leaves.
@@ -84,12 +82,7 @@ def main() -> int:
             continue
         source = task.template.kernel(task.params, config)
         for name, code in variants(source.code, gemm_tiling(task.params, config).accumulators).items():
-            cut = dataclasses.replace(source, code=code)
-            kernel = load_function(cp, compile_to_cubin(code, arch)[0], cut)
-
-            def launch():
-                kernel(cut.grid, cut.block, tuple(inputs), shared_mem=cut.shared_bytes)
-
+            kernel, launch = compiled_launch(cp, dataclasses.replace(source, code=code), inputs, arch)
             warm = graph_us(launch)
             cold = graph_us(lambda: (flush(), launch())) - flush_us
             print(f"{text} {name:15s} warm {warm:6.1f} µs  cold {cold:6.1f} µs  registers {kernel.num_regs}", flush=True)

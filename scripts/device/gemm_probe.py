@@ -16,7 +16,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
+from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
+from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.gpu.baselines import cublas_gemm  # noqa: E402
 from engine.templates.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
@@ -74,6 +76,17 @@ def valid_tiling_config(task, text: str):
         print(f"{text}: invalid: {reason}")
         return None
     return config
+
+
+def compiled_launch(cp, source, inputs, arch: str):
+    """`source` compiled for `arch` and loaded: the CuPy function, and a launch of it on `inputs`
+    (for the scripts that launch kernels themselves rather than through the measurer)."""
+    kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
+
+    def launch():
+        kernel(source.grid, source.block, tuple(inputs), shared_mem=source.shared_bytes)
+
+    return kernel, launch
 
 
 def main() -> int:
