@@ -26,7 +26,8 @@ from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
-REDIS_TEST_DB = 5
+# Two test runs on one machine stay apart when each names its own database.
+REDIS_TEST_DB = int(os.environ.get("TUNERWEB_TEST_REDIS_DB", "5"))
 REPLAY_QUEUE = MODEL + "-replay"
 RECORDED_CONFIGS = 300
 # Fast beats so a dead worker is noticed within seconds, small batches so a job
@@ -39,7 +40,7 @@ WORKER_ENV = {
 
 
 def redis_test_url() -> str:
-    """REDIS_URL's server (127.0.0.1:6379 unless set), database 5."""
+    """REDIS_URL's server (127.0.0.1:6379 unless set), database REDIS_TEST_DB."""
     parts = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     return urlunsplit((parts.scheme, parts.netloc, f"/{REDIS_TEST_DB}", "", ""))
 
