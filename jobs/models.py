@@ -209,6 +209,16 @@ class JobRun(models.Model):
     def best_gflops(self) -> float | None:
         return self.best_record.gflops if self.best_record else None
 
+    @property
+    def settled(self) -> bool:
+        """No worker will store another trial: finished, and its worker let go of the claim
+        (a cancel ends the run at once, but its worker still stores the batch in hand) or went silent."""
+        if self.state in ACTIVE_STATES:
+            return False
+        if self.state != State.CANCELLED or self.claim_token is None:
+            return True
+        return self.heartbeat_at is None or self.heartbeat_at < stale_before()
+
     def records(self):
         """This run's measurements, in the order they were stored."""
         if self.batch_id is None:

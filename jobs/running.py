@@ -16,7 +16,7 @@ from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune
 from engine.tuners import UnknownTuner, get_tuner
 
-from .claims import ClaimLost, RunHeartbeat, finish
+from .claims import ClaimLost, RunHeartbeat, finish, release
 from .models import JobRun, State
 from .recording import RunRecorder, stored_records
 from .worker import WorkerConfig, measurer_for
@@ -29,6 +29,13 @@ EXPECTED_ERRORS = (BadArgs, UnknownTemplate, UnknownTuner, RecordingError)
 
 
 def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
+    try:
+        return _tune_claimed(run_id, token, config)
+    finally:
+        release(run_id, token)
+
+
+def _tune_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
     run = JobRun.objects.select_related("job__workload", "job__owner", "device").get(pk=run_id)
     job = run.job
     try:

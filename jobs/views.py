@@ -41,7 +41,9 @@ def submit(request):
         for error in submission.queue_errors:
             messages.error(request, error)
         if not submission.queue_errors:
-            messages.success(request, f"Job {submission.job.pk} is queued.")
+            # Said in the past tense: the message stays on the page while the job moves on.
+            gpus = ", ".join(run.device.model for run in submission.job.runs.select_related("device"))
+            messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
     return render(request, "jobs/submit.html", {"form": form}, status=status)
