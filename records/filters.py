@@ -8,7 +8,7 @@ from django import forms
 from engine.records import ErrorNo
 
 from .leaderboards import ranked, search_workloads
-from .models import Baseline, Device, MeasurementRecord, Workload
+from .models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 
 
 def task_choices() -> list[tuple[str, str]]:
@@ -107,6 +107,31 @@ class DiffForm(forms.Form):
     only = forms.BooleanField(required=False, label="Differences only")
 
 
+class CompareRecordsForm(forms.Form):
+    """`?r=ID&r=ID...`: the records ticked on a table, compared in the order given."""
+
+    MAX_RECORDS = 20
+    r = forms.ModelMultipleChoiceField(
+        queryset=MeasurementRecord.objects.select_related("workload", "device"),
+        label="Records",
+        error_messages={
+            "invalid_choice": "There is no record with id %(value)s.",
+            "invalid_pk_value": "“%(pk)s” is not a record id (a whole number).",
+            "required": "Tick at least two records to compare.",
+        },
+    )
+    only = forms.BooleanField(required=False, label="Differences only")
+
+    def clean_r(self):
+        found = {record.pk: record for record in self.cleaned_data["r"]}
+        ids = list(dict.fromkeys(int(value) for value in self.data.getlist("r")))
+        if len(ids) < 2:
+            raise forms.ValidationError("Tick at least two records to compare.")
+        if len(ids) > self.MAX_RECORDS:
+            raise forms.ValidationError(f"Compare at most {self.MAX_RECORDS} records at once ({len(ids)} ticked).")
+        return [found[pk] for pk in ids]
+
+
 class CompareDevicesForm(forms.Form):
     a = _device_field("GPU A")
     b = _device_field("GPU B")
@@ -116,6 +141,23 @@ class CompareDevicesForm(forms.Form):
         if data.get("a") and data.get("a") == data.get("b"):
             raise forms.ValidationError("Choose two different GPU models.")
         return data
+
+
+class KnobsForm(forms.Form):
+    """Whose records a knob study reads: one GPU's, or one import's or job run's (both optional)."""
+
+    device = forms.ModelChoiceField(
+        queryset=Device.objects.all(), to_field_name="model", required=False, label="GPU model",
+        error_messages={"invalid_choice": "There is no GPU model of that name."},
+    )
+    batch = forms.ModelChoiceField(
+        queryset=ImportBatch.objects.all(), required=False, label="Import or job run",
+        error_messages={"invalid_choice": "There is no import with that id."},
+    )
+
+
+class RooflineForm(forms.Form):
+    device = _device_field("GPU")
 
 
 class SpeedupForm(forms.Form):

@@ -253,6 +253,12 @@ class _DirectConv2d(Template):
     def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_launch_fails(conv2d_tiling(params, config).launch(), limits)
 
+    def bytes_moved(self, params: ConvParams) -> int:
+        """Data and weights read once, output written once: the roofline's least traffic."""
+        data = params.n * params.ci * params.h * params.w
+        weights = params.co * params.ci * params.kh * params.kw
+        return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
+
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, conv2d_tiling(params, config), conv_flops(type(self), params),
                                 DeviceLimits())

@@ -6,15 +6,22 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
-from ..bests import best_config_for
+from ..bests import BEST_ORDER, best_config_for, valid_records
+from ..charts import devices_chart, roofline_chart, speedups_chart
+from ..columns import HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS, record_columns
 from ..compare import compare_devices as compare_two_devices
+from ..compare import compare_records as compare_many_records
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
-from ..filters import CompareDevicesForm, DiffForm, RecordFilter, SpeedupForm, WorkloadRecordFilter
+from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsForm, RecordFilter, RooflineForm, SpeedupForm
+from ..filters import WorkloadRecordFilter
 from ..leaderboards import device_summaries, leaderboard as workload_leaderboard
 from ..leaderboards import search_workloads, summarize, task_summaries, workload_ranking, workload_rows
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
+from ..knobs import study_knobs
+from ..roofline import device_peaks, roofline, with_percent_of_peak
+from ..sorting import sorting_from
 from ..speedups import speedup_table
 
 PAGE_SIZE = 50
@@ -41,19 +48,24 @@ def _param_form(form_class, request, defaults: dict | None = None):
     return form_class(data)
 
 
+def _status(*problems) -> int:
+    return 400 if any(problems) else 200
+
+
 @public_read
 def home(request):
     search = request.GET.get("q", "")
-    workloads = search_workloads(search)
+    sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
+    workloads = sorting.queryset(summarize(search_workloads(search)), tiebreak=("task_name", "id"))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "workloads", {
-            "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
+            "workloads": lambda: csvout.workloads_table(workloads.iterator()),
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
         "search": search, "tasks": task_summaries(), "page": page, "rows": workload_rows(page),
-        "query": _query_without_page(request),
-    })
+        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
@@ -61,18 +73,24 @@ def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     board = workload_leaderboard(workload)
     ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
+    peaks = device_peaks()
+    sorting = sorting_from(request.GET, record_columns(peaks))
+    records = sorting.queryset(ranking.qs, tiebreak=BEST_ORDER)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
-            "records": lambda: csvout.records_table(_with_workload(ranking.qs.iterator(), workload)),
+            "records": lambda: csvout.records_table(_with_workload(records.iterator(), workload)),
         })
-    page = _page(request, ranking.qs)
+    page = _page(request, records)
     best_by_device = board.best_by_device
-    rows = [(record, best_by_device.get(record.device_id)) for record in page]
+    rows = [(record, best_by_device.get(record.device_id))
+            for record in with_percent_of_peak(_with_workload(page, workload), peaks)]
+    bests = list(with_percent_of_peak(board.bests, peaks))
     return render(request, "records/leaderboard.html", {
-        "workload": workload, "board": board, "ranking": ranking, "page": page, "rows": rows,
+        "workload": workload, "board": board, "bests": bests, "ranking": ranking, "page": page, "rows": rows,
         "first_rank": page.start_index(), "query": _query_without_page(request),
-    }, status=400 if ranking.errors else 200)
+        "sorting": sorting, "sort_error": sorting.error, "peaks": any(peaks.values()),
+    }, status=_status(ranking.errors, sorting.error))
 
 
 def _with_workload(records, workload):
@@ -85,14 +103,17 @@ def _with_workload(records, workload):
 @public_read
 def record_list(request):
     records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
+    peaks = device_peaks()
+    sorting = sorting_from(request.GET, record_columns(peaks))
+    ordered = sorting.queryset(records.qs, tiebreak=BEST_ORDER)
     if csvout.wants_csv(request):
-        return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(records.qs.iterator())})
-    page = _page(request, records.qs)
+        return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
+    page = _page(request, ordered)
     return render(request, "records/record_list.html", {
-        "filter": records, "page": page, "rows": [(record, None) for record in page],
-        "first_rank": page.start_index(),
-        "query": _query_without_page(request),
-    }, status=400 if records.errors else 200)
+        "filter": records, "page": page, "rows": [(record, None) for record in with_percent_of_peak(page, peaks)],
+        "first_rank": page.start_index(), "peaks": any(peaks.values()),
+        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(records.errors, sorting.error))
 
 
 @public_read
@@ -122,6 +143,23 @@ def diff(request):
 
 
 @public_read
+def compare_records(request):
+    form = _param_form(CompareRecordsForm, request)
+    if not form.is_bound or not form.is_valid():
+        return render(request, "records/compare_records.html", {"form": form}, status=_status(form.is_bound))
+    comparison = compare_many_records(form.cleaned_data["r"])
+    only = form.cleaned_data["only"]
+    if csvout.wants_csv(request):
+        return csvout.csv_response(request, "compare-records", {
+            "knobs": lambda: csvout.records_compare_table(comparison, only),
+        })
+    return render(request, "records/compare_records.html", {
+        "form": form, "comparison": comparison, "only": only, "knobs": comparison.shown_knobs(only),
+        "ids": "&".join(f"r={record.pk}" for record in comparison.records),
+    })
+
+
+@public_read
 def compare_workload(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     comparison = compare_one_workload(workload)
@@ -139,10 +177,15 @@ def compare_devices(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/compare_devices.html", context, status=400 if form.is_bound else 200)
     comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"])
+    sorting = sorting_from(request.GET, HEAD_TO_HEAD_COLUMNS)
+    comparison.rows = sorting.rows(comparison.rows)
     if csvout.wants_csv(request):
         name = f"compare-{comparison.device_a.model}-{comparison.device_b.model}"
         return csvout.csv_response(request, name, {"workloads": lambda: csvout.devices_compare_table(comparison)})
-    return render(request, "records/compare_devices.html", {**context, "comparison": comparison})
+    return render(request, "records/compare_devices.html", {
+        **context, "comparison": comparison, "chart": devices_chart(comparison),
+        "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
@@ -152,12 +195,43 @@ def speedups(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/speedups.html", context, status=400 if form.is_bound else 200)
     table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"])
+    sorting = sorting_from(request.GET, SPEEDUP_COLUMNS)
+    table.rows = sorting.rows(table.rows)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"speedups-{table.device.model}-{table.provider}", {
             "speedups": lambda: csvout.speedup_rows_table(table),
             "without_baseline": lambda: csvout.without_baseline_table(table),
         })
-    return render(request, "records/speedups.html", {**context, "table": table})
+    return render(request, "records/speedups.html", {
+        **context, "table": table, "chart": speedups_chart(table), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
+
+
+@public_read
+def knobs(request, pk: int):
+    workload = get_object_or_404(Workload, pk=pk)
+    form = KnobsForm(request.GET)
+    if not form.is_valid():
+        return render(request, "records/knobs.html", {"workload": workload, "form": form}, status=400)
+    records = valid_records(workload.records.all())
+    for name in ("device", "batch"):
+        if form.cleaned_data[name] is not None:
+            records = records.filter(**{name: form.cleaned_data[name]})
+    study = study_knobs(records, workload.knob_defaults())
+    return render(request, "records/knobs.html", {
+        "workload": workload, "form": form, "study": study, "chart": study.chart(),
+        "devices": Device.objects.filter(records__workload=workload).distinct(),
+    })
+
+
+@public_read
+def roofline_page(request):
+    form = _param_form(RooflineForm, request)
+    context = {"form": form, "devices": Device.objects.all()}
+    if not form.is_bound or not form.is_valid():
+        return render(request, "records/roofline.html", context, status=_status(form.is_bound))
+    plot = roofline(form.cleaned_data["device"])
+    return render(request, "records/roofline.html", {**context, "roofline": plot, "chart": roofline_chart(plot)})
 
 
 @public_read

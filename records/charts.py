@@ -1,0 +1,67 @@
+"""What the speedup, compare-GPUs and roofline charts draw: plain data for `json_script`,
+built from the same tables the pages show (static/charts.js draws them with uPlot)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.urls import reverse
+
+from engine.records import canonical_args
+from engine.workloads import PRESETS
+
+from .compare import DeviceComparison
+from .roofline import Roofline
+from .speedups import SpeedupTable
+
+
+@lru_cache(maxsize=1)
+def _preset_names() -> dict[tuple[str, str], str]:
+    return {(p.task_name, canonical_args(p.args)): name for name, p in PRESETS.items()}
+
+
+def short_label(workload) -> str:
+    """A bar's label: the benchmark preset's name (C12, D3, G1) where the workload is one."""
+    return _preset_names().get((workload.task_name, workload.args_json)) or f"#{workload.pk}"
+
+
+def _workload_facts(workload) -> dict:
+    return {"label": short_label(workload), "task": workload.task_name, "shape": workload.shape_summary,
+            "url": reverse("records:leaderboard", args=[workload.pk])}
+
+
+def speedups_chart(table: SpeedupTable) -> dict:
+    return {
+        "y_label": f"speedup over {table.provider_label}",
+        "geomean": table.geomean,
+        "bars": [
+            {**_workload_facts(row.workload), "value": row.speedup,
+             "detail": f"{table.provider_label} {row.baseline.cost * 1e6:.2f} µs, tuned {row.best.mean_cost * 1e6:.2f} µs"}
+            for row in table.rows
+        ],
+    }
+
+
+def devices_chart(comparison: DeviceComparison) -> dict:
+    a, b = comparison.device_a.model, comparison.device_b.model
+    return {
+        "y_label": f"speedup of {b} over {a}",
+        "geomean": comparison.geomean,
+        "bars": [
+            {**_workload_facts(row.workload), "value": row.speedup,
+             "detail": f"{a} {row.best_a.mean_cost * 1e6:.2f} µs, {b} {row.best_b.mean_cost * 1e6:.2f} µs"}
+            for row in comparison.rows
+        ],
+    }
+
+
+def roofline_chart(plot: Roofline) -> dict:
+    return {
+        "device": str(plot.device),
+        "peak_gflops": plot.peak.gflops if plot.peak else None,
+        "bandwidth": plot.peak.bandwidth if plot.peak else None,
+        "points": [
+            {**_workload_facts(point.record.workload), "intensity": point.intensity, "gflops": point.gflops,
+             "record_url": reverse("records:record_detail", args=[point.record.pk])}
+            for point in plot.points
+        ],
+    }

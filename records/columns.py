@@ -1,0 +1,33 @@
+"""The sortable columns of each table, by the name `?sort=` uses: the whitelist `records.sorting`
+checks a URL against. Querysets get database expressions; tables built in Python get functions."""
+from __future__ import annotations
+
+from .roofline import percent_of_peak_expression
+
+
+def record_columns(peaks) -> dict:
+    """The records table (records page and a leaderboard's ranking); `peaks` by device id."""
+    return {
+        "task": "workload__task_name", "gpu": "device__model", "index": "config_index",
+        "time": "mean_cost", "gflops": "gflops", "peak": percent_of_peak_expression(peaks),
+        "status": "error_no", "measured": "timestamp",
+    }
+
+
+WORKLOAD_COLUMNS = {
+    "task": "task_name", "records": "record_count", "valid": "valid_count", "gflops": "best_gflops",
+}
+
+SPEEDUP_COLUMNS = {
+    "task": lambda row: row.workload.task_name,
+    "baseline": lambda row: row.baseline.cost,
+    "tuned": lambda row: row.best.mean_cost,
+    "speedup": lambda row: row.speedup,
+}
+
+HEAD_TO_HEAD_COLUMNS = {
+    "task": lambda row: row.workload.task_name,
+    "a": lambda row: row.best_a.mean_cost,
+    "b": lambda row: row.best_b.mean_cost,
+    "speedup": lambda row: row.speedup,
+}
