@@ -42,6 +42,19 @@ def gpu_choices() -> list:
     return choices
 
 
+def preset_availability() -> dict:
+    """For the submit page's script: each preset's template, and per online GPU model the
+    presets it can serve (null: all of them; a replay worker only those it recorded)."""
+    online = online_devices()
+    served = {}
+    for model, workers in online.items():
+        if any(not w.is_replay for w in workers):
+            served[model] = None
+        else:
+            served[model] = [p.name for p in PRESETS.values() if any(w.serves(p.task_name, p.args) for w in workers)]
+    return {"templates": {p.name: p.task_name for p in PRESETS.values()}, "served": served}
+
+
 class JobForm(forms.Form):
     template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
     preset = forms.ChoiceField(required=False, label="Workload preset")
@@ -60,6 +73,7 @@ class JobForm(forms.Form):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
+        self.fields["template"].initial = "conv2d_nchw.cuda" if "conv2d_nchw.cuda" in TEMPLATES else None
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None

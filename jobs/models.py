@@ -128,6 +128,10 @@ class Worker(models.Model):
         """The recording's file name: pages show no server paths."""
         return self.recording.rsplit("/", 1)[-1]
 
+    def serves(self, task_name: str, args: list) -> bool:
+        """A GPU measures any workload; a replay worker only those in its recording."""
+        return not self.is_replay or [*Workload.key_of(task_name, args)] in self.workloads
+
     @property
     def online(self) -> bool:
         return self.last_heartbeat is not None and self.last_heartbeat >= stale_before()

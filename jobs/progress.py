@@ -83,6 +83,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
         ),
         "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
+        "knobs_url": reverse("records:knobs", args=[run.job.workload_id]) + f"?batch={run.batch_id}" if best else None,
     }
 
 

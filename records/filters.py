@@ -25,6 +25,12 @@ class Status:
     ]
 
 
+class IntegerFilter(django_filters.NumberFilter):
+    """An id: whole numbers only (NumberFilter takes decimals)."""
+
+    field_class = forms.IntegerField
+
+
 class RecordFilter(django_filters.FilterSet):
     """The ranked record table: valid configs unless `status` asks for errors."""
 
@@ -33,9 +39,10 @@ class RecordFilter(django_filters.FilterSet):
         field_name="device", to_field_name="model", queryset=Device.objects.all(), label="GPU model",
         empty_label="all GPUs",
     )
-    workload = django_filters.NumberFilter(field_name="workload_id", label="Workload id")
+    workload = IntegerFilter(field_name="workload_id", label="Workload id")
     shape = django_filters.CharFilter(method="filter_shape", label="Shape contains", help_text="e.g. 1,512,7,7")
-    status = django_filters.ChoiceFilter(choices=Status.CHOICES, method="filter_status", label="Status", empty_label="valid (no error)")
+    # No empty choice: "valid" comes first and is what an absent status means.
+    status = django_filters.ChoiceFilter(choices=Status.CHOICES, method="filter_status", label="Status", empty_label=None)
 
     class Meta:
         model = MeasurementRecord

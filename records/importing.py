@@ -61,9 +61,11 @@ class ImportResult:
         }
 
     def summary(self) -> str:
+        """Every line read, accounted for: the parts add up to the total (the batch holds these counts)."""
         return (
             f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
-            f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed"
+            f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed, "
+            f"{self.batch.comment_lines} comments or blank"
         )
 
 

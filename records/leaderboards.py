@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 
 from .bests import BEST_ORDER, best_config_for, valid_records
 from .models import Device, MeasurementRecord, Workload
@@ -81,10 +81,15 @@ def summarize(workloads: QuerySet) -> QuerySet:
 
 
 def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
-    """A dashboard page: each workload summarized, with the GPUs that have records of it."""
+    """A dashboard page, in the page's order: each workload summarized, with the GPUs that
+    have records of it and the GPU of its best GFLOPS (`best_gpu`)."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids)
-    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids))]
+    fastest = valid_records(MeasurementRecord.objects.filter(workload=OuterRef("pk"), gflops__isnull=False))
+    summarized = summarize(Workload.objects.filter(pk__in=ids)).annotate(
+        best_gpu=Subquery(fastest.order_by("-gflops", "id").values("device__model")[:1]))
+    by_id = {workload.pk: workload for workload in summarized}
+    return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 
 
 def task_summaries() -> list[dict]:

@@ -143,6 +143,11 @@ class ImportBatch(models.Model):
     def __str__(self) -> str:
         return f"{self.file_name} ({self.imported} new)"
 
+    @property
+    def comment_lines(self) -> int:
+        """Comments and blank lines: what the other counts leave of the lines read."""
+        return self.lines - self.imported - self.duplicates - self.legacy_skipped - self.malformed
+
 
 class MeasurementRecord(models.Model):
     """One measured config of a workload on a device: one line of an AutoTVM log."""
