@@ -5,7 +5,7 @@
   "use strict";
   const POLL_MS = 2000;
   const { PALETTE, el, readJSON, tooltipPlugin, plotWidth } = window.tunerwebCharts;
-  // One marker colour per error kind (AutoTVM's MeasureErrorNo 1..8), plotted along the bottom.
+  // One marker colour per error kind (AutoTVM's MeasureErrorNo 1..8), plotted along the top.
   const FAILURE_COLORS = { 1: "#868e96", 2: "#e8590c", 3: "#f08c00", 4: "#c92a2a", 5: "#a61e4d", 6: "#5f3dc4", 7: "#364fc7", 8: "#212529" };
 
   const fmt = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
@@ -21,7 +21,7 @@
 
   // Aligned columns for uPlot: x = trial number 1..longest run; per run a series of its
   // trials (µs or GFLOPS; null where failed), its best-so-far line, and one series per error
-  // kind it hit, at a fixed height on a scale of its own.
+  // kind it hit, along the top on a scale of its own.
   function plotData(progress) {
     const longest = Math.max(0, ...progress.runs.map((r) => r.points.record.length));
     const xs = Array.from({ length: longest }, (_, i) => i + 1);
@@ -47,7 +47,7 @@
       index.push({ run, kind: "trials", column: data.length - 2 });
       const kinds = [...new Set(p.error.filter((e) => e))].sort();
       for (const kind of kinds) {
-        data.push(xs.map((_, i) => (i < p.error.length && p.error[i] === kind ? 0.04 + 0.05 * r : null)));
+        data.push(xs.map((_, i) => (i < p.error.length && p.error[i] === kind ? 0.97 - 0.04 * r : null)));
         const c = FAILURE_COLORS[kind] || "#000";
         series.push({ label: `${runLabel(run)}: ${progress.error_kinds[kind]}`, scale: "fail", stroke: c, paths: () => null,
           points: { show: true, size: 7, stroke: c, fill: "#fff", width: 2 } });
