@@ -81,20 +81,25 @@ class JobForm(forms.Form):
         self.request: JobRequest | None = None
 
     def clean(self):
+        """Every field's problem at once: the request is checked even when a field already
+        failed, and its errors go to the fields that have none yet."""
         data = super().clean()
-        if self.errors:
-            return data
         args = data.get("args", "")
         kernel = data.get("custom_kernel")
         if kernel is not None:
-            if data["template"] != CUSTOM:
+            if data.get("template") != CUSTOM:
                 raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
             args = kernel.workload.args
-        self.request = check_request(
-            template=data["template"], preset=data.get("preset", ""), args=args,
-            tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
-            early_stopping=data.get("early_stopping"),
-        )
+        try:
+            self.request = check_request(
+                template=data.get("template", ""), preset=data.get("preset", ""), args=args,
+                tuner=data.get("tuner", ""), n_trial=data.get("n_trial"), gpus=data.get("gpus"),
+                early_stopping=data.get("early_stopping"),
+            )
+        except forms.ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                if field not in self.errors:
+                    self.add_error(field, messages)
         return data
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from engine.records import canonical_args
 from engine.workloads import PRESETS
 
-from .compare import DeviceComparison
+from .compare import DeviceComparison, WorkloadComparison
 from .roofline import Roofline
 from .speedups import SpeedupTable
 
@@ -50,6 +50,19 @@ def devices_chart(comparison: DeviceComparison) -> dict:
             {**_workload_facts(row.workload), "value": row.speedup,
              "detail": f"{a} {row.best_a.mean_cost * 1e6:.2f} µs, {b} {row.best_b.mean_cost * 1e6:.2f} µs"}
             for row in comparison.rows
+        ],
+    }
+
+
+def workload_chart(comparison: WorkloadComparison) -> dict:
+    """One workload's best on each GPU: a bar of GFLOPS per GPU (the table has the times)."""
+    facts = _workload_facts(comparison.workload)
+    return {
+        "y_label": "best GFLOPS", "unit": " GFLOPS", "geomean": None,
+        "bars": [
+            {**facts, "label": str(best.device), "value": best.gflops,
+             "detail": f"{best.mean_cost * 1e6:.2f} µs, record #{best.pk}"}
+            for best in comparison.bests if best.gflops is not None
         ],
     }
 

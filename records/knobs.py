@@ -35,12 +35,10 @@ class KnobStudy:
     slices: list[KnobSlice]
     costs: list[float]  # seconds, one per record
     positions: dict[str, list[int]]  # knob -> index into its slice's values, one per record
-    record_ids: list[int]
     total: int  # records that matched, before MAX_RECORDS
 
     def chart(self) -> dict:
         return {
-            "record_ids": self.record_ids,
             "times_us": [cost * 1e6 for cost in self.costs],
             "knobs": [
                 {"name": s.name, "values": s.values, "medians_us": [m * 1e6 for m in s.medians],
@@ -72,8 +70,7 @@ def study_knobs(records: QuerySet, defaults: dict) -> KnobStudy:
             counts=[len(by_value[i]) for i in range(len(values))],
         ))
     slices.sort(key=lambda s: -s.spread)
-    return KnobStudy(slices=slices, costs=[row.mean_cost for row in rows], positions=positions,
-                     record_ids=[row.pk for row in rows], total=total)
+    return KnobStudy(slices=slices, costs=[row.mean_cost for row in rows], positions=positions, total=total)
 
 
 def _sortable(value):

@@ -100,13 +100,14 @@
   function speedupBars(container, chart) {
     const bars = chart.bars;
     const values = bars.map((b) => b.value);
+    const unit = chart.unit ?? "×";
     const lines = chart.geomean ? [{ label: `geometric mean ${chart.geomean.toFixed(2)}×`, value: chart.geomean }] : [];
-    lines.push({ label: "1× (even)", value: 1, color: "#adb5bd" });
+    if (unit === "×") lines.push({ label: "1× (even)", value: 1, color: "#adb5bd" });
     return barChart(container, {
       labels: bars.map((b) => b.label), values, label: chart.y_label, yLabel: chart.y_label, lines,
-      range: (u, lo, hi) => [0, Math.max(hi, chart.geomean || 0, 1) * 1.1],
+      range: (u, lo, hi) => [0, Math.max(hi, chart.geomean || 0, unit === "×" ? 1 : 0) * 1.1],
       describe: (i) => [
-        el("div", { class: "tip-head" }, [`${bars[i].label}: ${bars[i].value.toFixed(2)}×`]),
+        el("div", { class: "tip-head" }, [`${bars[i].label}: ${bars[i].value.toFixed(unit === "×" ? 2 : 1)}${unit}`]),
         el("div", {}, [bars[i].task, " ", el("code", {}, [bars[i].shape])]),
         el("div", {}, [bars[i].detail]),
         el("a", { href: bars[i].url }, ["leaderboard"]),

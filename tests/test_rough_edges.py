@@ -84,3 +84,26 @@ def test_the_submit_form_knows_which_presets_each_online_gpu_serves(alice_client
     presets = response.context["presets"]
     assert presets["served"] == {"h200-replay": ["C12"]} and presets["templates"]["D1"] == "depthwise_conv2d_nchw.cuda"
     assert response.context["form"]["template"].value() == "conv2d_nchw.cuda"
+
+
+def test_an_import_report_says_which_line_or_record_a_duplicate_repeats():
+    line = open("tests/data/tophub_cuda_v0.08.log").readline()
+    first = import_log(io.StringIO(line), "first.log")
+    stored = first.batch.records.get()
+
+    again = import_log(io.StringIO(line + "# between\n" + line), "again.log")
+
+    assert again.summary() == "3 lines: 0 imported, 2 duplicates, 0 version 0.1 skipped, 0 malformed, 1 comments or blank"
+    assert again.problems == [
+        {"line": 1, "reason": f"duplicate: already stored as record #{stored.pk}"},
+        {"line": 3, "reason": "duplicate of line 1"},
+    ]
+
+
+def test_the_submit_form_shows_every_problem_at_once(alice_client):
+    response = alice_client.post(reverse("jobs:submit"), {
+        "template": "conv2d_nchw.cuda", "preset": "D1", "tuner": "xgb", "n_trial": "0",
+    })
+    errors = response.context["form"].errors
+    assert response.status_code == 400
+    assert set(errors) == {"preset", "n_trial", "gpus"} and "not conv2d_nchw.cuda" in errors["preset"][0]

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
 from ..bests import BEST_ORDER, best_config_for, valid_records
-from ..charts import devices_chart, roofline_chart, speedups_chart
+from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
 from ..columns import HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS, record_columns
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_records as compare_many_records
@@ -167,7 +167,9 @@ def compare_workload(request, pk: int):
         return csvout.csv_response(request, f"compare-{workload.pk}", {
             "bests": lambda: csvout.workload_compare_table(comparison),
         })
-    return render(request, "records/compare_workload.html", {"workload": workload, "comparison": comparison})
+    return render(request, "records/compare_workload.html", {
+        "workload": workload, "comparison": comparison, "chart": workload_chart(comparison),
+    })
 
 
 @public_read

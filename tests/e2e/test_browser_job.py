@@ -6,6 +6,7 @@ skipped, saying so, only where they are absent.
 """
 import gzip
 import json
+import re
 
 import pytest
 from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, wait_until
@@ -47,7 +48,7 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     browser.find_element(By.CSS_SELECTOR, f"input[name=gpus][value='{REPLAY_QUEUE}']").click()
     browser.find_element(By.CSS_SELECTOR, "#job-form button[type=submit]").click()
 
-    assert "/jobs/" in browser.current_url
+    wait_until(lambda: re.search(r"/jobs/\d+/$", browser.current_url), what="the job page")
     job_url = browser.current_url
     seen_trials = set()
 
