@@ -29,29 +29,24 @@ def _workload_facts(workload) -> dict:
             "url": reverse("records:leaderboard", args=[workload.pk])}
 
 
-def speedups_chart(table: SpeedupTable) -> dict:
+def _speedup_bars(y_label: str, geomean: float | None, rows, detail) -> dict:
+    """A bar per row's workload at its speedup; `detail(row)` is the tooltip's line of times."""
     return {
-        "y_label": f"speedup over {table.provider_label}",
-        "geomean": table.geomean,
-        "bars": [
-            {**_workload_facts(row.workload), "value": row.speedup,
-             "detail": f"{table.provider_label} {row.baseline.cost * 1e6:.2f} µs, tuned {row.best.mean_cost * 1e6:.2f} µs"}
-            for row in table.rows
-        ],
+        "y_label": y_label, "geomean": geomean,
+        "bars": [{**_workload_facts(row.workload), "value": row.speedup, "detail": detail(row)} for row in rows],
     }
+
+
+def speedups_chart(table: SpeedupTable) -> dict:
+    vendor = table.provider_label
+    return _speedup_bars(f"speedup over {vendor}", table.geomean, table.rows, lambda row: (
+        f"{vendor} {row.baseline.cost * 1e6:.2f} µs, tuned {row.best.mean_cost * 1e6:.2f} µs"))
 
 
 def devices_chart(comparison: DeviceComparison) -> dict:
     a, b = comparison.device_a.model, comparison.device_b.model
-    return {
-        "y_label": f"speedup of {b} over {a}",
-        "geomean": comparison.geomean,
-        "bars": [
-            {**_workload_facts(row.workload), "value": row.speedup,
-             "detail": f"{a} {row.best_a.mean_cost * 1e6:.2f} µs, {b} {row.best_b.mean_cost * 1e6:.2f} µs"}
-            for row in comparison.rows
-        ],
-    }
+    return _speedup_bars(f"speedup of {b} over {a}", comparison.geomean, comparison.rows, lambda row: (
+        f"{a} {row.best_a.mean_cost * 1e6:.2f} µs, {b} {row.best_b.mean_cost * 1e6:.2f} µs"))
 
 
 def workload_chart(comparison: WorkloadComparison) -> dict:

@@ -85,9 +85,10 @@ def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
     have records of it and the GPU of its best GFLOPS (`best_gpu`)."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids)
-    fastest = valid_records(MeasurementRecord.objects.filter(workload=OuterRef("pk"), gflops__isnull=False))
+    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
+    fastest = valid_records(MeasurementRecord.objects.filter(workload=OuterRef("pk"))).order_by(*BEST_ORDER)
     summarized = summarize(Workload.objects.filter(pk__in=ids)).annotate(
-        best_gpu=Subquery(fastest.order_by("-gflops", "id").values("device__model")[:1]))
+        best_gpu=Subquery(fastest.values("device__model")[:1]))
     by_id = {workload.pk: workload for workload in summarized}
     return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 
