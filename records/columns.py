@@ -3,14 +3,16 @@ checks a URL against. Querysets get database expressions; tables built in Python
 from __future__ import annotations
 
 from .roofline import percent_of_peak_expression
+from .sorting import Opposite
 
 
-def record_columns(peaks) -> dict:
-    """The records table (records page and a leaderboard's ranking); `peaks` by device id."""
+def record_columns(peaks, one_workload: bool = False) -> dict:
+    """The records table (records page and a leaderboard's ranking); `peaks` by device id.
+    Records of `one_workload` share its FLOPs, so their GFLOPS sort as their times, reversed."""
     return {
         "task": "workload__task_name", "gpu": "device__model", "index": "config_index",
-        "time": "mean_cost", "gflops": "gflops", "peak": percent_of_peak_expression(peaks),
-        "status": "error_no", "measured": "timestamp",
+        "time": "mean_cost", "gflops": Opposite("mean_cost") if one_workload else "gflops",
+        "peak": percent_of_peak_expression(peaks), "status": "error_no", "measured": "timestamp",
     }
 
 

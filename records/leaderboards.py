@@ -68,16 +68,32 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
+SUMMARY_COLUMNS = ("record_count", "valid_count", "best_gflops")
+
+
 def summarize(workloads: QuerySet) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS.
+    """`workloads` with how many records (and valid ones) each has and its best GFLOPS, in
+    their order (summarized already, they come back as they are).
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
+    if "record_count" in workloads.query.annotations:
+        return workloads
     return workloads.annotate(
         record_count=Count("records"),
         valid_count=Count("records", filter=_VALID),
         best_gflops=Max("records__gflops", filter=_VALID),
-    ).order_by("task_name", "id")
+    )
+
+
+def dashboard_workloads(search: str, sorting) -> QuerySet:
+    """The dashboard's workloads matching `search`, in `sorting`'s order. Ordering by a count
+    or a best means summarizing every workload's records (seconds with a million); any other
+    order leaves that to `workload_rows`, for one page."""
+    workloads = search_workloads(search)
+    if sorting.column is not None and sorting.columns[sorting.column] in SUMMARY_COLUMNS:
+        workloads = summarize(workloads)
+    return sorting.queryset(workloads, tiebreak=("task_name", "id"))
 
 
 def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:

@@ -81,3 +81,19 @@ def test_the_speedup_table_sorts_in_python_by_speedup(client):
     html = client.get(url, {"device": "h200", "provider": "cudnn", "sort": "-speedup"}).content.decode()
     table = html[html.index('<table class="speedups">'):]
     assert table.index("3.00×") < table.index("1.50×")
+
+
+def test_a_leaderboard_sorts_by_gflops_through_the_time_reversed(client, records):
+    workload, (slow, fast, middle) = records
+    url = reverse("records:leaderboard", args=[workload.pk])
+    assert record_ids(client.get(url, {"sort": "-gflops"}).content.decode()) == [fast.pk, middle.pk, slow.pk]
+    assert record_ids(client.get(url, {"sort": "gflops"}).content.decode()) == [slow.pk, middle.pk, fast.pk]
+
+
+def test_sorting_the_dashboard_by_its_name_does_not_summarize_every_workload(records):
+    from records.leaderboards import dashboard_workloads
+    from records.columns import WORKLOAD_COLUMNS
+    from records.sorting import sorting_from
+
+    assert "record_count" not in dashboard_workloads("", sorting_from({"sort": "-task"}, WORKLOAD_COLUMNS)).query.annotations
+    assert "record_count" in dashboard_workloads("", sorting_from({"sort": "-records"}, WORKLOAD_COLUMNS)).query.annotations

@@ -15,11 +15,11 @@ from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
 from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsForm, RecordFilter, RooflineForm, SpeedupForm
 from ..filters import WorkloadRecordFilter
-from ..leaderboards import device_summaries, leaderboard as workload_leaderboard
-from ..leaderboards import search_workloads, summarize, task_summaries, workload_ranking, workload_rows
+from ..leaderboards import dashboard_workloads, device_summaries, leaderboard as workload_leaderboard
+from ..leaderboards import summarize, task_summaries, workload_ranking, workload_rows
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
-from ..permissions import public_read
 from ..knobs import study_knobs
+from ..permissions import public_read
 from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
 from ..speedups import speedup_table
@@ -52,14 +52,21 @@ def _status(*problems) -> int:
     return 400 if any(problems) else 200
 
 
+def _sorted_records(request, records, one_workload: bool = False):
+    """The records table as `?sort=` asks, and the GPUs' peaks its "% of peak" reads."""
+    peaks = device_peaks()
+    sorting = sorting_from(request.GET, record_columns(peaks, one_workload))
+    return peaks, sorting, sorting.queryset(records, tiebreak=BEST_ORDER)
+
+
 @public_read
 def home(request):
     search = request.GET.get("q", "")
     sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
-    workloads = sorting.queryset(summarize(search_workloads(search)), tiebreak=("task_name", "id"))
+    workloads = dashboard_workloads(search, sorting)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "workloads", {
-            "workloads": lambda: csvout.workloads_table(workloads.iterator()),
+            "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
@@ -73,9 +80,7 @@ def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     board = workload_leaderboard(workload)
     ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
-    peaks = device_peaks()
-    sorting = sorting_from(request.GET, record_columns(peaks))
-    records = sorting.queryset(ranking.qs, tiebreak=BEST_ORDER)
+    peaks, sorting, records = _sorted_records(request, ranking.qs, one_workload=True)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
@@ -103,9 +108,7 @@ def _with_workload(records, workload):
 @public_read
 def record_list(request):
     records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
-    peaks = device_peaks()
-    sorting = sorting_from(request.GET, record_columns(peaks))
-    ordered = sorting.queryset(records.qs, tiebreak=BEST_ORDER)
+    peaks, sorting, ordered = _sorted_records(request, records.qs)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
     page = _page(request, ordered)
