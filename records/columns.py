@@ -16,6 +16,17 @@ def record_columns(peaks, one_workload: bool = False) -> dict:
     }
 
 
+DEVICE_COLUMNS = {
+    "model": "model", "name": "name", "cc": "compute_capability", "sms": "sm_count", "memory": "memory_bytes",
+    "records": "record_count", "workloads": "workload_count",
+}
+
+BATCH_COLUMNS = {
+    "id": "id", "file": "file_name", "kind": "kind", "source": "source", "by": "created_by__username",
+    "when": "created_at", "lines": "lines", "imported": "imported", "duplicates": "duplicates",
+    "legacy": "legacy_skipped", "malformed": "malformed",
+}
+
 WORKLOAD_COLUMNS = {
     "task": "task_name", "records": "record_count", "valid": "valid_count", "gflops": "best_gflops",
 }

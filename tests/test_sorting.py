@@ -97,3 +97,16 @@ def test_sorting_the_dashboard_by_its_name_does_not_summarize_every_workload(rec
 
     assert "record_count" not in dashboard_workloads("", sorting_from({"sort": "-task"}, WORKLOAD_COLUMNS)).query.annotations
     assert "record_count" in dashboard_workloads("", sorting_from({"sort": "-records"}, WORKLOAD_COLUMNS)).query.annotations
+
+
+def test_the_devices_and_imports_pages_sort_too(client, records):
+    from tests.factories import make_batch
+
+    html = client.get(reverse("records:devices"), {"sort": "-records"}).content.decode()
+    assert html.index("/records/?device=v100") < html.index("/records/?device=h200")  # 2 records, then 1
+    html = client.get(reverse("records:devices"), {"sort": "records"}).content.decode()
+    assert html.index("/records/?device=h200") < html.index("/records/?device=v100")
+    small, big = make_batch("small.log", lines=3), make_batch("big.log", lines=300)
+    html = client.get(reverse("records:batch_list"), {"sort": "-lines"}).content.decode()
+    assert html.index("big.log") < html.index("small.log")
+    assert client.get(reverse("records:batch_list"), {"sort": "owner"}).status_code == 400

@@ -8,7 +8,8 @@ from django.shortcuts import get_object_or_404, render
 from .. import csvout
 from ..bests import BEST_ORDER, best_config_for, valid_records
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
-from ..columns import HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS, record_columns
+from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS
+from ..columns import record_columns
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_records as compare_many_records
 from ..compare import compare_workload as compare_one_workload
@@ -241,18 +242,25 @@ def roofline_page(request):
 
 @public_read
 def devices(request):
-    listed = device_summaries()
+    sorting = sorting_from(request.GET, DEVICE_COLUMNS)
+    listed = sorting.queryset(device_summaries(), tiebreak=("model",))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "devices", {"devices": lambda: csvout.devices_table(listed)})
-    return render(request, "records/devices.html", {"devices": listed})
+    return render(request, "records/devices.html", {
+        "devices": listed, "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
 def batch_list(request):
-    batches = ImportBatch.objects.select_related("created_by")
+    sorting = sorting_from(request.GET, BATCH_COLUMNS)
+    batches = sorting.queryset(ImportBatch.objects.select_related("created_by"), tiebreak=("-id",))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "imports", {"imports": lambda: csvout.batches_table(batches)})
-    return render(request, "records/batch_list.html", {"page": _page(request, batches), "query": ""})
+    return render(request, "records/batch_list.html", {
+        "page": _page(request, batches), "query": _query_without_page(request),
+        "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
