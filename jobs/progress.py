@@ -117,4 +117,5 @@ def job_progress(job: Job) -> dict:
         "settled": all(run["settled"] for run in progress),
         "error_kinds": {int(e): e.label for e in ErrorNo},
         "record_url_template": reverse("records:record_detail", args=[0]),
+        "record_api_template": reverse("api-record", args=[0]),
     }

@@ -18,8 +18,9 @@
   }
 
   // A uPlot plugin: `describe(u, idx)` returns the tooltip's nodes for the x index under the
-  // cursor (or null for none). Hovering shows it; a click pins it in place until the next click.
-  function tooltipPlugin(describe) {
+  // cursor (or null for none). Hovering shows it; a click pins it in place until the next click,
+  // and `onPin(u, idx, tip)` may then add to it (what is worth a request only when asked).
+  function tooltipPlugin(describe, onPin) {
     let tip, pinned = false;
     function place(u) {
       const { left, top, idx } = u.cursor;
@@ -41,6 +42,7 @@
           u.over.addEventListener("click", () => {
             pinned = !pinned && tip.style.display === "block";
             u.root.classList.toggle("pinned", pinned);
+            if (pinned && onPin) onPin(u, u.cursor.idx, tip);
             if (!pinned) place(u);
           });
           tip.addEventListener("click", (event) => event.stopPropagation());

@@ -26,6 +26,7 @@ pytestmark = [
 def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     browser, live_server, alice, start_worker, recording_path, tmp_path
 ):
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -68,6 +69,12 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     stored = run.records().count()
     assert stored == 48 and plotted == {str(run.pk): stored}
     assert browser.find_element(By.CSS_SELECTOR, "#job-plot canvas")
+    # Hovering shows a trial; a click pins it, links its record and adds its knobs.
+    ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#job-plot .u-over")).click().perform()
+    tip = browser.find_element(By.CSS_SELECTOR, ".chart-tip")
+    wait_until(lambda: "tile_f=" in tip.text, what="the pinned trial's knobs")
+    linked = int(tip.find_element(By.CSS_SELECTOR, "a").get_attribute("href").rstrip("/").rsplit("/", 1)[1])
+    assert run.records().filter(pk=linked).exists()
     assert "replay" in browser.find_element(By.CSS_SELECTOR, ".run h2").text
     best_gflops = float(browser.find_element(By.CSS_SELECTOR, ".best-gflops").text)
     job_page = browser.current_url

@@ -73,6 +73,21 @@
     return nodes;
   }
 
+  // A pinned trial's knobs, read from the records API (the plot's data holds only indexes).
+  function showKnobs(progress, idx, tip) {
+    for (const run of progress.runs) {
+      if (idx >= run.points.record.length) continue;
+      const url = progress.record_api_template.replace("/0/", `/${run.points.record[idx]}/`);
+      fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+        .then((record) => {
+          const knobs = Object.entries(record.knobs).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+          tip.append(el("div", { class: "mono tip-knobs" }, [`${runLabel(run)}: ${knobs}`]));
+        })
+        .catch(() => {});
+    }
+  }
+
   function drawPlot(progress) {
     const holder = document.getElementById("job-plot");
     const { data, series, index } = plotData(progress);
@@ -95,7 +110,7 @@
         series,
         legend: { live: false },
         cursor: { drag: { x: true, y: false }, points: { show: false } },
-        plugins: [tooltipPlugin((u, idx) => describeTrial(latest, idx))],
+        plugins: [tooltipPlugin((u, idx) => describeTrial(latest, idx), (u, idx, tip) => showKnobs(latest, idx, tip))],
       };
       holder.replaceChildren();
       plot = new uPlot(opts, data, holder);
