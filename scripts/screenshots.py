@@ -33,6 +33,16 @@ def pages(args) -> list[tuple[str, str, int]]:
     ]
 
 
+def pin_a_trial(driver) -> None:
+    """Click the job plot a third of the way in, so the picture shows a pinned trial and its knobs."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    over = driver.find_element(By.CSS_SELECTOR, "#job-plot .u-over")
+    ActionChains(driver).move_to_element_with_offset(over, -over.size["width"] // 6, over.size["height"] // 4).click().perform()
+    time.sleep(1)
+
+
 def main() -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -65,6 +75,8 @@ def main() -> None:
             driver.set_window_size(1280, height)
             driver.get(args.url + path)
             time.sleep(2)  # charts draw after DOMContentLoaded; the job page polls once
+            if name == "job.png":
+                pin_a_trial(driver)
             driver.save_screenshot(str(args.out / name))
             print(f"{args.out / name}: {path}")
     finally:
