@@ -56,31 +56,25 @@
     return Math.max(320, Math.min(1100, container.clientWidth || 900));
   }
 
-  // One bar per x label (whiskers from lo to hi where given), and dashed horizontal lines
-  // (a geometric mean) across the whole chart.
+  // One bar per x label, and dashed horizontal lines (a geometric mean) across the whole chart.
   function barChart(container, spec) {
     const n = spec.labels.length;
     const xs = spec.labels.map((_, i) => i);
-    const color = spec.color || PALETTE[0];
+    const color = PALETTE[0];
     const data = [xs, spec.values];
     const series = [{}, {
       label: spec.label, stroke: color, fill: color + "bb", width: 1,
       paths: uPlot.paths.bars({ size: [0.7, 70] }), points: { show: false },
     }];
-    if (spec.lo && spec.hi) {
-      data.push(spec.lo, spec.hi);
-      const whisker = { stroke: "#14202e", width: 0, points: { show: true, size: 8, stroke: "#14202e", fill: "#14202e", width: 1 }, paths: () => null };
-      series.push({ ...whisker, label: "interval low" }, { ...whisker, label: "interval high" });
-    }
     for (const line of spec.lines || []) {
       data.push(xs.map(() => line.value));
       series.push({ label: line.label, stroke: line.color || "#14202e", width: 2, dash: [6, 4], points: { show: false } });
     }
     const opts = {
-      width: plotWidth(container), height: spec.height || 300,
+      width: plotWidth(container), height: 300,
       scales: {
         x: { time: false, range: () => [-0.6, n - 0.4] },
-        y: { distr: spec.logY ? 3 : 1, range: spec.range || ((u, lo, hi) => [0, hi * 1.08]) },
+        y: { range: spec.range },
       },
       axes: [
         { values: (u, splits) => splits.map((v) => spec.labels[v] ?? ""), splits: () => xs,
@@ -90,7 +84,7 @@
       series,
       legend: { live: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      plugins: [tooltipPlugin((u, idx) => (spec.describe ? spec.describe(idx) : null))],
+      plugins: [tooltipPlugin((u, idx) => spec.describe(idx))],
     };
     container.replaceChildren();
     const plot = new uPlot(opts, data, container);
@@ -224,5 +218,5 @@
     }
   });
 
-  window.tunerwebCharts = { PALETTE, el, readJSON, tooltipPlugin, plotWidth, barChart };
+  window.tunerwebCharts = { PALETTE, el, readJSON, tooltipPlugin, plotWidth };
 })();

@@ -124,3 +124,9 @@ def test_after_cancel_the_job_page_keeps_polling_until_the_run_settled(
     plotted = json.loads(browser.find_element(*by("#job-plot")).get_attribute("data-points"))
     assert plotted == {str(run.pk): run.records().count()}
     assert browser.find_element(*by(".run .trials")).text.startswith(f"{run.records().count()} / 200")
+
+
+def test_one_workload_across_gpus_draws_a_bar_per_gpu(browser, live_server, records):
+    workload, _ = records
+    browser.get(f"{live_server.url}/compare/{workload.pk}/")
+    wait_until(lambda: browser.find_element(*by("#workload-chart")).get_attribute("data-bars") == "2", what="the bars")
