@@ -3,7 +3,8 @@ own columns, so the sort is a permalink and nothing else from the URL reaches `o
 
 A table declares its columns once: name in the URL -> a database expression (for querysets,
 sorted server side before paginating) or a function of a row (for tables built in Python).
-Missing values sort last either way.
+Missing values sort last either way. A bad sort is answered with the page and its message
+(400), also where CSV was asked for, never with an unsorted file.
 """
 from __future__ import annotations
 

@@ -110,3 +110,10 @@ def test_the_devices_and_imports_pages_sort_too(client, records):
     html = client.get(reverse("records:batch_list"), {"sort": "-lines"}).content.decode()
     assert html.index("big.log") < html.index("small.log")
     assert client.get(reverse("records:batch_list"), {"sort": "owner"}).status_code == 400
+
+
+def test_a_csv_asked_for_with_a_bad_sort_gets_the_message_not_a_file(client, records):
+    response = client.get(reverse("records:record_list"), {"sort": "nope", "format": "csv"})
+    assert response.status_code == 400 and "Cannot sort by" in response.content.decode()
+    response = client.get(reverse("records:record_list"), {"sort": "-time", "format": "csv"})
+    assert response["Content-Type"].startswith("text/csv")

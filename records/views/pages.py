@@ -65,7 +65,7 @@ def home(request):
     search = request.GET.get("q", "")
     sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
     workloads = dashboard_workloads(search, sorting)
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "workloads", {
             "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
         })
@@ -82,7 +82,7 @@ def leaderboard(request, pk: int):
     board = workload_leaderboard(workload)
     ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
     peaks, sorting, records = _sorted_records(request, ranking.qs, one_workload=True)
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
             "records": lambda: csvout.records_table(_with_workload(records.iterator(), workload)),
@@ -110,7 +110,7 @@ def _with_workload(records, workload):
 def record_list(request):
     records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
     peaks, sorting, ordered = _sorted_records(request, records.qs)
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
     page = _page(request, ordered)
     return render(request, "records/record_list.html", {
@@ -185,7 +185,7 @@ def compare_devices(request):
     comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"])
     sorting = sorting_from(request.GET, HEAD_TO_HEAD_COLUMNS)
     comparison.rows = sorting.rows(comparison.rows)
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         name = f"compare-{comparison.device_a.model}-{comparison.device_b.model}"
         return csvout.csv_response(request, name, {"workloads": lambda: csvout.devices_compare_table(comparison)})
     return render(request, "records/compare_devices.html", {
@@ -203,7 +203,7 @@ def speedups(request):
     table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"])
     sorting = sorting_from(request.GET, SPEEDUP_COLUMNS)
     table.rows = sorting.rows(table.rows)
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, f"speedups-{table.device.model}-{table.provider}", {
             "speedups": lambda: csvout.speedup_rows_table(table),
             "without_baseline": lambda: csvout.without_baseline_table(table),
@@ -244,7 +244,7 @@ def roofline_page(request):
 def devices(request):
     sorting = sorting_from(request.GET, DEVICE_COLUMNS)
     listed = sorting.queryset(device_summaries(), tiebreak=("model",))
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "devices", {"devices": lambda: csvout.devices_table(listed)})
     return render(request, "records/devices.html", {
         "devices": listed, "sorting": sorting, "sort_error": sorting.error,
@@ -255,7 +255,7 @@ def devices(request):
 def batch_list(request):
     sorting = sorting_from(request.GET, BATCH_COLUMNS)
     batches = sorting.queryset(ImportBatch.objects.select_related("created_by"), tiebreak=("-id",))
-    if csvout.wants_csv(request):
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "imports", {"imports": lambda: csvout.batches_table(batches)})
     return render(request, "records/batch_list.html", {
         "page": _page(request, batches), "query": _query_without_page(request),
