@@ -6,7 +6,7 @@ import hashlib
 import pytest
 
 import engine
-from engine.templates import TEMPLATES
+from engine.ops import TEMPLATES
 from engine.workloads import PRESETS, transpose_spec
 
 ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G3", "G4", "B-div-b", "B-exp-c-f16",
