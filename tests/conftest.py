@@ -1,14 +1,25 @@
+import os
 from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
+# Third-party data the project keeps no copy of: `../shared/data` beside the checkout, or
+# wherever TUNERWEB_SHARED_DATA says.
+SHARED_DATA = Path(os.environ.get("TUNERWEB_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+pytest_plugins = ["synthetic_fixtures", "jobs_fixtures"]
 
 
 @pytest.fixture
 def tophub_log() -> Path:
     """TVM's TopHub CUDA log v0.08: 688 real records from five GPU models."""
-    return DATA / "tophub_cuda_v0.08.log"
+    path = SHARED_DATA / "tophub" / "cuda_v0.08.log"
+    if not path.exists():
+        pytest.fail(f"TVM's TopHub log is not at {path}: put ../shared/data beside the checkout "
+                    "or set TUNERWEB_SHARED_DATA")
+    return path
 
 
 @pytest.fixture
