@@ -1,4 +1,5 @@
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,11 @@ DATA = Path(__file__).parent / "data"
 # wherever TUNERWEB_SHARED_DATA says.
 SHARED_DATA = Path(os.environ.get("TUNERWEB_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
-pytest_plugins = ["synthetic_fixtures", "jobs_fixtures"]
+pytest_plugins = ["synthetic_fixtures"]
+# The jobs fixtures start Celery workers against Redis and the test database; a GPU box that
+# runs only the engine's tests (`pytest -m gpu`) may have neither Django nor Redis's client.
+if find_spec("django") and find_spec("redis"):
+    pytest_plugins.append("jobs_fixtures")
 
 
 @pytest.fixture
