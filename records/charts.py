@@ -6,8 +6,7 @@ from functools import lru_cache
 
 from django.urls import reverse
 
-from engine.records import canonical_args
-from engine.workloads import PRESETS
+from engine import PRESETS, canonical_args
 
 from .compare import DeviceComparison, WorkloadComparison
 from .roofline import Roofline

@@ -1,41 +1,34 @@
 """The dashboard and a workload's leaderboard: who is best where, and everything ranked.
 
-The best rule itself is `records.bests`; this module only chooses what to ask it
-and shapes the answers for pages, the API and CSV.
+The best rule itself is `RecordQuerySet` (records/models.py); this module only chooses
+what to ask it and shapes the answers for pages, the API and CSV.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from .bests import BEST_ORDER, best_config_for, valid_records
-from .models import Device, MeasurementRecord, Workload
+from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
 
-_VALID = Q(records__error_no=0, records__mean_cost__isnull=False)
-
-
-def ranked(records: QuerySet) -> QuerySet:
-    """Fastest first; records without a time (errors) last, in the best rule's tie order."""
-    return records.order_by(F("mean_cost").asc(nulls_last=True), *BEST_ORDER[1:])
+_VALID = valid_filter("records__")
 
 
 def workload_bests(workload: Workload) -> list[MeasurementRecord]:
     """Each GPU's best record of `workload`, fastest GPU first.
 
-    One indexed LIMIT 1 query per GPU model (`best_config_for`) rather than one window
+    One indexed LIMIT 1 query per GPU model (`RecordQuerySet.best`) rather than one window
     over all the workload's records: a workload with half a million records still
     answers in milliseconds, and GPU models are few.
     """
-    bests = [best_config_for(workload, device) for device in Device.objects.all()]
+    bests = [MeasurementRecord.objects.filter(workload=workload, device=device).best() for device in Device.objects.all()]
     return sorted((best for best in bests if best is not None), key=lambda r: tuple(getattr(r, f) for f in BEST_ORDER))
 
 
 def workload_ranking(workload: Workload) -> QuerySet:
     """Every error-free record of `workload`, fastest first, with its device in the same query."""
-    records = valid_records(MeasurementRecord.objects.filter(workload=workload))
-    return ranked(records).select_related("device")
+    return MeasurementRecord.objects.filter(workload=workload).valid().ranked().select_related("device")
 
 
 @dataclass
@@ -102,7 +95,7 @@ def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids)
     # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
-    fastest = valid_records(MeasurementRecord.objects.filter(workload=OuterRef("pk"))).order_by(*BEST_ORDER)
+    fastest = MeasurementRecord.objects.filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
     summarized = summarize(Workload.objects.filter(pk__in=ids)).annotate(
         best_gpu=Subquery(fastest.values("device__model")[:1]))
     by_id = {workload.pk: workload for workload in summarized}

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from django.db.models import Case, ExpressionWrapper, F, FloatField, Q, Value, When
 from django.db.models.functions import Cast, Coalesce, Least
 
-from .bests import best_records
 from .models import Device, MeasurementRecord
 
 REPLAY_SUFFIX = "-replay"
@@ -116,7 +115,7 @@ class Roofline:
 def roofline(device: Device) -> Roofline:
     """Each workload's best on `device` at its arithmetic intensity, under the GPU's roofs."""
     points, without, peak = [], [], peak_of(device)
-    for best in best_records(MeasurementRecord.objects.filter(device=device)):
+    for best in MeasurementRecord.objects.filter(device=device).best_per_gpu():
         intensity = intensity_of(best.workload)
         if intensity is None or best.gflops is None:
             without.append(best)

@@ -6,13 +6,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from jobs.claims import claim, release
 from jobs.models import JobRun, State
 from jobs.running import run_claimed
 from jobs.submission import check_request, submit_job
 from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 
 pytestmark = pytest.mark.django_db
 

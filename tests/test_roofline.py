@@ -3,7 +3,7 @@ peak FP32 and DRAM bandwidth allow at its workload's arithmetic intensity."""
 import pytest
 from django.urls import reverse
 
-from engine.templates import least_bytes_moved
+from engine import describe_workload
 from engine.workloads import PRESETS
 from records.models import MeasurementRecord
 from records.roofline import KNOWN_PEAKS, Peak, device_peaks, percent_of_peak, percent_of_peak_expression, roofline
@@ -29,7 +29,7 @@ def test_percent_of_peak_in_sql_matches_python_for_memory_and_compute_bound_work
     gemm = make_workload("gemm", PRESETS["G3"].args)
     broadcast = make_workload("broadcast_nchw", PRESETS["B-div-b"].args)
     for workload in (gemm, broadcast):
-        workload.bytes_moved = least_bytes_moved(workload.task_name, workload.args)
+        workload.bytes_moved = describe_workload(workload.task_name, workload.args).bytes_moved
         workload.save()
     records = [make_record(gemm, h200, 80e-6), make_record(broadcast, h200, 400e-6), make_record(gemm, unknown, 80e-6)]
     peaks = device_peaks()
@@ -45,7 +45,7 @@ def test_percent_of_peak_in_sql_matches_python_for_memory_and_compute_bound_work
 def test_the_roofline_page_plots_each_best_at_its_intensity(client):
     h200 = make_device("h200")
     c12 = make_workload()  # conv2d counts its least bytes now
-    c12.bytes_moved = least_bytes_moved(c12.task_name, c12.args)
+    c12.bytes_moved = describe_workload(c12.task_name, c12.args).bytes_moved
     c12.save()
     best = make_record(c12, h200, 63e-6)
     make_record(c12, h200, 90e-6)

@@ -61,10 +61,10 @@ def test_an_offline_worker_that_never_beat_says_so(alice_client):
     assert "never (started" in html
 
 
-def test_an_import_report_with_comment_lines_adds_up():
-    log = io.StringIO("# a comment\n\n" + open("tests/data/tophub_cuda_v0.08.log").readline())
-    result = import_log(log, "commented.log")
-    assert result.summary() == "3 lines: 1 imported, 0 duplicates, 0 version 0.1 skipped, 0 malformed, 2 comments or blank"
+def test_an_import_report_with_comment_lines_adds_up(tophub_log):
+    log = io.StringIO("# a comment\n\n" + tophub_log.open().readline())
+    batch = import_log(log, "commented.log")
+    assert batch.summary() == "3 lines: 1 imported, 0 duplicates, 0 version 0.1 skipped, 0 malformed, 2 comments or blank"
 
 
 def test_times_read_as_iso_timestamps_with_a_relative_hint(client):
@@ -86,10 +86,10 @@ def test_the_submit_form_knows_which_presets_each_online_gpu_serves(alice_client
     assert response.context["form"]["template"].value() == "conv2d_nchw.cuda"
 
 
-def test_an_import_report_says_which_line_or_record_a_duplicate_repeats():
-    line = open("tests/data/tophub_cuda_v0.08.log").readline()
+def test_an_import_report_says_which_line_or_record_a_duplicate_repeats(tophub_log):
+    line = tophub_log.open().readline()
     first = import_log(io.StringIO(line), "first.log")
-    stored = first.batch.records.get()
+    stored = first.records.get()
 
     again = import_log(io.StringIO(line + "# between\n" + line), "again.log")
 

@@ -6,7 +6,6 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
-from ..bests import BEST_ORDER, best_config_for, valid_records
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
 from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS
 from ..columns import record_columns
@@ -18,8 +17,8 @@ from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsFor
 from ..filters import WorkloadRecordFilter
 from ..leaderboards import dashboard_workloads, device_summaries, leaderboard as workload_leaderboard
 from ..leaderboards import summarize, task_summaries, workload_ranking, workload_rows
-from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..knobs import study_knobs
+from ..models import BEST_ORDER, Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
 from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
@@ -126,7 +125,7 @@ def record_detail(request, pk: int):
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
-        "record": record, "best": best_config_for(record.workload, record.device),
+        "record": record, "best": MeasurementRecord.objects.filter(workload=record.workload, device=record.device).best(),
     })
 
 
@@ -219,7 +218,7 @@ def knobs(request, pk: int):
     form = KnobsForm(request.GET)
     if not form.is_valid():
         return render(request, "records/knobs.html", {"workload": workload, "form": form}, status=400)
-    records = valid_records(workload.records.all())
+    records = workload.records.valid()
     for name in ("device", "batch"):
         if form.cleaned_data[name] is not None:
             records = records.filter(**{name: form.cleaned_data[name]})

@@ -11,9 +11,9 @@ import re
 import pytest
 from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, wait_until
 
-from engine.records import read_records
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker  # noqa: F401
+from engine.logfile import read_records
 from jobs.models import Job
+from jobs_fixtures import REPLAY_QUEUE
 from records.importing import import_log
 
 pytestmark = [

@@ -9,7 +9,7 @@ from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, log_in, wait_until
 
 from jobs.models import JobRun, State
 from jobs.submission import check_request, submit_job
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 from tests.factories import C9_ARGS, conv2d_entity, make_baseline, make_device, make_record, make_workload
 
 pytestmark = [
