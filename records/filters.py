@@ -60,16 +60,15 @@ class RecordFilter(django_filters.FilterSet):
         return ranked(queryset).select_related("device", "workload")
 
 
-class WorkloadRecordFilter(django_filters.FilterSet):
-    """The ranked table under a leaderboard: one workload's records, by GPU."""
+class LeaderboardForm(forms.Form):
+    """A leaderboard's options: the ranked table's GPU, and whether bests may be configs
+    whose code changed since they were measured."""
 
-    device = django_filters.ModelChoiceFilter(
-        field_name="device", to_field_name="model", queryset=Device.objects.all(), label="GPU model"
+    device = forms.ModelChoiceField(
+        queryset=Device.objects.all(), to_field_name="model", required=False, label="GPU model",
+        error_messages={"invalid_choice": "There is no GPU model of that name."},
     )
-
-    class Meta:
-        model = MeasurementRecord
-        fields = ["device"]
+    show_changed = forms.BooleanField(required=False, label="Bests may be of code changed since")
 
 
 class WorkloadFilter(django_filters.FilterSet):

@@ -1,0 +1,270 @@
+"""One row per config: every measurement of one config on one GPU with one code hash.
+
+A row's figures (median, min, max, n) rest on its confirmations (one value per
+interleaved round, warm) where it has any, else on its tuning measurements (each
+record's mean cost). A GPU's best is the lowest median among its confirmed configs
+where it has any, else among all its configs; a config whose [min, max] interval
+overlaps the best's is a statistical tie. Configs whose code changed since they were
+measured are left out of bests unless asked for (`show_changed`).
+
+Tuning rows are aggregated in the database (count, min, max per group, fastest first);
+medians are computed only for the groups a page shows, and a GPU's best stops looking
+once a group's fastest measurement is slower than the best median found: no later
+group's median can be lower.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
+from typing import Iterable
+
+from django.db.models import Count, Max, Min, Q, QuerySet
+
+from engine.confirm import Spread
+
+from .code_status import CodeHashes, CodeStatus
+from .models import Device, MeasurementRecord, Workload
+
+Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
+GROUP_FIELDS = ("device_id", "config_index", "code_hash")
+CHUNK = 16
+
+
+def valid(records: QuerySet) -> QuerySet:
+    return records.filter(error_no=0, mean_cost__isnull=False)
+
+
+@dataclass
+class Standing:
+    """One config on one GPU with one code hash, summarised."""
+
+    workload: Workload
+    device: Device
+    config_index: int
+    code_hash: str | None
+    record: MeasurementRecord  # its fastest warm record: knobs, links and diffs use it
+    spread: Spread
+    confirmed: bool
+    rounds: int | None
+    cold: Spread | None
+    code_status: str
+    tie_with_best: bool = False
+    ties: int = 0  # other configs on this GPU tying with this one (for a GPU's best)
+    is_best: bool = False  # in a ranked table: this is its GPU's best
+    best_pk: int | None = None  # in a ranked table: the record id of its GPU's best, for a diff
+
+    @property
+    def key(self) -> tuple:
+        return (self.device.pk, self.config_index, self.code_hash)
+
+    @property
+    def median_cost(self) -> float:
+        return self.spread.median
+
+    @property
+    def min_cost(self) -> float:
+        return self.spread.min
+
+    @property
+    def max_cost(self) -> float:
+        return self.spread.max
+
+    @property
+    def n_measurements(self) -> int:
+        return self.spread.n
+
+    @property
+    def gflops(self) -> float | None:
+        return self.workload.gflops(self.median_cost)
+
+    @property
+    def pk(self) -> int:
+        return self.record.pk
+
+    @property
+    def knobs(self) -> dict:
+        return self.record.knobs
+
+    @property
+    def code_changed(self) -> bool:
+        return self.code_status == CodeStatus.CHANGED
+
+    def overlaps(self, other: "Standing") -> bool:
+        return self.spread.overlaps(other.spread)
+
+
+def _order(standing: Standing) -> tuple:
+    """The best rule's order: lower median first; a tie keeps the earlier measurement."""
+    return (standing.median_cost, standing.record.timestamp, standing.record.pk)
+
+
+def standing_of(workload: Workload, device: Device, rows: list[MeasurementRecord], hashes: CodeHashes) -> Standing:
+    """The summary of one group's records (warm and cold, tuning and confirmation)."""
+    warm = [r for r in rows if r.cache == Cache.WARM]
+    confirmations = [r for r in warm if r.kind == Kind.CONFIRMATION]
+    cold = [c for r in rows if r.cache == Cache.COLD and r.kind == Kind.CONFIRMATION for c in r.costs]
+    values = [c for r in confirmations for c in r.costs] or [r.mean_cost for r in warm]
+    fastest = min(warm, key=lambda r: (r.mean_cost, r.timestamp, r.pk))
+    return Standing(
+        workload=workload, device=device, config_index=fastest.config_index, code_hash=fastest.code_hash,
+        record=fastest, spread=Spread.of(values), confirmed=bool(confirmations),
+        rounds=sum(r.rounds or len(r.costs) for r in confirmations) or None, cold=Spread.of(cold),
+        code_status=hashes.status(workload, device, fastest.entity, fastest.code_hash),
+    )
+
+
+def _group_filter(keys: Iterable[tuple]) -> Q:
+    def one(device_id, config_index, code_hash):
+        hash_q = Q(code_hash__isnull=True) if code_hash is None else Q(code_hash=code_hash)
+        return Q(device_id=device_id, config_index=config_index) & hash_q
+    return reduce(or_, (one(*key) for key in keys))
+
+
+def _rows_by_group(workload: Workload, keys: list[tuple]) -> dict[tuple, list[MeasurementRecord]]:
+    found: dict[tuple, list[MeasurementRecord]] = {}
+    if not keys:
+        return found
+    for row in valid(MeasurementRecord.objects.filter(workload=workload)).filter(_group_filter(keys)):
+        found.setdefault((row.device_id, row.config_index, row.code_hash), []).append(row)
+    return found
+
+
+def ranked_groups(workload: Workload, device: Device | None = None) -> QuerySet:
+    """Every (GPU, config, code hash) group of the workload's warm error-free records, with
+    its count and fastest and slowest measurement, fastest first (a paginator slices it)."""
+    records = valid(MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM))
+    if device is not None:
+        records = records.filter(device=device)
+    return (
+        records.order_by().values(*GROUP_FIELDS)
+        .annotate(n=Count("id"), low=Min("mean_cost"), high=Max("mean_cost"))
+        .order_by("low", "device_id", "config_index")
+    )
+
+
+def standings_of(workload: Workload, groups: Iterable[dict], hashes: CodeHashes,
+                 devices: dict[int, Device] | None = None) -> list[Standing]:
+    """The standings of `groups` (rows of `ranked_groups`), in their order, in one query."""
+    groups = list(groups)
+    devices = devices or {d.pk: d for d in Device.objects.all()}
+    keys = [tuple(g[f] for f in GROUP_FIELDS) for g in groups]
+    rows = _rows_by_group(workload, keys)
+    return [standing_of(workload, devices[key[0]], rows[key], hashes) for key in keys if key in rows]
+
+
+def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool = False) -> Standing | None:
+    """The GPU's best config of `workload`: lowest confirmed median where it has
+    confirmations, else lowest median of tuning measurements; with its tie count."""
+    mine = valid(MeasurementRecord.objects.filter(workload=workload, device=device))
+    confirmed_keys = list(
+        mine.filter(kind=Kind.CONFIRMATION).order_by().values_list(*GROUP_FIELDS).distinct()
+    )
+    if confirmed_keys:
+        rows = _rows_by_group(workload, confirmed_keys)
+        standings = [standing_of(workload, device, rows[key], hashes) for key in confirmed_keys if key in rows]
+        eligible = [s for s in standings if show_changed or not s.code_changed]
+        if eligible:
+            best = min(eligible, key=_order)
+            best.ties = sum(1 for s in eligible if s is not best and s.overlaps(best))
+            return best
+    return _best_of_tuning(workload, device, hashes, show_changed)
+
+
+def _best_of_tuning(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool) -> Standing | None:
+    groups = ranked_groups(workload, device)
+    best: Standing | None = None
+    start = 0
+    while True:
+        chunk = list(groups[start:start + CHUNK])
+        if not chunk:
+            break
+        start += CHUNK
+        if best is not None and chunk[0]["low"] > best.median_cost:
+            break
+        for standing in standings_of(workload, chunk, hashes, {device.pk: device}):
+            if best is not None and standing.min_cost > best.median_cost:
+                break
+            if standing.code_changed and not show_changed:
+                continue
+            if best is None or _order(standing) < _order(best):
+                best = standing
+    if best is not None:
+        overlapping = groups.filter(low__lte=best.max_cost, high__gte=best.min_cost)
+        best.ties = max(0, overlapping.count() - 1)
+    return best
+
+
+@dataclass
+class Leaderboard:
+    workload: Workload
+    bests: list[Standing]
+    show_changed: bool = False
+
+    @property
+    def best_by_device(self) -> dict[int, Standing]:
+        return {best.device.pk: best for best in self.bests}
+
+    @property
+    def devices(self) -> list[Device]:
+        return [best.device for best in self.bests]
+
+
+def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeHashes | None = None) -> list[Standing]:
+    """Each GPU's best of `workload`, fastest first; each marked when it ties with the first."""
+    hashes = hashes or CodeHashes()
+    device_ids = valid(MeasurementRecord.objects.filter(workload=workload)).order_by().values("device_id").distinct()
+    bests = [device_best(workload, device, hashes, show_changed) for device in Device.objects.filter(pk__in=device_ids)]
+    bests = sorted((b for b in bests if b is not None), key=_order)
+    for other in bests[1:]:
+        other.tie_with_best = other.overlaps(bests[0])
+    return bests
+
+
+def leaderboard(workload: Workload, show_changed: bool = False) -> Leaderboard:
+    return Leaderboard(workload=workload, bests=workload_bests(workload, show_changed), show_changed=show_changed)
+
+
+def ranked_standings(board: Leaderboard, groups: Iterable[dict], hashes: CodeHashes | None = None,
+                     chunk: int = 500) -> Iterable[Standing]:
+    """The standings of `groups` (a page of `ranked_groups`, or all of them for CSV), each
+    marked when it ties with its GPU's best; read `chunk` groups a query."""
+    hashes = hashes or CodeHashes()
+    devices = {d.pk: d for d in Device.objects.all()}
+    bests = board.best_by_device
+    batch: list[dict] = []
+    for group in groups:
+        batch.append(group)
+        if len(batch) == chunk:
+            yield from mark_ties(standings_of(board.workload, batch, hashes, devices), bests)
+            batch = []
+    if batch:
+        yield from mark_ties(standings_of(board.workload, batch, hashes, devices), bests)
+
+
+def mark_ties(standings: list[Standing], bests: dict[int, Standing]) -> list[Standing]:
+    """Mark each standing that overlaps its GPU's best (the best itself is not a tie)."""
+    for standing in standings:
+        best = bests.get(standing.device.pk)
+        if best is None:
+            continue
+        standing.is_best = standing.key == best.key
+        standing.best_pk = best.pk
+        standing.tie_with_best = not standing.is_best and standing.overlaps(best)
+    return standings
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two spreads: median over median, and the widest interval the rounds allow."""
+
+    value: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, numerator: Spread | None, denominator: Spread | None) -> "Ratio | None":
+        if numerator is None or denominator is None:
+            return None
+        return cls(numerator.median / denominator.median, numerator.min / denominator.max,
+                   numerator.max / denominator.min)
