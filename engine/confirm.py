@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .records import Record, canonical_args
+from .records import ErrorNo, Record, canonical_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task
@@ -71,6 +71,14 @@ class Spread:
         return self.min <= other.max and other.min <= self.max
 
 
+@dataclass(frozen=True)
+class Unready:
+    """Why a contender cannot be timed: an error number (AutoTVM's) and a message."""
+
+    error_no: ErrorNo
+    message: str
+
+
 @dataclass
 class Timing:
     """What the rounds gave one contender: seconds per launch, one value per round."""
@@ -78,12 +86,13 @@ class Timing:
     contender: Contender
     warm: list[float] = field(default_factory=list)
     cold: list[float] = field(default_factory=list)
+    error_no: ErrorNo = ErrorNo.NO_ERROR
     error: str = ""
     details: dict = field(default_factory=dict)  # code_hash; a library's name, version, algorithm
 
     @property
     def ok(self) -> bool:
-        return not self.error and bool(self.warm)
+        return self.error_no == ErrorNo.NO_ERROR and bool(self.warm)
 
     @property
     def warm_spread(self) -> Spread | None:
@@ -114,9 +123,9 @@ class Stopwatch(ABC):
     """Times contenders of one task; the protocol decides the order."""
 
     @abstractmethod
-    def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list[dict | str]:
+    def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list[dict | Unready]:
         """Build and check every contender; per contender, its details (a dict) when it is
-        ready to time, or why not (a str: wrong answer, no kernel, library missing)."""
+        ready to time, or why not (Unready: wrong answer, no kernel, library missing)."""
 
     @abstractmethod
     def time(self, index: int, cold: bool) -> float:
@@ -149,9 +158,11 @@ def confirm(task: "Task", contenders: Sequence[Contender], stopwatch: Stopwatch,
     started = time.time()
     prepared = stopwatch.prepare(task, contenders)
     environment = stopwatch.environment()
-    timings = [Timing(c, error=p if isinstance(p, str) else "", details=p if isinstance(p, dict) else {})
-               for c, p in zip(contenders, prepared)]
-    ready = [i for i, t in enumerate(timings) if not t.error]
+    timings = [
+        Timing(c, details=p) if isinstance(p, dict) else Timing(c, error_no=p.error_no, error=p.message)
+        for c, p in zip(contenders, prepared)
+    ]
+    ready = [i for i, t in enumerate(timings) if t.error_no == ErrorNo.NO_ERROR]
     for _ in range(rounds):
         for i in ready:
             timings[i].warm.append(stopwatch.time(i, cold=False))
@@ -205,7 +216,7 @@ class ReplayStopwatch(Stopwatch):
     def target(self) -> str:
         return self._target
 
-    def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list[dict | str]:
+    def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list[dict | Unready]:
         key = (task.name, canonical_args(task.args))
         mine = [r for r in self.records if r.workload_key == key and r.ok]
         by_index: dict[int, list[float]] = {}
@@ -219,7 +230,7 @@ class ReplayStopwatch(Stopwatch):
             except ValueError:
                 continue
             by_index.setdefault(index, []).append(record.mean_cost)
-        prepared: list[dict | str] = []
+        prepared: list[dict | Unready] = []
         self._answers, self._turns = [], []
         for contender in contenders:
             if contender.role == Role.VENDOR:
@@ -229,7 +240,7 @@ class ReplayStopwatch(Stopwatch):
             self._answers.append(answers)
             self._turns.append(0)
             if not answers:
-                prepared.append(f"{contender.label} is not in the recording")
+                prepared.append(Unready(ErrorNo.UNKNOWN_ERROR, f"{contender.label} is not in the recording"))
             else:
                 prepared.append({"replayed_measurements": len(answers)})
         return prepared

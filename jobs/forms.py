@@ -11,7 +11,7 @@ from engine.workloads import PRESETS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel
-from .submission import JobRequest, check_request, online_devices
+from .submission import JobRequest, check_remeasure_request, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
 
@@ -80,6 +80,35 @@ class JobForm(forms.Form):
             template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
             early_stopping=data.get("early_stopping"),
+        )
+        return data
+
+
+class RemeasureForm(forms.Form):
+    """A re-measure job: a workload's configs from an import batch or a GPU's leaderboard,
+    measured again by the confirmation protocol on the GPUs chosen."""
+
+    workload = forms.IntegerField(help_text="the workload's id (its leaderboard's number)")
+    from_batch = forms.IntegerField(required=False, label="From import batch",
+                                    help_text="its best config of this workload on each GPU model")
+    from_device = forms.CharField(required=False, label="Or from the leaderboard of GPU model",
+                                  help_text="its top-k configs of this workload")
+    top_k = forms.IntegerField(required=False, initial=5, label="Top k")
+    rounds = forms.IntegerField(required=False, initial=5, help_text="interleaved rounds, at least 5")
+    gpus = AnyChoices(label="Measure on", widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: JobRequest | None = None
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        self.request = check_remeasure_request(
+            workload=data["workload"], gpus=data["gpus"], from_batch=data.get("from_batch"),
+            from_device=data.get("from_device") or None, top_k=data.get("top_k"), rounds=data.get("rounds"),
         )
         return data
 

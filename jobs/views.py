@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm
+from .forms import CustomKernelForm, JobForm, RemeasureForm
 from .models import CustomKernel, Job, Worker
 from .progress import job_progress
 from .submission import submit_job
@@ -45,6 +45,21 @@ def submit(request):
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
     return render(request, "jobs/submit.html", {"form": form}, status=status)
+
+
+@login_required
+def remeasure(request):
+    # A leaderboard's "re-measure" link prefills the workload and the GPU.
+    form = RemeasureForm(request.POST or None, initial=request.GET.dict())
+    if request.method == "POST" and form.is_valid():
+        submission = submit_job(request.user, form.request)
+        for error in submission.queue_errors:
+            messages.error(request, error)
+        if not submission.queue_errors:
+            messages.success(request, f"Job {submission.job.pk} is queued.")
+        return redirect(submission.job)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "jobs/remeasure.html", {"form": form}, status=status)
 
 
 @login_required
