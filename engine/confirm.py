@@ -118,6 +118,34 @@ class Confirmation:
     def of_role(self, role: Role) -> list[Timing]:
         return [t for t in self.timings if t.contender.role == role]
 
+    def to_dict(self) -> dict:
+        """Plain JSON data (benchmarks write it; `from_dict` and the records app read it)."""
+        return {
+            "task_name": self.task_name, "args": self.args, "target": self.target, "rounds": self.rounds,
+            "environment": self.environment, "session": self.session, "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "timings": [
+                {"role": t.contender.role.value, "entity": t.contender.entity, "config_index": t.contender.config_index,
+                 "provider": t.contender.provider, "warm": t.warm, "cold": t.cold, "error_no": int(t.error_no),
+                 "error": t.error, "details": t.details}
+                for t in self.timings
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Confirmation":
+        timings = [
+            Timing(
+                Contender(Role(t["role"]), entity=t["entity"], config_index=t["config_index"], provider=t["provider"]),
+                warm=list(t["warm"]), cold=list(t["cold"]), error_no=ErrorNo(t["error_no"]), error=t["error"],
+                details=dict(t["details"]),
+            )
+            for t in data["timings"]
+        ]
+        return cls(task_name=data["task_name"], args=data["args"], target=data["target"], rounds=data["rounds"],
+                   timings=timings, environment=data["environment"], session=data["session"],
+                   started_at=data["started_at"], finished_at=data["finished_at"])
+
 
 class Stopwatch(ABC):
     """Times contenders of one task; the protocol decides the order."""

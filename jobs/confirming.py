@@ -3,31 +3,24 @@
 After tuning, a run's top-k distinct configs are confirmed; a re-measure job's configs
 are an import batch's bests of its workload (every TopHub best of a ResNet-18 layer, say)
 or the top-k of a GPU's leaderboard. Either way the vendor baseline and the untuned
-default config are timed in the same interleaved rounds. The results are stored in the
-run's own confirmation batch (source "confirmation"): per config a warm and a cold record
-(one cost per round), per baseline the provider's Baseline row, replaced by the newer
-confirmation, with its rounds, library, version and algorithm.
+default config are timed in the same interleaved rounds. The results are stored
+(`records.confirmations`) in the run's own confirmation batch (source "confirmation").
 """
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 from django.db import transaction
-from django.db.models import F
 
-from engine.confirm import Confirmation, Role, Stopwatch, Timing, confirm, contenders_for, top_k_distinct
-from engine.records import Record
+from engine.confirm import Confirmation, Stopwatch, confirm, contenders_for, top_k_distinct
 from engine.space import EntityError
 from engine.templates.base import DEFAULT_CONFIG_BASELINE
-from records.importing import Catalog, record_row
-from records.models import Baseline, ImportBatch, MeasurementRecord
+from records.confirmations import store_confirmation
+from records.models import ImportBatch, MeasurementRecord
 from records.standings import ranked_groups, valid
 
 from .claims import ClaimLost, held
 from .models import JobRun
-
-Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
 
 
 def entities_of(task, records) -> list[tuple[int, list]]:
@@ -72,7 +65,7 @@ def confirm_run(run: JobRun, token: uuid.UUID, task, configs: list[tuple[int, li
     vendor = task.template.baseline_provider
     contenders = contenders_for(task, configs, None if vendor == DEFAULT_CONFIG_BASELINE else vendor)
     confirmation = confirm(task, contenders, stopwatch, rounds)
-    store_confirmation(run, token, confirmation)
+    store_run_confirmation(run, token, confirmation)
     return confirmation
 
 
@@ -87,61 +80,9 @@ def open_confirmation_batch(run: JobRun) -> ImportBatch:
     return run.confirmation_batch
 
 
-def store_confirmation(run: JobRun, token: uuid.UUID, confirmation: Confirmation) -> None:
-    catalog = Catalog()
+def store_run_confirmation(run: JobRun, token: uuid.UUID, confirmation: Confirmation) -> None:
+    """Store it in the run's confirmation batch while the run is still this worker's."""
     with transaction.atomic():
         if not held(run.pk, token).select_for_update().exists():
             raise ClaimLost(f"run {run.pk} was taken over by another worker")
-        batch = open_confirmation_batch(run)
-        rows = []
-        for timing in confirmation.timings:
-            if timing.contender.role != Role.VENDOR:
-                rows += _config_rows(confirmation, timing, batch, catalog)
-            if timing.contender.role != Role.TUNED and timing.ok:
-                _store_baseline(run, confirmation, timing, batch, catalog)
-        MeasurementRecord.objects.bulk_create(rows, ignore_conflicts=True)
-        ImportBatch.objects.filter(pk=batch.pk).update(
-            lines=F("lines") + len(rows), imported=MeasurementRecord.objects.filter(batch=batch).count()
-        )
-
-
-def _environment(confirmation: Confirmation, timing: Timing) -> dict:
-    return {**confirmation.environment, **timing.details, "session": confirmation.session,
-            "role": timing.contender.role.value, "protocol": "interleaved rounds, fresh process"}
-
-
-def _config_rows(confirmation: Confirmation, timing: Timing, batch: ImportBatch, catalog: Catalog) -> list:
-    # A contender that could not be timed is one failed record (its error number and message).
-    sides = [(Cache.WARM, timing.warm), (Cache.COLD, timing.cold)] if timing.ok else [(Cache.WARM, [])]
-    rows = []
-    for cache, costs in sides:
-        record = Record(
-            target=confirmation.target, task_name=confirmation.task_name, args=confirmation.args,
-            config_index=timing.contender.config_index, entity=list(timing.contender.entity),
-            costs=tuple(costs), error_no=timing.error_no,
-            all_cost=confirmation.finished_at - confirmation.started_at, timestamp=confirmation.finished_at,
-            tvm_version="tunerweb-confirmation", error_msg=timing.error,
-            code_hash=timing.details.get("code_hash"),
-        )
-        key = hashlib.sha256(f"{confirmation.session}:{timing.contender.label}:{cache}".encode()).hexdigest()
-        row, _ = record_row(record, batch, catalog, key=key)
-        row.kind, row.cache, row.rounds = Kind.CONFIRMATION, cache, confirmation.rounds
-        row.environment = _environment(confirmation, timing)
-        rows.append(row)
-    return rows
-
-
-def _store_baseline(run: JobRun, confirmation: Confirmation, timing: Timing, batch: ImportBatch,
-                    catalog: Catalog) -> None:
-    warm, cold = timing.warm_spread, timing.cold_spread
-    details = timing.details
-    note = " ".join(str(details[k]) for k in ("library", "library_version", "algorithm") if details.get(k))
-    Baseline.objects.update_or_create(
-        workload=run.job.workload, device=run.device, provider=timing.contender.provider,
-        defaults={
-            "cost": warm.median, "costs": timing.warm, "cold_cost": cold.median if cold else None,
-            "cold_costs": timing.cold, "rounds": confirmation.rounds, "batch": batch,
-            "environment": _environment(confirmation, timing),
-            "note": f"confirmed, {confirmation.rounds} interleaved rounds{'; ' + note if note else ''}"[:255],
-        },
-    )
+        store_confirmation(confirmation, open_confirmation_batch(run))

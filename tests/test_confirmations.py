@@ -176,3 +176,36 @@ def test_a_re_measure_request_names_what_is_wrong(alice_client):
     assert response.status_code == 400
     body = response.json()
     assert "workload" in body and "from_batch" in body
+
+
+@pytest.mark.django_db
+def test_an_imported_confirmations_file_puts_its_medians_on_the_leaderboard(tmp_path):
+    import json
+
+    from django.core.management import call_command
+
+    records = repeated_recording(10)
+    best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 1)
+    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best], "cudnn")
+    result = confirm(TASK, contenders, ReplayStopwatch(records, make_target("h200")), rounds=7)
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps({"confirmations": [result.to_dict()]}))
+
+    call_command("import_confirmations", str(path))
+
+    workload = Workload.objects.get(task_name=TASK.name)
+    board = leaderboard(workload)
+    assert board.bests[0].confirmed and board.bests[0].rounds == 7
+    assert board.bests[0].median_cost == pytest.approx(result.timings[0].warm_spread.median)
+    cudnn = Baseline.objects.get(workload=workload, provider="cudnn")
+    assert cudnn.rounds == 7 and cudnn.cost == pytest.approx(result.timings[1].warm_spread.median)
+
+
+@pytest.mark.django_db
+def test_a_file_that_is_not_confirmations_is_refused(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "x.json"
+    path.write_text('{"rows": []}')
+    with pytest.raises(CommandError, match="not a confirmations file"):
+        call_command("import_confirmations", str(path))

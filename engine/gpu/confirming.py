@@ -1,0 +1,373 @@
+"""The GPU's confirmation stopwatch: a fresh measuring process per confirmation.
+
+`FreshProcessStopwatch` spawns a child that owns its own CUDA context (nothing of the
+tuning process's state: no warmed caches, no cuDNN choice already made), and serves
+`engine.confirm`'s protocol over a pipe. For each contender the child compiles the
+config's kernel with NVRTC (or builds the vendor call, `fair_vendor`), checks its output
+against the template's numpy reference, and captures three CUDA graphs:
+
+* warm: `number` back-to-back launches on resident inputs (the runner's rule: `number`
+  grown until one replay lasts `min_repeat_ms`);
+* cold: `number` times (flush, launch), where the flush writes a buffer twice the size of
+  L2, so every launch starts with its inputs evicted;
+* flush: the same flushes alone, whose time is taken off the cold replay's.
+
+One `time` call replays one graph between two CUDA events: seconds per launch.
+"""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from engine.codehash import code_hash, generator_version
+from engine.confirm import Contender, Role, Stopwatch, Unready
+from engine.records import ErrorNo
+
+from .child import Child, ChildDied
+from .runner import TimingSettings, cupy_graph, relative_l2_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.task import Task
+
+PREPARE_TIMEOUT_S = 900.0
+TIME_TIMEOUT_S = 120.0
+MIN_FLUSH_BYTES = 64 * 1024 * 1024
+
+
+class StopwatchDied(RuntimeError):
+    """The measuring process died or hung; the message says which call."""
+
+
+# ---------------------------------------------------------------- child side
+
+
+def sm_clock_mhz(device_id: int) -> int | None:
+    """The SM clock now (NVML, else nvidia-smi); None where neither answers."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device_id)
+        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:  # no NVML here: ask the command-line tool
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", str(device_id), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10)
+        return int(out.stdout.strip().splitlines()[0])
+    except Exception:
+        return None
+
+
+def _uuid(props) -> str:
+    raw = props.get("uuid", b"")
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        h = raw.hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return raw.decode(errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+
+
+class _Bench:
+    """The child's state: the task's resident inputs, and per contender its three graphs."""
+
+    def __init__(self, device_id: int, settings: TimingSettings) -> None:
+        import cupy
+
+        self.cp = cupy
+        self.device_id = device_id
+        cupy.cuda.Device(device_id).use()
+        self.settings = settings
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        l2 = cupy.cuda.Device(device_id).attributes.get("L2CacheSize", 0)
+        self.flush_bytes = max(2 * l2, MIN_FLUSH_BYTES)
+        self.flush_buffer = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
+        self.prepared: list[dict | None] = []
+        self.torch_used = False
+
+    # -- environment
+
+    def environment(self) -> dict:
+        from .device import query_device
+        from .nvrtc import nvrtc_version
+
+        cp = self.cp
+        info = query_device(self.device_id)
+        props = cp.cuda.runtime.getDeviceProperties(self.device_id)
+        env = {
+            "gpu_uuid": _uuid(props), "gpu_name": info.name, "driver": info.driver_version,
+            "cuda_runtime": info.cuda_version, "nvrtc": nvrtc_version(), "cupy": cp.__version__,
+            "sm_clock_mhz": sm_clock_mhz(self.device_id), "pid": os.getpid(),
+            "flush_bytes": self.flush_bytes,
+        }
+        if self.torch_used:
+            import torch
+
+            env["torch"] = torch.__version__
+        return env
+
+    # -- preparing
+
+    def prepare(self, task_name: str, args: list, contenders: Sequence[Contender], seed: int) -> list:
+        from engine import create_task
+        from engine.templates.base import DeviceLimits
+
+        from .device import arch_of, query_device
+
+        info = query_device(self.device_id)
+        task = create_task(task_name, args, DeviceLimits.for_device(info))
+        arch = arch_of(info)
+        inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+        reference = task.template.reference(task.params, inputs)
+        cp = self.cp
+        with self.stream:
+            arrays = [cp.asarray(a) for a in inputs]
+            ref = cp.asarray(reference, dtype=cp.float64)
+        self.stream.synchronize()
+        out = []
+        self.prepared = []
+        for contender in contenders:
+            try:
+                if contender.role == Role.VENDOR:
+                    graphs, details = self._prepare_vendor(task, contender, inputs, reference)
+                else:
+                    graphs, details = self._prepare_config(task, contender, arch, arrays, ref)
+            except _NotReady as exc:
+                self.prepared.append(None)
+                out.append(exc.unready)
+                continue
+            self.prepared.append(graphs)
+            out.append(details)
+        return out
+
+    def _prepare_config(self, task, contender: Contender, arch: str, arrays, ref):
+        from .apply_best import load_function
+        from .nvrtc import CompileError, compile_to_cubin
+
+        cp = self.cp
+        try:
+            config = task.config_space.from_entity(contender.entity)
+        except ValueError as exc:
+            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"not a config of this space: {exc}") from None
+        reason = task.why_invalid(config)
+        if reason:
+            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, reason)
+        try:
+            source = task.template.kernel(task.params, config)
+        except (ValueError, NotImplementedError) as exc:
+            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"no kernel for this config: {exc}") from None
+        details = {"code_hash": code_hash(source, arch, generator_version(task.template)), "arch": arch}
+        try:
+            cubin, _ = compile_to_cubin(source.code, arch, name=f"{source.name}.cu")
+        except CompileError as exc:
+            raise _NotReady(ErrorNo.COMPILE_DEVICE, str(exc)[:2000]) from None
+        try:
+            function = load_function(cp, cubin, source)
+        except Exception as exc:  # a cubin the driver refuses, or too much shared memory
+            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"loading the kernel failed: {exc}") from None
+        output = arrays[source.output_index]
+
+        def launch():
+            function(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
+
+        try:
+            with self.stream:
+                output.fill(math.nan)
+                launch()
+                self.stream.synchronize()
+                error = relative_l2_error(output, ref)
+        except Exception as exc:
+            raise _NotReady(ErrorNo.RUNTIME_DEVICE, f"{type(exc).__name__}: {exc}") from None
+        if not error < self.settings.tolerance:
+            raise _NotReady(ErrorNo.WRONG_ANSWER, f"relative L2 error {error:.3g} over tolerance {self.settings.tolerance:g}")
+        details["relative_error"] = error
+        stream = self.stream
+
+        def flush():
+            cp.cuda.runtime.memsetAsync(self.flush_buffer.data.ptr, 0, self.flush_bytes, stream.ptr)
+
+        with stream:
+            graphs = self._graphs(stream, launch, flush, lambda fn, n: cupy_graph(stream, fn, n))
+        return graphs, details
+
+    def _prepare_vendor(self, task, contender: Contender, inputs, reference):
+        from .fair_vendor import VendorUnavailable, vendor_op
+
+        cp = self.cp
+        try:
+            import torch
+        except ImportError as exc:
+            raise _NotReady(ErrorNo.UNKNOWN_ERROR, f"vendor baselines need PyTorch: {exc}") from None
+        self.torch_used = True
+        torch_stream = torch.cuda.Stream()
+        events_stream = cp.cuda.ExternalStream(torch_stream.cuda_stream)
+
+        def capture(fn, number):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=torch_stream):
+                for _ in range(number):
+                    fn()
+
+            def replay():
+                with torch.cuda.stream(torch_stream):
+                    graph.replay()
+            return replay
+
+        def time_call(call) -> float:
+            with torch.cuda.stream(torch_stream):
+                replay = capture(call, 20)
+                replay()
+                return self._elapsed(events_stream, replay) / 20
+
+        try:
+            with torch.cuda.stream(torch_stream):
+                op = vendor_op(task, contender.provider, inputs, time_call)
+                got = op.call()
+            torch_stream.synchronize()
+        except VendorUnavailable as exc:
+            raise _NotReady(ErrorNo.UNKNOWN_ERROR, str(exc)) from None
+        error = relative_l2_error(got.double().cpu().numpy().reshape(reference.shape), reference)
+        if not error < self.settings.tolerance:
+            raise _NotReady(ErrorNo.WRONG_ANSWER, f"{op.details['library']}'s relative L2 error {error:.3g}")
+
+        def flush():
+            cp.cuda.runtime.memsetAsync(self.flush_buffer.data.ptr, 0, self.flush_bytes, torch_stream.cuda_stream)
+
+        with torch.cuda.stream(torch_stream):
+            graphs = self._graphs(events_stream, op.call, flush, capture)
+        return graphs, {**op.details, "relative_error": error}
+
+    def _graphs(self, stream, launch, flush, capture) -> dict:
+        """Warm, cold and flush-only graphs, each with its launch count."""
+        settings = self.settings
+
+        def count(single_s: float) -> int:
+            return int(min(settings.max_number, max(1, math.ceil(settings.min_repeat_ms / 1e3 / max(single_s, 1e-7)))))
+
+        def flushed():
+            flush()
+            launch()
+
+        launch()  # warm-up: module load, clocks
+        number = count(self._elapsed(stream, launch))
+        flushed()
+        cold_number = count(self._elapsed(stream, flushed))
+        graphs = {"warm": capture(launch, number), "cold": capture(flushed, cold_number),
+                  "flush": capture(flush, cold_number), "number": number, "cold_number": cold_number,
+                  "stream": stream}
+        for name in ("warm", "cold", "flush"):
+            graphs[name]()  # warm-up of the graph itself
+        return graphs
+
+    def _elapsed(self, stream, replay) -> float:
+        cp = self.cp
+        begin, end = cp.cuda.Event(), cp.cuda.Event()
+        begin.record(stream)
+        replay()
+        end.record(stream)
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(begin, end) / 1e3
+
+    # -- timing
+
+    def time(self, index: int, cold: bool) -> float:
+        graphs = self.prepared[index]
+        stream = graphs["stream"]
+        if not cold:
+            return self._elapsed(stream, graphs["warm"]) / graphs["number"]
+        total = self._elapsed(stream, graphs["cold"])
+        flushes = self._elapsed(stream, graphs["flush"])
+        return max(total - flushes, 0.0) / graphs["cold_number"]
+
+
+class _NotReady(Exception):
+    def __init__(self, error_no: ErrorNo, message: str) -> None:
+        super().__init__(message)
+        self.unready = Unready(error_no, message)
+
+
+def _stopwatch_main(conn: Connection, device_id: int, settings: TimingSettings) -> None:
+    """Child loop. In: ("prepare", task name, args, contenders, seed), ("time", i, cold),
+    ("environment",), None to stop. Out: ("ok", value) or ("error", message)."""
+    bench = _Bench(device_id, settings)
+    conn.send(("ok", "ready"))
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        try:
+            if message[0] == "prepare":
+                answer = bench.prepare(*message[1:])
+            elif message[0] == "time":
+                answer = bench.time(*message[1:])
+            else:
+                answer = bench.environment()
+        except Exception as exc:  # the parent raises it as StopwatchDied; the context may be gone
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            return
+        conn.send(("ok", answer))
+
+
+# ---------------------------------------------------------------- parent side
+
+
+class FreshProcessStopwatch(Stopwatch):
+    """engine.confirm's Stopwatch on one GPU, measuring in a child process started for it."""
+
+    def __init__(self, device_id: int = 0, settings: TimingSettings | None = None, seed: int = 0) -> None:
+        from .device import model_slug  # noqa: F401  (fail early where the GPU half cannot load)
+
+        self.device_id = device_id
+        self.settings = settings or TimingSettings()
+        self.seed = seed
+        self._child = Child(_stopwatch_main, (device_id, self.settings), name=f"gpu-stopwatch-{device_id}")
+        self._child.start()
+        self._call(None, PREPARE_TIMEOUT_S, "start")
+        self._environment: dict | None = None
+
+    @property
+    def target(self) -> str:
+        return f"cuda -model={self.environment_now()['model']}"
+
+    def environment_now(self) -> dict:
+        if self._environment is None:
+            env = self._call(("environment",), TIME_TIMEOUT_S, "environment")
+            from .device import model_slug
+
+            self._environment = {**env, "model": model_slug(env["gpu_name"])}
+        return self._environment
+
+    def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list:
+        return self._call(("prepare", task.name, task.args, list(contenders), self.seed), PREPARE_TIMEOUT_S, "prepare")
+
+    def time(self, index: int, cold: bool) -> float:
+        return self._call(("time", index, cold), TIME_TIMEOUT_S, "time")
+
+    def environment(self) -> dict:
+        self._environment = None  # the SM clock of now, at the start of the rounds
+        env = dict(self.environment_now())
+        env.pop("model", None)
+        return env
+
+    def _call(self, message, timeout: float, what: str):
+        try:
+            if message is not None:
+                self._child.send(message)
+            if not self._child.conn.poll(timeout):
+                self._child.kill()
+                raise StopwatchDied(f"the measuring process did not answer {what} within {timeout:g} s")
+            status, value = self._child.recv()
+        except ChildDied as exc:
+            raise StopwatchDied(f"the measuring process died during {what}: {exc}") from None
+        if status == "error":
+            self._child.kill()
+            raise StopwatchDied(f"the measuring process failed during {what}: {value}")
+        return value
+
+    def close(self) -> None:
+        self._child.stop()
+
