@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import engine  # noqa: E402
 from engine.gpu.baselines import cudnn_conv2d  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
+from engine.ops.base import DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402

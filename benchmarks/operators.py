@@ -39,7 +39,7 @@ from engine.callbacks import StopTuning  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.gpu.baselines import BaselineUnavailable, measure_baseline  # noqa: E402
 from engine.gpu.baselines import copy_bandwidth  # noqa: E402
-from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
+from engine.ops.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import BROADCAST, BROADCAST_FP16, GEMM, MOBILENET_DW, Preset, transpose_spec  # noqa: E402

@@ -22,8 +22,7 @@ from .measurers import MeasurerUnavailable, UnknownMeasurer, make_measurer
 from .records import LogFileError, Record, format_record, pick_best, read_log_file
 from .replay import RecordingError, ReplayMeasurer, load_recording, recording_task, restrict_to_recording
 from .space import SamplingError
-from .templates import BadArgs, UnknownTemplate
-from .templates.base import DeviceLimits
+from .ops import BadArgs, DeviceLimits, UnknownTemplate
 
 USAGE_ERROR = 2
 EXTENSION_MODULES = ("engine.gpu.cli",)

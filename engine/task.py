@@ -8,7 +8,7 @@ from typing import Any
 
 from .records import canonical_args
 from .space import ConfigEntity, ConfigSpace
-from .templates import BadArgs, DeviceLimits, Template, get_template
+from .ops import BadArgs, DeviceLimits, Template, get_template
 
 
 @dataclass(eq=False)

@@ -123,7 +123,7 @@ BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BR
 BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 
 
-# A custom kernel in Kernel Tuner's manner (engine.templates.custom): the classic
+# A custom kernel in Kernel Tuner's manner (engine.ops.custom): the classic
 # shared-memory transpose, for the operators benchmark and the tests. Not a preset: the job
 # system runs only custom kernels that staff added (jobs.custom_kernels).
 _TRANSPOSE_SOURCE = r"""

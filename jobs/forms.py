@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from engine.templates import TEMPLATES
-from engine.templates.custom import TASK_NAME as CUSTOM
+from engine.ops import TEMPLATES
+from engine.ops.custom.tiling import TASK_NAME as CUSTOM
 from engine.tuners import TUNERS
 from engine.workloads import PRESETS
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from engine import create_task
 from engine.records import write_records
 from engine.replay import RecordingError, restrict_to_recording
-from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
+from engine.ops import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune
 from engine.tuners import UnknownTuner, get_tuner
 

@@ -22,8 +22,8 @@ from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
 from engine.task import args_from_json, create_task
-from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
-from engine.templates.custom import TASK_NAME as CUSTOM
+from engine.ops import TEMPLATES, BadArgs, UnknownTemplate
+from engine.ops.custom.tiling import TASK_NAME as CUSTOM
 from engine.tuners import TUNERS
 from engine.workloads import PRESETS
 from records.importing import Catalog

@@ -42,7 +42,7 @@ from django.db import transaction
 
 from engine.records import Record, scan_log, target_model
 from engine.task import args_from_json
-from engine.templates import BadArgs
+from engine.ops import BadArgs
 
 from .importing import MAX_PROBLEMS, Catalog, new_batch
 from .models import Baseline, Device, ImportBatch, Workload

@@ -1,4 +1,4 @@
-"""What the pages show of a custom kernel's spec (engine.templates.custom): its tunable
+"""What the pages show of a custom kernel's spec (engine.ops.custom): its tunable
 parameters, restrictions, launch, arguments and source, for the staff's kernel page and
 for the leaderboard of any `custom` workload, imported ones included."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.templates.custom import TASK_NAME, CustomParams, SpecError, parse_spec
+from engine.ops.custom.tiling import TASK_NAME, CustomParams, SpecError, parse_spec
 
 
 @dataclass(frozen=True)

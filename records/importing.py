@@ -21,8 +21,7 @@ from typing import Iterable, Iterator
 
 from django.db import transaction
 
-from engine.flops import FlopCountError, flop_count
-from engine.templates import least_bytes_moved
+from engine.describe import describe_workload
 from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
 
 from .models import Device, ImportBatch, MeasurementRecord, Workload
@@ -103,30 +102,25 @@ class Catalog:
         key = Workload.key_of(task_name, args)
         note = None
         if key not in self._workloads:
-            flops, note = _flops_or_note(task_name, args)
+            flops, bytes_moved, note = _counts_or_note(task_name, args)
             workload, created = Workload.objects.get_or_create(
-                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": _bytes_or_none(task_name, args)})
+                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": bytes_moved})
             self._workloads[key] = workload
             note = note if created else None
         self._by_repr[quick] = self._workloads[key]
         return self._workloads[key], note
 
 
-def _bytes_or_none(task_name: str, args: list) -> int | None:
-    moved = least_bytes_moved(task_name, args)
-    return moved if moved is not None and moved <= _BIGINT_MAX else None
-
-
-def _flops_or_note(task_name: str, args: list) -> tuple[int | None, str | None]:
-    try:
-        flops = flop_count(task_name, args)
-    except FlopCountError as exc:
-        return None, f"no FLOP count for {task_name} ({exc}): imported with time only"
-    if flops is None:
-        return None, f"no FLOP counter for task {task_name}: imported with time only"
-    if flops > _BIGINT_MAX:
-        return None, f"FLOP count of {task_name} is too large to store: imported with time only"
-    return flops, None
+def _counts_or_note(task_name: str, args: list) -> tuple[int | None, int | None, str | None]:
+    """FLOPs and bytes as the engine counts them, each None where unknown or too large to
+    store, and a note when the FLOPs are missing."""
+    facts = describe_workload(task_name, args)
+    moved = facts.bytes_moved if facts.bytes_moved is not None and facts.bytes_moved <= _BIGINT_MAX else None
+    if facts.flops is None:
+        return None, moved, f"{facts.note}: imported with time only"
+    if facts.flops > _BIGINT_MAX:
+        return None, moved, f"FLOP count of {task_name} is too large to store: imported with time only"
+    return facts.flops, moved, None
 
 
 _LIMITS = {

@@ -9,7 +9,7 @@ from django.db import models
 
 from engine.records import ErrorNo, Record, canonical_args, make_target
 from engine.task import create_task
-from engine.templates import BadArgs, UnknownTemplate
+from engine.ops import BadArgs, UnknownTemplate
 
 from .custom_specs import KernelSummary, kernel_summary
 

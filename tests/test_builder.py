@@ -6,7 +6,7 @@ import pytest
 
 from engine.gpu.builder import Builder
 from engine.gpu.device import model_slug
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.records import ErrorNo
 
 ARGS = ("data", "kernel", "output")

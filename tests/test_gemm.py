@@ -6,11 +6,11 @@ import pytest
 
 import cuda_on_cpu
 import engine
-from engine.flops import flop_count
+from engine.describe import describe_workload
 from engine.gpu.builder import Builder
 from engine.space import ConfigSpace
-from engine.templates import BadArgs, DeviceLimits
-from engine.templates.gemm import gemm_tiling
+from engine.ops import BadArgs, DeviceLimits
+from engine.ops.gemm.tiling import gemm_tiling
 from engine.workloads import GEMM, PRESETS, gemm_args
 
 BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, "thread_m": 4, "thread_n": 8,
@@ -25,7 +25,7 @@ def config(task, **knobs):
 
 def test_it_counts_two_flops_per_multiply_add_and_the_least_bytes():
     task = engine.create_task("gemm", gemm_args(512, 49, 4608))
-    assert task.flops == flop_count("gemm", gemm_args(512, 49, 4608)) == 2 * 512 * 49 * 4608
+    assert task.flops == describe_workload("gemm", gemm_args(512, 49, 4608)).flops == 2 * 512 * 49 * 4608
     assert task.template.bytes_moved(task.params) == 4 * (512 * 4608 + 4608 * 49 + 512 * 49)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.records import ErrorNo, format_record, read_records
 from engine.workloads import PRESETS
 

@@ -162,7 +162,7 @@ def test_the_migration_gives_stored_workloads_the_engines_byte_count(gpus):
 
     from django.apps import apps
 
-    from engine.templates import least_bytes_moved
+    from engine.describe import describe_workload
     from engine.workloads import PRESETS
 
     migration = importlib.import_module("records.migrations.0004_workload_bytes_moved")
@@ -172,5 +172,5 @@ def test_the_migration_gives_stored_workloads_the_engines_byte_count(gpus):
     migration.fill_bytes_moved(apps, None)
     broadcast.refresh_from_db()
     conv.refresh_from_db()
-    assert broadcast.bytes_moved == least_bytes_moved("broadcast_nchw", PRESETS["B-div-b"].args) == 4 * (2 * 256 * 64 * 56 * 56 + 64)
+    assert broadcast.bytes_moved == describe_workload("broadcast_nchw", PRESETS["B-div-b"].args).bytes_moved == 4 * (2 * 256 * 64 * 56 * 56 + 64)
     assert conv.bytes_moved is None

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from engine.gpu.runner import RunResult, Runner
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import DeviceInfo
 from engine.records import ErrorNo
 

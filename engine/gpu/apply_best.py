@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.records import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin

@@ -29,7 +29,7 @@ import numpy as np
 
 from engine.measure import MeasureResult
 from engine.records import ErrorNo, Record
-from engine.templates.base import DEFAULT_CONFIG_BASELINE
+from engine.ops.base import DEFAULT_CONFIG_BASELINE
 
 from .runner import TimingSettings, cupy_graph, relative_l2_error, time_launches
 

@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Hashable, Iterable
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.records import ErrorNo
 
 from .child import Child, ChildDied

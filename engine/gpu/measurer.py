@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import Measurer, MeasureResult
 from engine.records import ErrorNo
 

@@ -28,7 +28,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import DeviceInfo
 from engine.measurers import MeasurerUnavailable
 from engine.records import ErrorNo

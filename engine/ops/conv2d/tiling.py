@@ -1,4 +1,5 @@
-"""Direct NCHW conv2d on CUDA: TVM topi's `conv2d_nchw.cuda` and the seed's `conv2d_no_batching`.
+"""A direct NCHW convolution's params and the tiling a config gives it: one geometry that
+the validity rules, the cost-model features and the CUDA generator all read.
 
 The schedule (topi `schedule_direct_cuda`, the seed tutorial's template): each output
 axis f (CO), y (OH), x (OW) is split four ways, outer to inner, into
@@ -12,7 +13,7 @@ shared memory, cooperatively:
     weight tile [bf, src, sry, srx]                        floats
 
 where (src, sry, srx) are the reduction extents inside one outer step (the product
-of every part but the outer one). Shared memory per block is 4 bytes times the two
+of every part but the outer one). Shared memory per stage is 4 bytes times the two
 tile sizes: `ConvTiling.shared_bytes`. The CUDA kernel stages exactly these tiles.
 Launch: block = (tx, ty, tf), grid = (OW/bx, OH/by, N*CO/bf).
 """
@@ -20,27 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-import numpy as np
-
-from ..flops import FlopCountError, as_padding, as_pair, conv2d_output_size, tensor_shape
-from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from .base import (
-    FLOAT_BYTES,
-    MAX_TENSOR_ELEMENTS,
-    REFERENCE_THREAD_SLOTS,
-    REGISTER_OVERHEAD,
-    BadArgs,
-    DeviceLimits,
-    LaunchShape,
-    Template,
-    first_valid,
-    knob_features,
-    why_launch_fails,
-)
-
-DEFAULT_THREADS = 128
+from ...space import ConfigEntity
+from ..args import as_padding, as_pair, conv2d_output_size, tensor_shape
+from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, BadArgs,
+                    DeviceLimits, LaunchShape, knob_features)
 
 
 @dataclass(frozen=True)
@@ -61,9 +46,30 @@ class ConvParams:
     multiplier: int = 0
     args: list = field(default_factory=list, compare=False, repr=False)
 
+    @property
+    def data_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.ci, self.h, self.w)
+
+    @property
+    def kernel_shape(self) -> tuple[int, int, int, int]:
+        """[CO, CI, KH, KW]; a depthwise filter bank is [C, multiplier, KH, KW]."""
+        if self.multiplier:
+            return (self.ci, self.multiplier, self.kh, self.kw)
+        return (self.co, self.ci, self.kh, self.kw)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.co, self.oh, self.ow)
+
+    @property
+    def flops(self) -> int:
+        """One multiply-add per output, input channel (one for depthwise) and window tap."""
+        reduction = self.kh * self.kw * (1 if self.multiplier else self.ci)
+        return 2 * self.n * self.co * self.oh * self.ow * reduction
+
 
 def nchw_shape(arg, what: str) -> list[int]:
-    shape = _as_bad_args(tensor_shape, arg, what)
+    shape = tensor_shape(arg, what)
     if len(shape) != 4:
         raise BadArgs(f"{what} shape {shape} is not 4-D (NCHW)")
     if arg[2] != "float32":
@@ -71,26 +77,18 @@ def nchw_shape(arg, what: str) -> list[int]:
     return shape
 
 
-def _as_bad_args(parse, *value):
-    """Run one of engine.flops' argument readers, reporting its complaint as BadArgs."""
-    try:
-        return parse(*value)
-    except FlopCountError as exc:
-        raise BadArgs(str(exc)) from None
-
-
 def conv_params(data: list[int], kernel_hw: tuple[int, int], co: int, stride, padding, dilation,
                 multiplier: int = 0, args: list | None = None) -> ConvParams:
     """Check a convolution's geometry and work out its output size; BadArgs when unusable."""
     n, ci, h, w = data
     kh, kw = kernel_hw
-    sh, sw = _as_bad_args(as_pair, stride, "strides")
+    sh, sw = as_pair(stride, "strides")
     if sh < 1 or sw < 1:
         raise BadArgs(f"strides {stride!r} must be positive")
-    pad = _as_bad_args(as_padding, padding)
+    pad = as_padding(padding)
     if min(pad) < 0:
         raise BadArgs(f"padding {padding!r} must not be negative")
-    if _as_bad_args(as_pair, dilation, "dilation") != (1, 1):
+    if as_pair(dilation, "dilation") != (1, 1):
         raise BadArgs(f"dilation {dilation!r} is not supported (only 1)")
     padded_h, padded_w = h + pad[0] + pad[2], w + pad[1] + pad[3]
     if kh > padded_h or kw > padded_w:
@@ -102,6 +100,11 @@ def conv_params(data: list[int], kernel_hw: tuple[int, int], co: int, stride, pa
         if elements > MAX_TENSOR_ELEMENTS:
             raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
     return ConvParams(n, ci, h, w, co, kh, kw, (sh, sw), pad, oh, ow, multiplier, list(args or []))
+
+
+def three_way(split: tuple[int, ...]) -> tuple[int, int, int]:
+    """A reduction split as (outer, middle, inner): a 2-way split is (outer, inner, 1)."""
+    return (split[0], split[1], 1) if len(split) == 2 else split  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,8 @@ class ConvTiling:
     rx: tuple[int, ...]
     batch: int
     stride: tuple[int, int]
+    auto_unroll_max_step: int = 0
+    unroll_explicit: int = 0
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -167,8 +172,13 @@ class ConvTiling:
         return (self.block_tile[0], *self.reduction_step)
 
     @property
+    def stage_floats(self) -> int:
+        """Floats of one shared-memory stage: the input tile and the weight tile."""
+        return math.prod(self.input_tile) + math.prod(self.weight_tile)
+
+    @property
     def shared_bytes(self) -> int:
-        return FLOAT_BYTES * (math.prod(self.input_tile) + math.prod(self.weight_tile))
+        return FLOAT_BYTES * self.stage_floats
 
     @property
     def registers(self) -> int:
@@ -187,6 +197,8 @@ def conv2d_tiling(params: ConvParams, config: ConfigEntity) -> ConvTiling:
         f=config["tile_f"].size, y=config["tile_y"].size, x=config["tile_x"].size,
         rc=config["tile_rc"].size, ry=config["tile_ry"].size, rx=config["tile_rx"].size,
         batch=params.n, stride=params.stride,
+        auto_unroll_max_step=int(config["auto_unroll_max_step"].val),
+        unroll_explicit=int(config["unroll_explicit"].val),
     )
 
 
@@ -194,9 +206,9 @@ def largest_divisor_at_most(n: int, bound: int) -> int:
     return max(d for d in range(1, max(1, min(n, bound)) + 1) if n % d == 0)
 
 
-def spatial_features(params: ConvParams, config: ConfigEntity, tiling: ConvTiling, flops: int,
+def spatial_features(params: ConvParams, config: ConfigEntity, tiling: ConvTiling,
                      limits: DeviceLimits) -> dict[str, float]:
-    """Features both direct-conv templates share: knobs, then launch shape, then intensity."""
+    """Features both direct-conv templates and depthwise share: knobs, then launch shape, then intensity."""
     launch = tiling.launch()
     warps = -(-tiling.threads // limits.warp_size)
     blocks = math.prod(launch.grid)
@@ -218,123 +230,6 @@ def spatial_features(params: ConvParams, config: ConfigEntity, tiling: ConvTilin
         "reduction_step_rx": tiling.reduction_step[2],
         "outer_steps": tiling.outer_steps,
         # FLOPs per float staged through shared memory: the data reuse a tile buys.
-        "arithmetic_intensity": flops / (blocks * tiling.outer_steps * staged_floats),
+        "arithmetic_intensity": params.flops / (blocks * tiling.outer_steps * staged_floats),
     })
     return out
-
-
-@lru_cache(maxsize=256)
-def conv_flops(template: type[Template], params: ConvParams) -> int:
-    """A convolution's FLOPs, counted once per (template, workload): `features` asks for every config."""
-    return template().flops(params)
-
-
-class _DirectConv2d(Template):
-    """Space, rules, features and default shared by both direct conv2d tasks."""
-
-    baseline_provider = "cudnn"
-    reduction_parts = 2
-    legacy_swaps: tuple[tuple[str, str], ...] = ()
-    unroll_steps = (0, 512, 1500)
-
-    def define_space(self, params: ConvParams) -> ConfigSpace:
-        knobs = [
-            SplitKnob("tile_f", params.co, 4),
-            SplitKnob("tile_y", params.oh, 4),
-            SplitKnob("tile_x", params.ow, 4),
-            SplitKnob("tile_rc", params.ci, self.reduction_parts),
-            SplitKnob("tile_ry", params.kh, self.reduction_parts),
-            SplitKnob("tile_rx", params.kw, self.reduction_parts),
-            OtherKnob("auto_unroll_max_step", list(self.unroll_steps)),
-            OtherKnob("unroll_explicit", [0, 1]),
-        ]
-        return ConfigSpace(knobs, legacy_swaps=self.legacy_swaps)
-
-    def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        return why_launch_fails(conv2d_tiling(params, config).launch(), limits)
-
-    def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        return spatial_features(params, config, conv2d_tiling(params, config), conv_flops(type(self), params),
-                                DeviceLimits())
-
-    def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
-        """About DEFAULT_THREADS threads (x, then y, then f), 4 outputs of f per thread,
-        8 input channels per shared-memory step, the whole kernel window per step."""
-        tx = largest_divisor_at_most(params.ow, 16)
-        ty = largest_divisor_at_most(params.oh, max(1, 64 // tx))
-        tf = largest_divisor_at_most(params.co, max(1, min(64, DEFAULT_THREADS // (tx * ty))))
-        fi = largest_divisor_at_most(params.co // tf, 4)
-        step_rc = largest_divisor_at_most(params.ci, 8)
-        middle = [1] * (self.reduction_parts - 2)
-        entity = [
-            ["tile_f", "sp", [-1, 1, tf, fi]],
-            ["tile_y", "sp", [-1, 1, ty, 1]],
-            ["tile_x", "sp", [-1, 1, tx, 1]],
-            ["tile_rc", "sp", [-1, *middle, step_rc]],
-            ["tile_ry", "sp", [-1, *middle, params.kh]],
-            ["tile_rx", "sp", [-1, *middle, params.kw]],
-            ["auto_unroll_max_step", "ot", 512],
-            ["unroll_explicit", "ot", 1],
-        ]
-        return first_valid(space, space.from_entity(entity))
-
-    # -- GPU half: engine.kernels.conv2d generates the CUDA source that stages these tiles.
-    def kernel(self, params: ConvParams, config: ConfigEntity):
-        from ..kernels.conv2d import kernel_for
-
-        return kernel_for(params, config)
-
-    def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-        from ..kernels.conv2d import inputs_for
-
-        return inputs_for(params, rng)
-
-    def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..kernels.conv2d import reference_for
-
-        return reference_for(params, inputs)
-
-
-class Conv2dNCHW(_DirectConv2d):
-    """TVM topi's `conv2d_nchw.cuda` (schedule_direct_cuda); args as in its logs:
-    [data TENSOR, kernel TENSOR [CO, CI, KH, KW], strides, padding, dilation, out_dtype]."""
-
-    name = "conv2d_nchw.cuda"
-    reduction_parts = 2
-    # TVM's logs up to 2019 list tile_rx (splitting KH) before tile_ry (splitting KW);
-    # by position that is today's tile_ry then tile_rx, which is how their indexes count.
-    legacy_swaps = (("tile_ry", "tile_rx"),)
-
-    def parse_args(self, args: list) -> ConvParams:
-        if not isinstance(args, list) or len(args) != 6:
-            raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-        data = nchw_shape(args[0], "data")
-        co, kci, kh, kw = nchw_shape(args[1], "kernel")
-        if kci != data[1]:
-            raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
-        if args[5] != "float32":
-            raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
-        return conv_params(data, (kh, kw), co, args[2], args[3], args[4], args=args)
-
-
-class Conv2dNoBatching(_DirectConv2d):
-    """The seed tutorial's template: args [N, H, W, CO, CI, KH, KW, [sh, sw], [ph, pw]], N = 1,
-    reduction axes split three ways (outer, middle, inner; a step stages middle x inner).
-
-    The tutorial defines tile_ry on KH and tile_rx on KW but applies tile_rx to KH and
-    tile_ry to KW; its kernels are square, so the two readings give the same spaces. Here
-    tile_ry splits KH, as defined."""
-
-    name = "conv2d_no_batching"
-    reduction_parts = 3
-
-    def parse_args(self, args: list) -> ConvParams:
-        if not isinstance(args, list) or len(args) != 9:
-            raise BadArgs(f"{self.name} args are [N, H, W, CO, CI, KH, KW, [sh, sw], [ph, pw]]")
-        sizes = args[:7]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
-            raise BadArgs(f"N, H, W, CO, CI, KH, KW {sizes} must be positive integers")
-        n, h, w, co, ci, kh, kw = sizes
-        if n != 1:
-            raise BadArgs(f"{self.name} takes batch size N = 1 only, not {n}")
-        return conv_params([n, ci, h, w], (kh, kw), co, args[7], args[8], 1, args=args)
