@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .gpu.nvrtc import BASE_OPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .kernels import KernelSource
+    from .ops.base import KernelSource
     from .space import ConfigEntity
     from .task import Task
 

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from engine.confirm import Confirmation, Stopwatch, confirm, contenders_for, top_k_distinct
 from engine.space import EntityError
-from engine.templates.base import DEFAULT_CONFIG_BASELINE
+from engine.ops.base import DEFAULT_CONFIG_BASELINE
 from records.confirmations import store_confirmation
 from records.models import ImportBatch, MeasurementRecord
 from records.standings import ranked_groups, valid

@@ -14,7 +14,7 @@ from django.db import models
 from engine.codehash import arch_of_capability, config_code_hash
 from engine.space import EntityError
 from engine.task import create_task
-from engine.templates import BadArgs, UnknownTemplate
+from engine.ops import BadArgs, UnknownTemplate
 
 
 class CodeStatus(models.TextChoices):

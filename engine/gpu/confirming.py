@@ -114,7 +114,7 @@ class _Bench:
 
     def prepare(self, task_name: str, args: list, contenders: Sequence[Contender], seed: int) -> list:
         from engine import create_task
-        from engine.templates.base import DeviceLimits
+        from engine.ops.base import DeviceLimits
 
         from .device import arch_of, query_device
 
