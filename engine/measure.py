@@ -50,6 +50,7 @@ class MeasureResult:
     error_msg: str = ""
     all_cost: float = 0.0
     timestamp: float = field(default_factory=time.time)
+    code_hash: str | None = None  # engine.codehash of what ran; None where nothing was generated
 
     @property
     def ok(self) -> bool:
@@ -77,6 +78,7 @@ def to_record(task: "Task", config: "ConfigEntity", result: MeasureResult, targe
         all_cost=result.all_cost,
         timestamp=result.timestamp,
         error_msg=result.error_msg,
+        code_hash=result.code_hash,
     )
 
 

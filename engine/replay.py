@@ -40,6 +40,7 @@ def result_of(record: Record) -> MeasureResult:
         error_msg=record.error_msg,
         all_cost=record.all_cost,
         timestamp=record.timestamp,
+        code_hash=record.code_hash,
     )
 
 

@@ -264,7 +264,7 @@ class Ratio:
 
     @classmethod
     def of(cls, numerator: Spread | None, denominator: Spread | None) -> "Ratio | None":
-        if numerator is None or denominator is None:
+        if numerator is None or denominator is None or min(numerator.min, denominator.min) <= 0:
             return None
         return cls(numerator.median / denominator.median, numerator.min / denominator.max,
                    numerator.max / denominator.min)
