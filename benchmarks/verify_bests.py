@@ -121,14 +121,14 @@ def main(argv=None) -> int:
     if options.rounds < MIN_ROUNDS:
         parser.error(f"--rounds must be at least {MIN_ROUNDS}")
 
-    from engine.gpu.confirming import FreshProcessStopwatch  # needs CuPy and a GPU
+    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied  # needs CuPy and a GPU
 
     started = time.time()
     stopwatch = FreshProcessStopwatch(options.device)
     model = stopwatch.target.split("-model=")[1]
     only = {name for name in options.only.split(",") if name}
-    rows, confirmations = [], []
-    with stopwatch:
+    rows, confirmations, failed = [], [], []
+    try:
         for name, logged in bests_of(options.logs, model, options.top_k):
             if only and name not in only:
                 continue
@@ -140,10 +140,19 @@ def main(argv=None) -> int:
             vendor = task.template.baseline_provider
             configs = [(r.config_index, r.entity) for r in logged]
             contenders = contenders_for(task, configs, None if vendor == DEFAULT_CONFIG_BASELINE else vendor)
-            confirmation = confirm(task, contenders, stopwatch, options.rounds)
+            try:
+                confirmation = confirm(task, contenders, stopwatch, options.rounds)
+            except StopwatchDied as exc:  # a kernel that poisons its context: say so, go on in a new process
+                print(f"{name}: {exc}", flush=True)
+                failed.append({"workload": name, "error": str(exc)})
+                stopwatch.close()
+                stopwatch = FreshProcessStopwatch(options.device)
+                continue
             confirmations.append(confirmation.to_dict())
             rows.append(row_of(name, logged, confirmation))
             print(json.dumps({k: v for k, v in rows[-1].items() if k not in ("ours", "vendor", "default")}), flush=True)
+    finally:
+        stopwatch.close()
     meta = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_describe(),
         "command": "python " + " ".join([os.path.relpath(__file__)] + (argv or sys.argv[1:])),
@@ -152,10 +161,12 @@ def main(argv=None) -> int:
     }
     if options.json:
         with open(options.json, "w") as stream:
-            json.dump({"meta": meta, "rows": rows, "confirmations": confirmations}, stream, indent=1)
+            json.dump({"meta": meta, "rows": rows, "failed": failed, "confirmations": confirmations}, stream, indent=1)
     print(f"\n{meta['date']}, commit {meta['commit']}, {options.rounds} interleaved rounds, {meta['wall_s']:.0f} s")
     print(table(rows))
-    return 0
+    for failure in failed:
+        print(f"not measured: {failure['workload']}: {failure['error']}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

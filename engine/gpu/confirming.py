@@ -32,7 +32,7 @@ from engine.confirm import Contender, Role, Stopwatch, Unready
 from engine.records import ErrorNo
 
 from .child import Child, ChildDied
-from .runner import TimingSettings, cupy_graph, relative_l2_error
+from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -93,6 +93,7 @@ class _Bench:
         self.flush_buffer = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
         self.prepared: list[dict | None] = []
         self.torch_used = False
+        self.builder = None
 
     # -- environment
 
@@ -133,14 +134,16 @@ class _Bench:
             arrays = [cp.asarray(a) for a in inputs]
             ref = cp.asarray(reference, dtype=cp.float64)
         self.stream.synchronize()
+        sources = {i: self._source(task, c) for i, c in enumerate(contenders) if c.role != Role.VENDOR}
+        builds = self._build(arch, {i: s for i, s in sources.items() if not isinstance(s, _NotReady)})
         out = []
         self.prepared = []
-        for contender in contenders:
+        for i, contender in enumerate(contenders):
             try:
                 if contender.role == Role.VENDOR:
                     graphs, details = self._prepare_vendor(task, contender, inputs, reference)
                 else:
-                    graphs, details = self._prepare_config(task, contender, arch, arrays, ref)
+                    graphs, details = self._prepare_config(task, sources[i], builds.get(i), arch, arrays, ref)
             except _NotReady as exc:
                 self.prepared.append(None)
                 out.append(exc.unready)
@@ -149,29 +152,44 @@ class _Bench:
             out.append(details)
         return out
 
-    def _prepare_config(self, task, contender: Contender, arch: str, arrays, ref):
-        from .apply_best import load_function
-        from .nvrtc import CompileError, compile_to_cubin
-
-        cp = self.cp
+    @staticmethod
+    def _source(task, contender: Contender):
+        """The config's kernel source, or why it has none (_NotReady, returned, not raised)."""
         try:
             config = task.config_space.from_entity(contender.entity)
         except ValueError as exc:
-            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"not a config of this space: {exc}") from None
+            return _NotReady(ErrorNo.INSTANTIATION_ERROR, f"not a config of this space: {exc}")
         reason = task.why_invalid(config)
         if reason:
-            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, reason)
+            return _NotReady(ErrorNo.INSTANTIATION_ERROR, reason)
         try:
-            source = task.template.kernel(task.params, config)
+            return task.template.kernel(task.params, config)
         except (ValueError, NotImplementedError) as exc:
-            raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"no kernel for this config: {exc}") from None
+            return _NotReady(ErrorNo.INSTANTIATION_ERROR, f"no kernel for this config: {exc}")
+
+    def _build(self, arch: str, sources: dict) -> dict:
+        """Compile every source at once on the host's cores (spawned NVRTC workers, the
+        kernel cache on disk: a second run of the same configs compiles nothing)."""
+        from .builder import Builder
+
+        if not sources:
+            return {}
+        if self.builder is None or self.builder.arch != arch:
+            self.builder = Builder(arch, workers=os.cpu_count() or 1)
+        keys = list(sources)
+        return dict(zip(keys, self.builder.build(sources[k] for k in keys)))
+
+    def _prepare_config(self, task, source, build, arch: str, arrays, ref):
+        cp = self.cp
+        if isinstance(source, _NotReady):
+            raise source
         details = {"code_hash": code_hash(source, arch, generator_version(task.template)), "arch": arch}
+        if not build.ok:
+            raise _NotReady(build.error_no, build.message[:2000])
         try:
-            cubin, _ = compile_to_cubin(source.code, arch, name=f"{source.name}.cu")
-        except CompileError as exc:
-            raise _NotReady(ErrorNo.COMPILE_DEVICE, str(exc)[:2000]) from None
-        try:
-            function = load_function(cp, cubin, source)
+            function = cp.RawModule(path=build.cubin_path).get_function(source.name)
+            if source.shared_bytes > DEFAULT_SHARED_LIMIT:
+                function.max_dynamic_shared_size_bytes = source.shared_bytes
         except Exception as exc:  # a cubin the driver refuses, or too much shared memory
             raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"loading the kernel failed: {exc}") from None
         output = arrays[source.output_index]
@@ -292,6 +310,8 @@ class _Bench:
 
 
 class _NotReady(Exception):
+    """Why a contender cannot be timed, as an exception inside the child."""
+
     def __init__(self, error_no: ErrorNo, message: str) -> None:
         super().__init__(message)
         self.unready = Unready(error_no, message)
@@ -305,6 +325,8 @@ def _stopwatch_main(conn: Connection, device_id: int, settings: TimingSettings) 
     while True:
         message = conn.recv()
         if message is None:
+            if bench.builder is not None:
+                bench.builder.close()
             return
         try:
             if message[0] == "prepare":
