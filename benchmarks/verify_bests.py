@@ -108,6 +108,24 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def meta_of(started: float, options, argv, confirmations: list) -> dict:
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_describe(),
+        "command": "python " + " ".join([os.path.relpath(__file__)] + (argv or sys.argv[1:])),
+        "rounds": options.rounds, "top_k": options.top_k, "wall_s": time.time() - started,
+        "environment": confirmations[0]["environment"] if confirmations else {},
+    }
+
+
+def write_json(path: str, meta: dict, rows: list, failed: list, confirmations: list) -> None:
+    """The whole run so far (rewritten after every workload: a run cut short keeps what it measured)."""
+    if not path:
+        return
+    with open(path + ".tmp", "w") as stream:
+        json.dump({"meta": meta, "rows": rows, "failed": failed, "confirmations": confirmations}, stream, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+", metavar="LOG")
@@ -151,17 +169,11 @@ def main(argv=None) -> int:
             confirmations.append(confirmation.to_dict())
             rows.append(row_of(name, logged, confirmation))
             print(json.dumps({k: v for k, v in rows[-1].items() if k not in ("ours", "vendor", "default")}), flush=True)
+            write_json(options.json, meta_of(started, options, argv, confirmations), rows, failed, confirmations)
     finally:
         stopwatch.close()
-    meta = {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_describe(),
-        "command": "python " + " ".join([os.path.relpath(__file__)] + (argv or sys.argv[1:])),
-        "rounds": options.rounds, "top_k": options.top_k, "wall_s": time.time() - started,
-        "environment": confirmations[0]["environment"] if confirmations else {},
-    }
-    if options.json:
-        with open(options.json, "w") as stream:
-            json.dump({"meta": meta, "rows": rows, "failed": failed, "confirmations": confirmations}, stream, indent=1)
+    meta = meta_of(started, options, argv, confirmations)
+    write_json(options.json, meta, rows, failed, confirmations)
     print(f"\n{meta['date']}, commit {meta['commit']}, {options.rounds} interleaved rounds, {meta['wall_s']:.0f} s")
     print(table(rows))
     for failure in failed:
