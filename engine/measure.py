@@ -91,6 +91,11 @@ class Measurer(ABC):
     def measure(self, task: "Task", configs: Sequence["ConfigEntity"]) -> list[MeasureResult]:
         """One result per config, in order. Never raises for a bad config: it reports it."""
 
+    def environment(self) -> dict:
+        """What the next batch is measured on (GPU board, driver, runtime, compiler, clock);
+        empty where there is nothing to say."""
+        return {}
+
     def close(self) -> None:
         """Release child processes and GPU state; a no-op where there is none."""
 

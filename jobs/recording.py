@@ -10,7 +10,7 @@ in flight, and what is stored is what resumes.
 from __future__ import annotations
 
 import uuid
-from typing import Sequence
+from typing import Callable, Sequence
 
 from django.db import transaction
 from django.db.models import F
@@ -48,22 +48,27 @@ def stored_records(run: JobRun) -> list[Record]:
 class RunRecorder:
     """Tuning-loop callback: store each batch and the run's best record, stop on cancel."""
 
-    def __init__(self, run: JobRun, token: uuid.UUID) -> None:
+    def __init__(self, run: JobRun, token: uuid.UUID, environment: Callable[[], dict] = dict) -> None:
         self.run = run
         self.token = token
         self.catalog = Catalog()
+        self.environment = environment  # what measured the batch: asked once per batch
 
     def __call__(self, state, configs, results) -> None:
         self.store(state.records[-len(configs):])
 
     def store(self, records: Sequence[Record]) -> None:
+        environment = self.environment()
         with transaction.atomic():
             # Locks the row (PostgreSQL) so a takeover cannot interleave with this batch.
             current = held(self.run.pk, self.token).select_for_update().values_list("state", flat=True).first()
             if current is None:
                 raise ClaimLost(f"run {self.run.pk} was taken over by another worker")
             batch = open_batch(self.run)
-            MeasurementRecord.objects.bulk_create([record_row(r, batch, self.catalog)[0] for r in records], ignore_conflicts=True)
+            rows = [record_row(r, batch, self.catalog)[0] for r in records]
+            for row in rows:
+                row.environment = environment
+            MeasurementRecord.objects.bulk_create(rows, ignore_conflicts=True)
             ImportBatch.objects.filter(pk=batch.pk).update(
                 lines=F("lines") + len(records), imported=self.run.records().count()
             )

@@ -46,7 +46,7 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
                 write_records(stream, stored_records(run))
             result = tune(
                 task, tuner, measurer, n_trial=job.n_trial, early_stopping=job.early_stopping,
-                callbacks=[RunRecorder(run, token)], log_file=str(history), target=measurer.device.target,
+                callbacks=[RunRecorder(run, token, measurer.environment)], log_file=str(history), target=measurer.device.target,
                 batch_size=settings.TUNERWEB_JOB_BATCH_SIZE,
             )
             confirmed = _confirm_top_k(run, token, config, measurer.device)

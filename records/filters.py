@@ -8,6 +8,7 @@ from django import forms
 from engine.records import ErrorNo
 
 from .leaderboards import ranked, search_workloads
+from .environments import GROUPABLE, environment_filter
 from .models import Baseline, Device, MeasurementRecord, Workload
 
 
@@ -36,14 +37,27 @@ class RecordFilter(django_filters.FilterSet):
     workload = django_filters.NumberFilter(field_name="workload_id", label="Workload id")
     shape = django_filters.CharFilter(method="filter_shape", label="Shape contains", help_text="e.g. 1,512,7,7")
     status = django_filters.ChoiceFilter(choices=Status.CHOICES, method="filter_status", label="Status", empty_label="valid (no error)")
+    kind = django_filters.ChoiceFilter(choices=MeasurementRecord.Kind.choices, label="Kind", empty_label="any kind")
+    cache = django_filters.ChoiceFilter(choices=MeasurementRecord.Cache.choices, label="L2", empty_label="warm or cold")
+    gpu_uuid = environment_filter("gpu_uuid", "GPU board (UUID)")
+    driver = environment_filter("driver", "Driver")
+    cuda_runtime = environment_filter("cuda_runtime", "CUDA runtime")
+    nvrtc = environment_filter("nvrtc", "NVRTC")
+    cupy = environment_filter("cupy", "CuPy")
+    group_by = django_filters.ChoiceFilter(choices=GROUPABLE, method="keep_all", label="Group by",
+                                           empty_label="no grouping")
 
     class Meta:
         model = MeasurementRecord
-        fields = ["task", "device", "workload", "shape", "status"]
+        fields = ["task", "device", "workload", "shape", "status", "kind", "cache", "gpu_uuid", "driver",
+                  "cuda_runtime", "nvrtc", "cupy", "group_by"]
 
     def filter_shape(self, queryset, name, value):
         # args_json is canonical JSON without spaces, so "[1, 512, 7, 7]" finds "[1,512,7,7]".
         return queryset.filter(workload__args_json__icontains=value.replace(" ", ""))
+
+    def keep_all(self, queryset, name, value):
+        return queryset  # group_by shapes the page's summary, not which rows match
 
     def filter_status(self, queryset, name, value):
         return queryset  # applied in filter_queryset, which also covers the empty default

@@ -209,3 +209,15 @@ def test_a_file_that_is_not_confirmations_is_refused(tmp_path):
     path.write_text('{"rows": []}')
     with pytest.raises(CommandError, match="not a confirmations file"):
         call_command("import_confirmations", str(path))
+
+
+def test_a_replayed_measurement_keeps_the_code_hash_it_was_recorded_with():
+    from engine.measure import to_record
+    from engine.replay import ReplayMeasurer
+
+    recorded = dataclasses.replace(repeated_recording(3)[0], code_hash="sha256:" + "ab" * 32)
+    config = TASK.config_space.from_entity(recorded.entity)
+
+    result = ReplayMeasurer([recorded]).measure(TASK, [config])[0]
+
+    assert to_record(TASK, config, result, recorded.target).code_hash == recorded.code_hash

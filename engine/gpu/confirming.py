@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Sequence
 
@@ -32,6 +31,7 @@ from engine.confirm import Contender, Role, Stopwatch, Unready
 from engine.records import ErrorNo
 
 from .child import Child, ChildDied
+from .environment import sm_clock_mhz
 from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,24 +49,6 @@ class StopwatchDied(RuntimeError):
 
 
 # ---------------------------------------------------------------- child side
-
-
-def sm_clock_mhz(device_id: int) -> int | None:
-    """The SM clock now (NVML, else nvidia-smi); None where neither answers."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device_id)
-        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-    except Exception:  # no NVML here: ask the command-line tool
-        pass
-    try:
-        out = subprocess.run(["nvidia-smi", "-i", str(device_id), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10)
-        return int(out.stdout.strip().splitlines()[0])
-    except Exception:
-        return None
 
 
 def _uuid(props) -> str:

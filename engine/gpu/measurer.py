@@ -23,6 +23,7 @@ from engine.records import ErrorNo
 
 from .builder import DEFAULT_TIMEOUT_S as BUILD_TIMEOUT_S, Builder
 from .device import arch_of
+from .environment import measuring_environment
 from .runner import DEFAULT_TIMEOUT_S as RUN_TIMEOUT_S, Runner, TimingSettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,6 +45,7 @@ class GpuMeasurer(Measurer):
         seed: int = 0,
     ):
         self.seed = seed
+        self.device_id = device_id
         self.timing = timing or TimingSettings()
         self._runner = Runner(device_id, run_timeout, self.timing)
         self.device = self._runner.start()
@@ -53,6 +55,9 @@ class GpuMeasurer(Measurer):
         except BaseException:
             self._runner.close()  # nobody else holds the runner child to stop it
             raise
+
+    def environment(self) -> dict:
+        return measuring_environment(self.device_id, self.device)
 
     @property
     def runner_restarts(self) -> int:

@@ -7,9 +7,11 @@ from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
 from ..bests import best_config_for
+from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
+from ..environments import environment_groups
 from ..filters import CompareDevicesForm, DiffForm, LeaderboardForm, RecordFilter, SpeedupForm
 from ..leaderboards import device_summaries, search_workloads, summarize, task_summaries, workload_rows
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
@@ -89,9 +91,11 @@ def record_list(request):
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(records.qs.iterator())})
     page = _page(request, records.qs)
+    group_by = records.form.cleaned_data.get("group_by") if not records.errors else None
     return render(request, "records/record_list.html", {
         "filter": records, "page": page, "rows": [(record, None) for record in page],
-        "first_rank": page.start_index(),
+        "first_rank": page.start_index(), "group_by": group_by,
+        "groups": environment_groups(records.qs, group_by) if group_by else None,
         "query": _query_without_page(request),
     }, status=400 if records.errors else 200)
 
@@ -103,6 +107,7 @@ def record_detail(request, pk: int):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
         "record": record, "best": best_config_for(record.workload, record.device),
+        "code_status": CodeHashes().status(record.workload, record.device, record.entity, record.code_hash),
     })
 
 
