@@ -121,6 +121,8 @@ def test_a_tuning_run_confirms_its_top_k_and_its_best_is_the_confirmed_median(wo
     progress = alice_client.get(f"/api/jobs/{job_id}/").json()["runs"][0]
     assert progress["confirmed_best"]["warm"]["median"] == pytest.approx(best.median_cost)
     assert {row["role"] for row in progress["confirmations"]} >= {"tuned", "vendor"}
+    page = alice_client.get(f"/jobs/{job_id}/").content.decode()
+    assert f"Confirmed on {REPLAY_QUEUE}" in page and "top 3 confirmed in 5 interleaved rounds" in page
 
     speedups = alice_client.get("/api/speedups/", {"device": REPLAY_QUEUE}).json()["rows"][0]
     assert speedups["rounds"] == 5 and speedups["speedup"] == pytest.approx(61e-6 / best.median_cost)

@@ -10,8 +10,8 @@ EMPTY = "—"
 
 @register.filter
 def usec(seconds: float | None) -> str:
-    """Seconds shown as microseconds, two decimals."""
-    if seconds is None:
+    """Seconds shown as microseconds, two decimals; — for no time (None, or a missing value)."""
+    if not isinstance(seconds, (int, float)):
         return EMPTY
     return f"{seconds * 1e6:.2f}"
 
