@@ -192,7 +192,7 @@ def scratch_django() -> None:
 
 def leaderboard_medians(run_path: Path) -> dict[str, float]:
     """RUN imported as confirmations: each workload's best confirmed median, as its leaderboard shows it."""
-    from engine.records import canonical_args
+    from engine.logfile import canonical_args
     from records.confirmations import import_confirmations
     from records.models import Workload
     from records.standings import leaderboard

@@ -76,7 +76,7 @@ def timed(label: str, action, runs: int = RUNS) -> float:
 
 
 def import_through_importer(count: int) -> None:
-    from engine.records import write_records
+    from engine.logfile import write_records
     from records.importing import import_log
 
     from benchmarks.synthetic_log import synthetic_records

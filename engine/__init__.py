@@ -1,5 +1,5 @@
 """The tuning engine (no Django). `engine.create_task(name, args)` is the entry point;
-it is imported on first use so that `import engine.records` stays light."""
+it is imported on first use so that `import engine.logfile` stays light."""
 from __future__ import annotations
 
 __all__ = ["Task", "create_task"]

@@ -18,8 +18,8 @@ from importlib import import_module
 from typing import Callable, Sequence
 
 from .callbacks import progress_printer
-from .measurers import MeasurerUnavailable, UnknownMeasurer, make_measurer
-from .records import LogFileError, Record, format_record, pick_best, read_log_file
+from .measure import MeasurerUnavailable, UnknownMeasurer, make_measurer
+from .logfile import LogFileError, Record, format_record, pick_best, read_log_file
 from .replay import RecordingError, ReplayMeasurer, load_recording, recording_task, restrict_to_recording
 from .space import SamplingError
 from .ops import BadArgs, DeviceLimits, UnknownTemplate

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .records import ErrorNo, Record, canonical_args
+from .logfile import ErrorNo, Record, canonical_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .flops import FlopCountError, flop_count
-from .records import canonical_args
+from .logfile import canonical_args
 from .ops import TEMPLATES, BadArgs
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .callbacks import Callback, StopTuning, early_stopping as early_stopping_callback, log_to_file
 from .measure import Measurer, to_record
-from .records import Record, is_faster, read_log_file, target_model
+from .logfile import Record, is_faster, read_log_file, target_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task

@@ -12,7 +12,7 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from engine.records import canonical_args
+from engine.logfile import canonical_args
 from engine.ops.custom.tiling import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
 from records.custom_specs import KernelSummary
 from records.importing import Catalog

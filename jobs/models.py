@@ -15,7 +15,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from records.bests import best_of
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import F
 
 from engine.callbacks import StopTuning
-from engine.records import Record
+from engine.logfile import Record
 from records.importing import Catalog, record_row
 from records.models import ImportBatch, MeasurementRecord
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 
 from engine import create_task
-from engine.records import write_records
+from engine.logfile import write_records
 from engine.replay import RecordingError, restrict_to_recording
 from engine.ops import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune

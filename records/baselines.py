@@ -40,7 +40,7 @@ from typing import IO, Iterable, Iterator
 
 from django.db import transaction
 
-from engine.records import Record, scan_log, target_model
+from engine.logfile import Record, scan_log, target_model
 from engine.task import args_from_json
 from engine.ops import BadArgs
 

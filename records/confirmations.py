@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F
 
 from engine.confirm import Confirmation, Role, Timing
-from engine.records import Record, target_model
+from engine.logfile import Record, target_model
 
 from .importing import Catalog, record_row
 from .models import Baseline, ImportBatch, MeasurementRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 from .leaderboards import ranked, search_workloads
 from .environments import GROUPABLE, environment_filter

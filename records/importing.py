@@ -1,7 +1,7 @@
 """Bring an AutoTVM log into the records manager, streaming, in bulk.
 
 `import_log` reads a log line by line (an open file, an UploadedFile, any
-iterable of str or bytes lines), parses it with engine.records.scan_log, creates
+iterable of str or bytes lines), parses it with engine.logfile.scan_log, creates
 devices and workloads the first time it sees them and inserts records in chunks.
 Re-importing a file, or a log exported from here, adds nothing: a record's
 fingerprint is the sha256 of its canonical line (`format_record` of the parsed
@@ -17,12 +17,13 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from django.db import transaction
 
 from engine.describe import describe_workload
-from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
+from engine.logfile import (LegacyLineError, LogFileError, LogLineError, Record, canonical_args, format_record, log_lines,
+                            scan_log)
 
 from .models import Device, ImportBatch, MeasurementRecord, Workload
 
@@ -300,13 +301,23 @@ def new_batch(file_name: str, source: str, user=None, kind: str = ImportBatch.Ki
 
 
 def import_log(
-    lines: Iterable[str | bytes],
+    lines: Iterable[str | bytes] | BinaryIO,
     file_name: str,
     user=None,
     source: str = ImportBatch.Source.COMMAND,
 ) -> ImportResult:
-    """Import one log; see the module docstring. Raises NotALogError, changing nothing,
-    for a file that is not a log."""
+    """Import one log (lines, or a binary stream, plain or gzipped, read by the engine's
+    `log_lines`); see the module docstring. Raises NotALogError, changing nothing, for a
+    file that is not a log."""
+    if hasattr(lines, "read"):
+        lines = log_lines(lines, file_name)
+    try:
+        return _import(lines, file_name, user, source)
+    except LogFileError as exc:  # a broken gzip, found while reading: nothing was kept
+        raise NotALogError(str(exc)) from None
+
+
+def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> ImportResult:
     reader = _Reader(lines)
     items = scan_log(reader)
     head = _sniff(items, reader, file_name)

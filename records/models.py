@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from engine.records import ErrorNo, Record, canonical_args, make_target
+from engine.logfile import ErrorNo, Record, canonical_args, make_target
 from engine.task import create_task
 from engine.ops import BadArgs, UnknownTemplate
 

@@ -9,7 +9,7 @@ import hashlib
 import itertools
 
 from engine.describe import describe_workload
-from engine.records import ErrorNo, canonical_args, make_target
+from engine.logfile import ErrorNo, canonical_args, make_target
 from records.models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 
 C12_ARGS = [

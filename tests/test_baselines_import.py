@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from engine.records import ErrorNo, Record, canonical_args, format_record
+from engine.logfile import ErrorNo, Record, canonical_args, format_record
 from records.baselines import BaselineFileError, detect_format, import_baselines
 from records.models import Baseline, Device, ImportBatch, Workload
 

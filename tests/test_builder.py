@@ -7,7 +7,7 @@ import pytest
 from engine.gpu.builder import Builder
 from engine.gpu.device import model_slug
 from engine.ops.base import KernelSource
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 ARGS = ("data", "kernel", "output")
 

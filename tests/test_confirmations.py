@@ -8,7 +8,7 @@ import pytest
 
 from engine import create_task
 from engine.confirm import MIN_ROUNDS, Contender, ReplayStopwatch, Role, confirm, contenders_for, top_k_distinct
-from engine.records import ErrorNo, Record, make_target, write_records
+from engine.logfile import ErrorNo, Record, make_target, write_records
 from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
 from jobs.models import JobRun, State

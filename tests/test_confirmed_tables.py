@@ -9,7 +9,7 @@ import pytest
 
 from engine import create_task
 from engine.confirm import ReplayStopwatch, confirm, contenders_for
-from engine.records import ErrorNo, Record, make_target
+from engine.logfile import ErrorNo, Record, make_target
 from engine.workloads import PRESETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))

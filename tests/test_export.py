@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from engine.records import canonical_args, format_record, pick_best, read_records
+from engine.logfile import canonical_args, format_record, pick_best, read_records
 from records.bests import best_records
 from records.exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
 from records.importing import import_log

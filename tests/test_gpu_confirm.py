@@ -14,7 +14,7 @@ import pytest
 import engine
 from engine.codehash import config_code_hash
 from engine.confirm import MIN_ROUNDS, Role, confirm, contenders_for
-from engine.records import pick_best, read_log_file
+from engine.logfile import pick_best, read_log_file
 from engine.workloads import PRESETS
 
 from gpu_only import GPU_ONLY

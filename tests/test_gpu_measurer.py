@@ -10,7 +10,7 @@ import pytest
 
 import engine
 from engine.ops.base import KernelSource
-from engine.records import ErrorNo, format_record, read_records
+from engine.logfile import ErrorNo, format_record, read_records
 from engine.workloads import PRESETS
 
 from gpu_only import GPU_ONLY

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from engine.records import ErrorNo, Record, format_record, read_records
+from engine.logfile import ErrorNo, Record, format_record, read_records
 from records.importing import NotALogError, import_log
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 

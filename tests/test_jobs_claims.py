@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from jobs.claims import claim, finish
 from jobs.models import JobRun, State, Worker
 from jobs.running import run_claimed

@@ -10,7 +10,7 @@ import pytest
 
 import engine
 from engine.gpu.builder import Builder
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from engine.ops.conv2d.tiling import conv2d_tiling
 from engine.workloads import PRESETS
 

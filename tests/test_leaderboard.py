@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from engine.records import canonical_args, pick_best, read_records
+from engine.logfile import canonical_args, pick_best, read_records
 from records.importing import import_log
 from records.leaderboards import search_workloads, summarize
 from records.standings import leaderboard

@@ -1,4 +1,4 @@
-"""The tuning loop: budget, logging through engine.records, resume after a kill, early stopping."""
+"""The tuning loop: budget, logging through engine.logfile, resume after a kill, early stopping."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,7 @@ import pytest
 
 import engine
 from engine.callbacks import StopTuning, progress_printer
-from engine.records import read_records
+from engine.logfile import read_records
 from engine.tuners import get_tuner
 
 from synthetic_fixtures import CountingReplayMeasurer, c12_recording, replayed_c12

@@ -4,7 +4,7 @@ import socket
 import pytest
 from django.urls import reverse
 
-from engine.records import read_records
+from engine.logfile import read_records
 from jobs.models import Job, JobRun, State, Worker
 from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker, wait_for  # noqa: F401
 

@@ -133,7 +133,7 @@ def replay_recording(var_dir: Path) -> Path:
         import gzip
 
         from engine import create_task
-        from engine.records import write_records
+        from engine.logfile import write_records
         from engine.synthetic import synthetic_recording
         from engine.workloads import PRESETS
 

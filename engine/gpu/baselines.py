@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from engine.measure import MeasureResult
-from engine.records import ErrorNo, Record
+from engine.logfile import ErrorNo, Record
 from engine.ops.base import DEFAULT_CONFIG_BASELINE
 
 from .runner import TimingSettings, cupy_graph, relative_l2_error, time_launches

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Hashable, Iterable
 
 from engine.ops.base import KernelSource
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .nvrtc import CompileError, compile_to_cubin, nvrtc_version

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from engine.cli import CliError, Subcommand, add_task_arguments, make_task, register
-from engine.records import format_record
+from engine.logfile import format_record
 from engine.space import EntityError
 from engine.ops.base import DeviceLimits
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.codehash import code_hash, generator_version
 from engine.confirm import Contender, Role, Stopwatch, Unready
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .environment import sm_clock_mhz

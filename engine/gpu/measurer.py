@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from engine.codehash import code_hash, generator_version
+from engine.logfile import ErrorNo
 from engine.measure import Measurer, MeasureResult
 from engine.ops.base import KernelSource
-from engine.records import ErrorNo
 
 from .builder import DEFAULT_TIMEOUT_S as BUILD_TIMEOUT_S, Builder
 from .device import arch_of

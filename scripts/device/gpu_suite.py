@@ -28,7 +28,7 @@ import engine  # noqa: E402
 from engine.gpu.baselines import measure_baseline  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.measure import to_record  # noqa: E402
-from engine.records import canonical_args, format_record, pick_best, read_records  # noqa: E402
+from engine.logfile import canonical_args, format_record, pick_best, read_records  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/out")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.records import read_records
+from engine.logfile import read_records
 from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker  # noqa: F401
 from records.importing import import_log
 
