@@ -3,6 +3,7 @@ themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from engine.ops import TEMPLATES
 from engine.ops.custom.tiling import TASK_NAME as CUSTOM
@@ -55,10 +56,15 @@ class JobForm(forms.Form):
     early_stopping = forms.IntegerField(
         required=False, help_text="stop after this many trials without a faster config (empty: never)"
     )
+    top_k = forms.IntegerField(
+        required=False, label="Confirm top k", help_text="distinct configs re-measured when the run ends, "
+        "interleaved with the vendor baseline and the default config (0: none; empty: the site's default)",
+    )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["top_k"].initial = settings.TUNERWEB_CONFIRM_TOP_K
         self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
@@ -79,7 +85,7 @@ class JobForm(forms.Form):
         self.request = check_request(
             template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
-            early_stopping=data.get("early_stopping"),
+            early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
         )
         return data
 

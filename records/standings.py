@@ -10,7 +10,8 @@ measured are left out of bests unless asked for (`show_changed`).
 Tuning rows are aggregated in the database (count, min, max per group, fastest first);
 medians are computed only for the groups a page shows, and a GPU's best stops looking
 once a group's fastest measurement is slower than the best median found: no later
-group's median can be lower.
+group's median can be lower. (A GPU whose MAX_EXAMINED fastest groups are all of changed
+code shows no best until changed code is asked for.)
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from .models import Device, MeasurementRecord, Workload
 Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
 GROUP_FIELDS = ("device_id", "config_index", "code_hash")
 CHUNK = 16
+MAX_CHUNK = 512
+# A GPU whose fastest groups are all of changed code has no best among the first this many.
+MAX_EXAMINED = 4096
 
 
 def valid(records: QuerySet) -> QuerySet:
@@ -174,14 +178,12 @@ def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_cha
 def _best_of_tuning(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool) -> Standing | None:
     groups = ranked_groups(workload, device)
     best: Standing | None = None
-    start = 0
-    while True:
-        chunk = list(groups[start:start + CHUNK])
-        if not chunk:
+    start, size = 0, CHUNK
+    while start < MAX_EXAMINED:
+        chunk = list(groups[start:start + size])
+        if not chunk or (best is not None and chunk[0]["low"] > best.median_cost):
             break
-        start += CHUNK
-        if best is not None and chunk[0]["low"] > best.median_cost:
-            break
+        start, size = start + size, min(size * 4, MAX_CHUNK)  # past the first few, changed code is likely
         for standing in standings_of(workload, chunk, hashes, {device.pk: device}):
             if best is not None and standing.min_cost > best.median_cost:
                 break

@@ -95,6 +95,15 @@ def test_records_of_changed_code_are_left_out_of_bests_unless_asked(client, h200
     assert "code changed since" in page and "unknown code" in page and "show_changed=on" in page
 
 
+def test_the_best_is_found_below_many_faster_configs_of_changed_code(h200, c12):
+    for i in range(40):
+        make_record(c12, h200, (20 + i) * 1e-6, config_index=100 + i, code_hash="sha256:" + f"{i:064x}")
+    entity = conv2d_entity()
+    current = make_record(c12, h200, 90e-6, config_index=1, entity=entity, code_hash=current_hash(entity))
+
+    assert [b.pk for b in leaderboard(c12).bests] == [current.pk]
+
+
 def test_a_generator_change_marks_its_records_changed(monkeypatch, h200, c12):
     entity = conv2d_entity()
     make_record(c12, h200, 60e-6, config_index=1, entity=entity, code_hash=current_hash(entity))
