@@ -17,7 +17,7 @@ from engine.space import EntityError
 from engine.ops.base import DEFAULT_CONFIG_BASELINE
 from records.confirmations import store_confirmation
 from records.models import ImportBatch, MeasurementRecord
-from records.standings import ranked_groups, valid
+from records.standings import valid, workload_groups
 
 from .claims import ClaimLost, held
 from .models import JobRun
@@ -52,8 +52,8 @@ def remeasure_configs(run: JobRun, task) -> list[tuple[int, list]]:
         for record in records.order_by("mean_cost", "timestamp", "id"):
             bests.setdefault(record.device_id, record)
         return entities_of(task, bests.values())
-    groups = ranked_groups(job.workload, job.from_device)[: job.top_k * 4]  # code hashes may repeat a config
-    ids = [g["config_index"] for g in groups]
+    groups = [g for g in workload_groups(job.workload) if g.device_id == job.from_device_id]
+    ids = [g.config_index for g in groups[: job.top_k * 4]]  # code hashes may repeat a config
     records = {r.config_index: r for r in MeasurementRecord.objects.filter(
         workload=job.workload, device=job.from_device, config_index__in=ids)}
     return entities_of(task, [records[i] for i in ids if i in records])[: job.top_k]

@@ -203,6 +203,10 @@ class MeasurementRecord(models.Model):
                 name="record_rank_idx",
                 condition=models.Q(error_no=0),
             ),
+            # All measurements of one config (a leaderboard row's median), and a workload's confirmations.
+            models.Index(fields=["workload", "device", "config_index"], name="record_config_idx"),
+            models.Index(fields=["workload", "device"], name="record_confirmation_idx",
+                         condition=models.Q(kind="confirmation")),
         ]
 
     def __str__(self) -> str:

@@ -7,8 +7,8 @@ where it has any, else among all its configs; a config whose [min, max] interval
 overlaps the best's is a statistical tie. Configs whose code changed since they were
 measured are left out of bests unless asked for (`show_changed`).
 
-Tuning rows are aggregated in the database (count, min, max per group, fastest first);
-medians are computed only for the groups a page shows, and a GPU's best stops looking
+Tuning rows are aggregated in the database, one query per workload (count, min, max per
+group); medians are computed only for the groups a page shows, and a GPU's best stops looking
 once a group's fastest measurement is slower than the best median found: no later
 group's median can be lower. (A GPU whose MAX_EXAMINED fastest groups are all of changed
 code shows no best until changed code is asked for.)
@@ -134,54 +134,77 @@ def _rows_by_group(workload: Workload, keys: list[tuple]) -> dict[tuple, list[Me
     return found
 
 
-def ranked_groups(workload: Workload, device: Device | None = None) -> QuerySet:
-    """Every (GPU, config, code hash) group of the workload's warm error-free records, with
-    its count and fastest and slowest measurement, fastest first (a paginator slices it)."""
-    records = valid(MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM))
-    if device is not None:
-        records = records.filter(device=device)
-    return (
-        records.order_by().values(*GROUP_FIELDS)
-        .annotate(n=Count("id"), low=Min("mean_cost"), high=Max("mean_cost"))
-        .order_by("low", "device_id", "config_index")
+@dataclass(frozen=True)
+class Group:
+    """One (GPU, config, code hash) group of warm error-free records: its count and extremes."""
+
+    device_id: int
+    config_index: int
+    code_hash: str | None
+    n: int
+    low: float
+    high: float
+
+    @property
+    def key(self) -> tuple:
+        return (self.device_id, self.config_index, self.code_hash)
+
+
+def workload_groups(workload: Workload) -> list[Group]:
+    """Every group of the workload, fastest first, in one aggregate query (a page's bests and
+    its ranked table both read this list)."""
+    rows = (
+        valid(MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM))
+        .order_by().values_list(*GROUP_FIELDS).annotate(n=Count("id"), low=Min("mean_cost"), high=Max("mean_cost"))
     )
+    return sorted((Group(*row) for row in rows), key=lambda g: (g.low, g.device_id, g.config_index))
 
 
-def standings_of(workload: Workload, groups: Iterable[dict], hashes: CodeHashes,
+def standings_of(workload: Workload, groups: Iterable[Group], hashes: CodeHashes,
                  devices: dict[int, Device] | None = None) -> list[Standing]:
-    """The standings of `groups` (rows of `ranked_groups`), in their order, in one query."""
-    groups = list(groups)
+    """The standings of `groups`, in their order, in one query."""
+    keys = [g.key for g in groups]
     devices = devices or {d.pk: d for d in Device.objects.all()}
-    keys = [tuple(g[f] for f in GROUP_FIELDS) for g in groups]
     rows = _rows_by_group(workload, keys)
     return [standing_of(workload, devices[key[0]], rows[key], hashes) for key in keys if key in rows]
 
 
-def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool = False) -> Standing | None:
+def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
+    """Device id -> the group keys of its confirmations of `workload` (an indexed query)."""
+    found: dict[int, list[tuple]] = {}
+    keys = valid(MeasurementRecord.objects.filter(workload=workload, kind=Kind.CONFIRMATION))
+    for key in keys.order_by().values_list(*GROUP_FIELDS).distinct():
+        found.setdefault(key[0], []).append(key)
+    return found
+
+
+def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool = False,
+                groups: list[Group] | None = None, confirmed: dict[int, list[tuple]] | None = None) -> Standing | None:
     """The GPU's best config of `workload`: lowest confirmed median where it has
-    confirmations, else lowest median of tuning measurements; with its tie count."""
-    mine = valid(MeasurementRecord.objects.filter(workload=workload, device=device))
-    confirmed_keys = list(
-        mine.filter(kind=Kind.CONFIRMATION).order_by().values_list(*GROUP_FIELDS).distinct()
-    )
-    if confirmed_keys:
-        rows = _rows_by_group(workload, confirmed_keys)
-        standings = [standing_of(workload, device, rows[key], hashes) for key in confirmed_keys if key in rows]
+    confirmations, else lowest median of tuning measurements; with its tie count.
+    `groups` and `confirmed` (the workload's, when the caller has them) spare their queries."""
+    confirmed = confirmed_keys(workload) if confirmed is None else confirmed
+    if confirmed.get(device.pk):
+        keys = confirmed[device.pk]
+        rows = _rows_by_group(workload, keys)
+        standings = [standing_of(workload, device, rows[key], hashes) for key in keys if key in rows]
         eligible = [s for s in standings if show_changed or not s.code_changed]
         if eligible:
             best = min(eligible, key=_order)
             best.ties = sum(1 for s in eligible if s is not best and s.overlaps(best))
             return best
-    return _best_of_tuning(workload, device, hashes, show_changed)
+    groups = workload_groups(workload) if groups is None else groups
+    return _best_of_tuning(workload, device, [g for g in groups if g.device_id == device.pk], hashes, show_changed)
 
 
-def _best_of_tuning(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool) -> Standing | None:
-    groups = ranked_groups(workload, device)
+def _best_of_tuning(workload: Workload, device: Device, groups: list[Group], hashes: CodeHashes,
+                    show_changed: bool) -> Standing | None:
+    """The lowest median among `groups` (the device's, fastest first), read a chunk at a time."""
     best: Standing | None = None
     start, size = 0, CHUNK
-    while start < MAX_EXAMINED:
-        chunk = list(groups[start:start + size])
-        if not chunk or (best is not None and chunk[0]["low"] > best.median_cost):
+    while start < min(len(groups), MAX_EXAMINED):
+        chunk = groups[start:start + size]
+        if best is not None and chunk[0].low > best.median_cost:
             break
         start, size = start + size, min(size * 4, MAX_CHUNK)  # past the first few, changed code is likely
         for standing in standings_of(workload, chunk, hashes, {device.pk: device}):
@@ -192,8 +215,7 @@ def _best_of_tuning(workload: Workload, device: Device, hashes: CodeHashes, show
             if best is None or _order(standing) < _order(best):
                 best = standing
     if best is not None:
-        overlapping = groups.filter(low__lte=best.max_cost, high__gte=best.min_cost)
-        best.ties = max(0, overlapping.count() - 1)
+        best.ties = sum(1 for g in groups if g.key != best.key and g.low <= best.max_cost and g.high >= best.min_cost)
     return best
 
 
@@ -201,6 +223,7 @@ def _best_of_tuning(workload: Workload, device: Device, hashes: CodeHashes, show
 class Leaderboard:
     workload: Workload
     bests: list[Standing]
+    groups: list[Group]  # every group, fastest first: the ranked table's rows
     show_changed: bool = False
 
     @property
@@ -211,12 +234,19 @@ class Leaderboard:
     def devices(self) -> list[Device]:
         return [best.device for best in self.bests]
 
+    def ranked(self, device: Device | None = None) -> list[Group]:
+        return self.groups if device is None else [g for g in self.groups if g.device_id == device.pk]
 
-def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeHashes | None = None) -> list[Standing]:
+
+def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeHashes | None = None,
+                   groups: list[Group] | None = None) -> list[Standing]:
     """Each GPU's best of `workload`, fastest first; each marked when it ties with the first."""
     hashes = hashes or CodeHashes()
-    device_ids = valid(MeasurementRecord.objects.filter(workload=workload)).order_by().values("device_id").distinct()
-    bests = [device_best(workload, device, hashes, show_changed) for device in Device.objects.filter(pk__in=device_ids)]
+    groups = workload_groups(workload) if groups is None else groups
+    confirmed = confirmed_keys(workload)
+    device_ids = {g.device_id for g in groups}
+    bests = [device_best(workload, device, hashes, show_changed, groups, confirmed)
+             for device in Device.objects.filter(pk__in=device_ids)]
     bests = sorted((b for b in bests if b is not None), key=_order)
     for other in bests[1:]:
         other.tie_with_best = other.overlaps(bests[0])
@@ -224,17 +254,19 @@ def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeH
 
 
 def leaderboard(workload: Workload, show_changed: bool = False) -> Leaderboard:
-    return Leaderboard(workload=workload, bests=workload_bests(workload, show_changed), show_changed=show_changed)
+    groups = workload_groups(workload)
+    return Leaderboard(workload=workload, bests=workload_bests(workload, show_changed, groups=groups), groups=groups,
+                       show_changed=show_changed)
 
 
-def ranked_standings(board: Leaderboard, groups: Iterable[dict], hashes: CodeHashes | None = None,
+def ranked_standings(board: Leaderboard, groups: Iterable[Group], hashes: CodeHashes | None = None,
                      chunk: int = 500) -> Iterable[Standing]:
-    """The standings of `groups` (a page of `ranked_groups`, or all of them for CSV), each
+    """The standings of `groups` (a page of the board's, or all of them for CSV), each
     marked when it ties with its GPU's best; read `chunk` groups a query."""
     hashes = hashes or CodeHashes()
     devices = {d.pk: d for d in Device.objects.all()}
     bests = board.best_by_device
-    batch: list[dict] = []
+    batch: list[Group] = []
     for group in groups:
         batch.append(group)
         if len(batch) == chunk:

@@ -71,7 +71,7 @@ def test_the_ranked_table_filters_by_gpu_and_paginates(client, gpus):
     page = second.context["page"]
     assert page.paginator.count == 55
     assert len(page.object_list) == 5
-    assert page.object_list[0]["low"] == pytest.approx(150e-6)
+    assert page.object_list[0].low == pytest.approx(150e-6)
     assert 'href="?device=v100&page=1"' in second.content.decode()  # the pager keeps the filter
 
 

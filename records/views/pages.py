@@ -17,7 +17,7 @@ from ..leaderboards import device_summaries, search_workloads, summarize, task_s
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
 from ..speedups import speedup_table
-from ..standings import leaderboard as workload_leaderboard, ranked_groups, ranked_standings
+from ..standings import leaderboard as workload_leaderboard, ranked_standings
 
 PAGE_SIZE = 50
 
@@ -64,11 +64,11 @@ def leaderboard(request, pk: int):
     form = LeaderboardForm(request.GET)
     options = form.cleaned_data if form.is_valid() else {}
     board = workload_leaderboard(workload, show_changed=options.get("show_changed", False))
-    groups = ranked_groups(workload, options.get("device"))
+    groups = board.ranked(options.get("device"))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.standings_table(board.bests),
-            "records": lambda: csvout.standings_table(ranked_standings(board, groups.iterator())),
+            "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
         })
     page = _page(request, groups)
     return render(request, "records/leaderboard.html", {
