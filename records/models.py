@@ -203,8 +203,13 @@ class MeasurementRecord(models.Model):
                 name="record_rank_idx",
                 condition=models.Q(error_no=0),
             ),
-            # All measurements of one config (a leaderboard row's median), and a workload's confirmations.
-            models.Index(fields=["workload", "device", "config_index"], name="record_config_idx"),
+            # A workload's (GPU, config, code hash) groups as an index-only scan (the leaderboard's one
+            # aggregate), and all measurements of one config (a row's median); a workload's confirmations.
+            models.Index(
+                fields=["workload", "device", "config_index", "code_hash", "mean_cost"],
+                name="record_config_idx",
+                condition=models.Q(error_no=0, cache="warm"),
+            ),
             models.Index(fields=["workload", "device"], name="record_confirmation_idx",
                          condition=models.Q(kind="confirmation")),
         ]

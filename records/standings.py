@@ -20,6 +20,7 @@ from functools import reduce
 from operator import or_
 from typing import Iterable
 
+from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 
 from engine.confirm import Spread
@@ -30,6 +31,7 @@ from .models import Device, MeasurementRecord, Workload
 Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
 GROUP_FIELDS = ("device_id", "config_index", "code_hash")
 CHUNK = 16
+FIRST_PAGE = 50
 MAX_CHUNK = 512
 # A GPU whose fastest groups are all of changed code has no best among the first this many.
 MAX_EXAMINED = 4096
@@ -118,20 +120,37 @@ def standing_of(workload: Workload, device: Device, rows: list[MeasurementRecord
     )
 
 
-def _group_filter(keys: Iterable[tuple]) -> Q:
-    def one(device_id, config_index, code_hash):
-        hash_q = Q(code_hash__isnull=True) if code_hash is None else Q(code_hash=code_hash)
-        return Q(device_id=device_id, config_index=config_index) & hash_q
-    return reduce(or_, (one(*key) for key in keys))
+class GroupRows:
+    """The records of groups, fetched a batch of groups a query and kept for the page:
+    warm rows through the (workload, device, config) index, cold ones through the
+    confirmations' index; a group's exact key is matched here, not in SQL."""
 
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self._rows: dict[tuple, list[MeasurementRecord]] = {}
 
-def _rows_by_group(workload: Workload, keys: list[tuple]) -> dict[tuple, list[MeasurementRecord]]:
-    found: dict[tuple, list[MeasurementRecord]] = {}
-    if not keys:
-        return found
-    for row in valid(MeasurementRecord.objects.filter(workload=workload)).filter(_group_filter(keys)):
-        found.setdefault((row.device_id, row.config_index, row.code_hash), []).append(row)
-    return found
+    def of(self, keys: Iterable[tuple]) -> dict[tuple, list[MeasurementRecord]]:
+        keys = list(keys)
+        missing = [key for key in keys if key not in self._rows]
+        if missing:
+            self._fetch(missing)
+        return {key: self._rows[key] for key in keys if self._rows[key]}
+
+    def _fetch(self, keys: list[tuple]) -> None:
+        wanted = set(keys)
+        by_device: dict[int, set[int]] = {}
+        for device_id, config_index, _ in keys:
+            by_device.setdefault(device_id, set()).add(config_index)
+        narrow = reduce(or_, (Q(device_id=d, config_index__in=indexes) for d, indexes in by_device.items()))
+        mine = valid(MeasurementRecord.objects.filter(workload=self.workload))
+        rows = list(mine.filter(narrow, cache=Cache.WARM))
+        rows += mine.filter(narrow, kind=Kind.CONFIRMATION, cache=Cache.COLD)
+        for key in keys:
+            self._rows[key] = []
+        for row in rows:
+            key = (row.device_id, row.config_index, row.code_hash)
+            if key in wanted:
+                self._rows[key].append(row)
 
 
 @dataclass(frozen=True)
@@ -153,20 +172,26 @@ class Group:
 def workload_groups(workload: Workload) -> list[Group]:
     """Every group of the workload, fastest first, in one aggregate query (a page's bests and
     its ranked table both read this list)."""
-    rows = (
+    query = (
         valid(MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM))
-        .order_by().values_list(*GROUP_FIELDS).annotate(n=Count("id"), low=Min("mean_cost"), high=Max("mean_cost"))
+        .order_by().values_list(*GROUP_FIELDS).annotate(n=Count("*"), low=Min("mean_cost"), high=Max("mean_cost"))
+        .order_by("low", "device_id", "config_index")
     )
-    return sorted((Group(*row) for row in rows), key=lambda g: (g.low, g.device_id, g.config_index))
+    # Plain columns: the cursor's tuples, without the ORM's per-row conversion (tens of
+    # thousands of groups on a big workload).
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Group(*row) for row in cursor.fetchall()]
 
 
 def standings_of(workload: Workload, groups: Iterable[Group], hashes: CodeHashes,
-                 devices: dict[int, Device] | None = None) -> list[Standing]:
-    """The standings of `groups`, in their order, in one query."""
+                 devices: dict[int, Device] | None = None, rows: GroupRows | None = None) -> list[Standing]:
+    """The standings of `groups`, in their order (their rows read at most once)."""
     keys = [g.key for g in groups]
     devices = devices or {d.pk: d for d in Device.objects.all()}
-    rows = _rows_by_group(workload, keys)
-    return [standing_of(workload, devices[key[0]], rows[key], hashes) for key in keys if key in rows]
+    found = (rows or GroupRows(workload)).of(keys)
+    return [standing_of(workload, devices[key[0]], found[key], hashes) for key in keys if key in found]
 
 
 def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
@@ -179,26 +204,29 @@ def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
 
 
 def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool = False,
-                groups: list[Group] | None = None, confirmed: dict[int, list[tuple]] | None = None) -> Standing | None:
+                groups: list[Group] | None = None, confirmed: dict[int, list[tuple]] | None = None,
+                rows: GroupRows | None = None) -> Standing | None:
     """The GPU's best config of `workload`: lowest confirmed median where it has
     confirmations, else lowest median of tuning measurements; with its tie count.
-    `groups` and `confirmed` (the workload's, when the caller has them) spare their queries."""
+    `groups`, `confirmed` and `rows` (the workload's, when the caller has them) spare queries."""
     confirmed = confirmed_keys(workload) if confirmed is None else confirmed
+    rows = rows or GroupRows(workload)
     if confirmed.get(device.pk):
         keys = confirmed[device.pk]
-        rows = _rows_by_group(workload, keys)
-        standings = [standing_of(workload, device, rows[key], hashes) for key in keys if key in rows]
+        found = rows.of(keys)
+        standings = [standing_of(workload, device, found[key], hashes) for key in keys if key in found]
         eligible = [s for s in standings if show_changed or not s.code_changed]
         if eligible:
             best = min(eligible, key=_order)
             best.ties = sum(1 for s in eligible if s is not best and s.overlaps(best))
             return best
     groups = workload_groups(workload) if groups is None else groups
-    return _best_of_tuning(workload, device, [g for g in groups if g.device_id == device.pk], hashes, show_changed)
+    mine = [g for g in groups if g.device_id == device.pk]
+    return _best_of_tuning(workload, device, mine, hashes, show_changed, rows)
 
 
 def _best_of_tuning(workload: Workload, device: Device, groups: list[Group], hashes: CodeHashes,
-                    show_changed: bool) -> Standing | None:
+                    show_changed: bool, rows: GroupRows) -> Standing | None:
     """The lowest median among `groups` (the device's, fastest first), read a chunk at a time."""
     best: Standing | None = None
     start, size = 0, CHUNK
@@ -207,7 +235,7 @@ def _best_of_tuning(workload: Workload, device: Device, groups: list[Group], has
         if best is not None and chunk[0].low > best.median_cost:
             break
         start, size = start + size, min(size * 4, MAX_CHUNK)  # past the first few, changed code is likely
-        for standing in standings_of(workload, chunk, hashes, {device.pk: device}):
+        for standing in standings_of(workload, chunk, hashes, {device.pk: device}, rows):
             if best is not None and standing.min_cost > best.median_cost:
                 break
             if standing.code_changed and not show_changed:
@@ -224,6 +252,7 @@ class Leaderboard:
     workload: Workload
     bests: list[Standing]
     groups: list[Group]  # every group, fastest first: the ranked table's rows
+    rows: GroupRows
     show_changed: bool = False
 
     @property
@@ -239,14 +268,22 @@ class Leaderboard:
 
 
 def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeHashes | None = None,
-                   groups: list[Group] | None = None) -> list[Standing]:
+                   groups: list[Group] | None = None, rows: GroupRows | None = None) -> list[Standing]:
     """Each GPU's best of `workload`, fastest first; each marked when it ties with the first."""
     hashes = hashes or CodeHashes()
     groups = workload_groups(workload) if groups is None else groups
+    rows = rows or GroupRows(workload)
     confirmed = confirmed_keys(workload)
-    device_ids = {g.device_id for g in groups}
-    bests = [device_best(workload, device, hashes, show_changed, groups, confirmed)
-             for device in Device.objects.filter(pk__in=device_ids)]
+    first: dict[int, list[tuple]] = {}
+    for group in groups:  # every GPU's first chunk, read in one go
+        keys = first.setdefault(group.device_id, [])
+        if len(keys) < CHUNK:
+            keys.append(group.key)
+    # ... with the ranked table's first page (what a leaderboard page shows below the bests).
+    page = [group.key for group in groups[:FIRST_PAGE]]
+    rows.of([key for keys in [*first.values(), *confirmed.values(), page] for key in keys])
+    bests = [device_best(workload, device, hashes, show_changed, groups, confirmed, rows)
+             for device in Device.objects.filter(pk__in=list(first))]
     bests = sorted((b for b in bests if b is not None), key=_order)
     for other in bests[1:]:
         other.tie_with_best = other.overlaps(bests[0])
@@ -254,9 +291,9 @@ def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeH
 
 
 def leaderboard(workload: Workload, show_changed: bool = False) -> Leaderboard:
-    groups = workload_groups(workload)
-    return Leaderboard(workload=workload, bests=workload_bests(workload, show_changed, groups=groups), groups=groups,
-                       show_changed=show_changed)
+    groups, rows = workload_groups(workload), GroupRows(workload)
+    bests = workload_bests(workload, show_changed, groups=groups, rows=rows)
+    return Leaderboard(workload=workload, bests=bests, groups=groups, rows=rows, show_changed=show_changed)
 
 
 def ranked_standings(board: Leaderboard, groups: Iterable[Group], hashes: CodeHashes | None = None,
@@ -270,10 +307,10 @@ def ranked_standings(board: Leaderboard, groups: Iterable[Group], hashes: CodeHa
     for group in groups:
         batch.append(group)
         if len(batch) == chunk:
-            yield from mark_ties(standings_of(board.workload, batch, hashes, devices), bests)
+            yield from mark_ties(standings_of(board.workload, batch, hashes, devices, board.rows), bests)
             batch = []
     if batch:
-        yield from mark_ties(standings_of(board.workload, batch, hashes, devices), bests)
+        yield from mark_ties(standings_of(board.workload, batch, hashes, devices, board.rows), bests)
 
 
 def mark_ties(standings: list[Standing], bests: dict[int, Standing]) -> list[Standing]:
