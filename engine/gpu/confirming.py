@@ -200,7 +200,8 @@ class _Bench:
         return graphs, details
 
     def _prepare_vendor(self, task, contender: Contender, inputs, reference):
-        from .fair_vendor import VendorUnavailable, vendor_op
+        from .baselines import BaselineUnavailable
+        from .fair_vendor import vendor_op
 
         cp = self.cp
         try:
@@ -233,7 +234,7 @@ class _Bench:
                 op = vendor_op(task, contender.provider, inputs, time_call)
                 got = op.call()
             torch_stream.synchronize()
-        except VendorUnavailable as exc:
+        except BaselineUnavailable as exc:
             raise _NotReady(ErrorNo.UNKNOWN_ERROR, str(exc)) from None
         error = relative_l2_error(got.double().cpu().numpy().reshape(reference.shape), reference)
         if not error < self.settings.tolerance:

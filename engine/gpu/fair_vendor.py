@@ -12,21 +12,16 @@ kernels one call launches (PyTorch's profiler), with the library and its version
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-os.environ.setdefault("CUPY_TF32", "0")
+from .baselines import BaselineUnavailable, fp32_torch
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
 
 CUDNN_SEARCH = "exhaustive (PyTorch cudnn.benchmark with benchmark_limit=0: cudnnFind over every algorithm)"
 CUBLAS_SEARCH = "best of PyTorch's BLAS back ends (cublas, cublaslt), timed"
-
-
-class VendorUnavailable(RuntimeError):
-    """No vendor library for this task here (PyTorch missing, a shape it does not take)."""
 
 
 @dataclass
@@ -37,15 +32,11 @@ class VendorOp:
     details: dict  # library, library_version, search, algorithm
 
 
-def fp32_torch():
-    try:
-        import torch
-    except ImportError as exc:
-        raise VendorUnavailable(f"vendor baselines need PyTorch: {exc}") from None
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.benchmark_limit = 0  # every algorithm, not the top ten heuristics
+def exhaustive_torch():
+    """PyTorch as the baselines module sets it up (fp32, TF32 off, cuDNN's autotuner on),
+    with cudnnFind trying every algorithm rather than the default ten."""
+    torch = fp32_torch()
+    torch.backends.cudnn.benchmark_limit = 0
     return torch
 
 
@@ -67,12 +58,12 @@ def kernels_launched(torch, call) -> str:
 def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:
     """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
     `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""
-    torch = fp32_torch()
+    torch = exhaustive_torch()
     if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
         return _cudnn(torch, task, inputs)
     if provider == "cublas" and task.name == "gemm":
         return _cublas(torch, inputs, time_call)
-    raise VendorUnavailable(f"{task.name} has no {provider} baseline here")
+    raise BaselineUnavailable(f"{task.name} has no {provider} baseline here")
 
 
 def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
@@ -81,7 +72,7 @@ def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
     params = task.params
     top, left, bottom, right = params.padding
     if (top, left) != (bottom, right):
-        raise VendorUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
+        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
     data = torch.from_numpy(inputs[0]).cuda()
     weight = torch.from_numpy(inputs[1]).cuda()
     groups = params.ci if task.name == "depthwise_conv2d_nchw.cuda" else 1
