@@ -35,7 +35,8 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
 from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
-from engine.callbacks import StopTuning  # noqa: E402
+from engine.callbacks import StopTuning, log_to_file  # noqa: E402
+from engine.logfile import read_history  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.gpu.baselines import BaselineUnavailable, measure_baseline  # noqa: E402
 from engine.gpu.baselines import copy_bandwidth  # noqa: E402
@@ -83,8 +84,9 @@ def tune_workload(preset, measurer, options, deadline: float, history: list) -> 
     tuner = get_tuner(options.tuner, task, seed=options.seed)
     tuner.load_history(history)
     start = time.time()
-    result = tune(task, tuner, measurer, trials, log_file=options.log, batch_size=options.batch_size,
-                  callbacks=[deadline_callback(deadline)])
+    callbacks = [log_to_file(options.log)] if options.log else []
+    result = tune(task, tuner, measurer, trials, history=read_history(options.log) if options.log else (),
+                  callbacks=[*callbacks, deadline_callback(deadline)], batch_size=options.batch_size)
     wall = time.time() - start
     history.extend(result.results)
     row = {

@@ -298,6 +298,15 @@ def read_log_file(path: str | PathLike) -> LogFile:
     return LogFile(records, bad)
 
 
+def read_history(path: str | PathLike) -> list[Record]:
+    """The records of a log that a tuning run appends to, none when it does not exist yet:
+    the history `engine.tune` resumes from."""
+    try:
+        return read_log_file(path).records
+    except FileNotFoundError:
+        return []
+
+
 def write_records(stream: TextIO, records: Iterable[Record]) -> int:
     count = 0
     for record in records:

@@ -3,14 +3,12 @@ stored records, and let engine.tune call back after every batch."""
 from __future__ import annotations
 
 import logging
-import tempfile
 import uuid
-from pathlib import Path
 
 from django.conf import settings
 
 from engine import create_task
-from engine.logfile import write_records
+from engine.callbacks import early_stopping
 from engine.replay import RecordingError, restrict_to_recording
 from engine.ops import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune
@@ -40,15 +38,12 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
         if config.kind == "replay":
             task = restrict_to_recording(task, measurer.records)
         tuner = get_tuner(job.tuner, task, seed=job.seed)
-        with tempfile.TemporaryDirectory() as tmp, RunHeartbeat(run_id, token):
-            history = Path(tmp) / "history.log"
-            with history.open("w", encoding="utf-8") as stream:
-                write_records(stream, stored_records(run))
-            result = tune(
-                task, tuner, measurer, n_trial=job.n_trial, early_stopping=job.early_stopping,
-                callbacks=[RunRecorder(run, token, measurer.environment)], log_file=str(history), target=measurer.device.target,
-                batch_size=settings.TUNERWEB_JOB_BATCH_SIZE,
-            )
+        callbacks = [RunRecorder(run, token, measurer.environment)]
+        if job.early_stopping:
+            callbacks.append(early_stopping(job.early_stopping))
+        with RunHeartbeat(run_id, token):
+            result = tune(task, tuner, measurer, job.n_trial, history=stored_records(run), callbacks=callbacks,
+                          batch_size=settings.TUNERWEB_JOB_BATCH_SIZE)
             confirmed = _confirm_top_k(run, token, config, measurer.device)
     except ClaimLost as exc:
         return str(exc)
