@@ -29,7 +29,6 @@ import engine  # noqa: E402
 from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
 from engine.confirm import MIN_ROUNDS, Role, Spread, confirm, contenders_for, top_k_distinct  # noqa: E402
 from engine.logfile import canonical_args, pick_best, read_log_file  # noqa: E402
-from engine.ops.base import DEFAULT_CONFIG_BASELINE  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
 
 WORKLOAD_NAMES = {(p.task_name, canonical_args(p.args)): name for name, p in PRESETS.items()}
@@ -155,9 +154,7 @@ def main(argv=None) -> int:
                 break
             first = logged[0]
             task = engine.create_task(first.task_name, first.args)
-            vendor = task.template.baseline_provider
-            configs = [(r.config_index, r.entity) for r in logged]
-            contenders = contenders_for(task, configs, None if vendor == DEFAULT_CONFIG_BASELINE else vendor)
+            contenders = contenders_for(task, [(r.config_index, r.entity) for r in logged])
             try:
                 confirmation = confirm(task, contenders, stopwatch, options.rounds)
             except StopwatchDied as exc:  # a kernel that poisons its context: say so, go on in a new process

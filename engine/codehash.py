@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING
 
 from .gpu.nvrtc import BASE_OPTIONS
+from .space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ops.base import KernelSource
@@ -65,3 +66,20 @@ def config_code_hash(task: "Task", config: "ConfigEntity", arch: str) -> str | N
     except (ValueError, NotImplementedError):
         return None
     return code_hash(source, arch, generator_version(task.template))
+
+
+CURRENT, CHANGED, UNKNOWN = "current", "changed", "unknown"
+
+
+def code_status(task: "Task | None", entity, recorded: str | None, compute_capability: str) -> str:
+    """Whether a record of `entity` with hash `recorded`, made on a GPU of that compute
+    capability, measured the code the config generates today: CURRENT, CHANGED (different
+    code now, or a config the space no longer has) or UNKNOWN (no hash, no task, no arch)."""
+    arch = arch_of_capability(compute_capability)
+    if not recorded or task is None or arch is None:
+        return UNKNOWN
+    try:
+        config = task.config_space.from_entity(entity)
+    except EntityError:
+        return CHANGED
+    return CURRENT if config_code_hash(task, config, arch) == recorded else CHANGED

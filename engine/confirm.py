@@ -21,6 +21,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .logfile import ErrorNo, Record, canonical_args
+from .ops.base import DEFAULT_CONFIG_BASELINE
+from .space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task
@@ -213,17 +215,32 @@ def top_k_distinct(records: Iterable[Record], k: int = DEFAULT_TOP_K) -> list[Re
     return sorted(fastest.values(), key=lambda r: (r.mean_cost, r.timestamp))[:k]
 
 
-def contenders_for(task: "Task", entities: Iterable[tuple[int, list]], vendor: str | None) -> list[Contender]:
-    """The tuned configs (index, entity) as given, then the vendor baseline (if any), then the
-    untuned default config, which is dropped when it is one of the tuned ones."""
+def entities_of(task: "Task", records: Iterable) -> list[tuple[int, list]]:
+    """(index in `task`'s space, entity) of each distinct config among `records` (anything
+    with an `entity`: log records, database rows), in their order; configs the space no
+    longer has (an old log's) are left out."""
+    found: dict[int, list] = {}
+    for record in records:
+        try:
+            index = task.config_space.index_of(record.entity)
+        except EntityError:
+            continue
+        found.setdefault(index, task.config_space.get(index).to_entity())
+    return list(found.items())
+
+
+def contenders_for(task: "Task", entities: Iterable[tuple[int, list]]) -> list[Contender]:
+    """The tuned configs (index, entity) as given, then the template's vendor baseline (where
+    it has one), then the untuned default config, dropped when it is one of the tuned ones."""
     tuned = [Contender(Role.TUNED, entity=entity, config_index=index) for index, entity in entities]
     contenders = list(tuned)
-    if vendor:
+    vendor = task.template.baseline_provider
+    if vendor != DEFAULT_CONFIG_BASELINE:
         contenders.append(Contender(Role.VENDOR, provider=vendor))
     default = task.default_config()
     if default.index not in {c.config_index for c in tuned}:
         contenders.append(Contender(Role.DEFAULT, entity=default.to_entity(), config_index=default.index,
-                                    provider="default-config"))
+                                    provider=DEFAULT_CONFIG_BASELINE))
     return contenders
 
 

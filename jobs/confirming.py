@@ -12,28 +12,13 @@ import uuid
 
 from django.db import transaction
 
-from engine.confirm import Confirmation, Stopwatch, confirm, contenders_for, top_k_distinct
-from engine.space import EntityError
-from engine.ops.base import DEFAULT_CONFIG_BASELINE
+from engine.confirm import Confirmation, Stopwatch, confirm, contenders_for, entities_of, top_k_distinct
 from records.confirmations import store_confirmation
 from records.models import ImportBatch, MeasurementRecord
 from records.standings import valid, workload_groups
 
 from .claims import ClaimLost, held
 from .models import JobRun
-
-
-def entities_of(task, records) -> list[tuple[int, list]]:
-    """(index in `task`'s space, entity) of each distinct config among `records`, in their
-    order; configs the space no longer has (an old log's) are left out."""
-    found: dict[int, list] = {}
-    for record in records:
-        try:
-            index = task.config_space.index_of(record.entity)
-        except EntityError:
-            continue
-        found.setdefault(index, task.config_space.get(index).to_entity())
-    return list(found.items())
 
 
 def run_top_k(run: JobRun, task, k: int) -> list[tuple[int, list]]:
@@ -62,8 +47,7 @@ def remeasure_configs(run: JobRun, task) -> list[tuple[int, list]]:
 def confirm_run(run: JobRun, token: uuid.UUID, task, configs: list[tuple[int, list]], stopwatch: Stopwatch,
                 rounds: int) -> Confirmation:
     """Time `configs` beside the vendor baseline and the default config, and store it all."""
-    vendor = task.template.baseline_provider
-    contenders = contenders_for(task, configs, None if vendor == DEFAULT_CONFIG_BASELINE else vendor)
+    contenders = contenders_for(task, configs)
     confirmation = confirm(task, contenders, stopwatch, rounds)
     store_run_confirmation(run, token, confirmation)
     return confirmation

@@ -1,4 +1,4 @@
-"""Whether a record measured the code its config generates today.
+"""Whether a record measured the code its config generates today (`engine.codehash`).
 
 "current": the record's `code_hash` is what today's engine generates for that config on
 that GPU's architecture; "changed": it generates different code now (the record is of
@@ -11,41 +11,32 @@ import json
 
 from django.db import models
 
-from engine.codehash import arch_of_capability, config_code_hash
-from engine.space import EntityError
-from engine.task import create_task
+from engine import codehash
 from engine.ops import BadArgs, UnknownTemplate
+from engine.task import create_task
 
 
 class CodeStatus(models.TextChoices):
-    CURRENT = "current", "current code"
-    CHANGED = "changed", "code changed since"
-    UNKNOWN = "unknown", "unknown code"
+    CURRENT = codehash.CURRENT, "current code"
+    CHANGED = codehash.CHANGED, "code changed since"
+    UNKNOWN = codehash.UNKNOWN, "unknown code"
 
 
 class CodeHashes:
-    """Today's code hashes, each computed once for the life of one page or answer."""
+    """Code statuses, each worked out once for the life of one page or answer."""
 
     def __init__(self) -> None:
         self._tasks: dict[int, object] = {}
-        self._hashes: dict[tuple, str | None] = {}
+        self._statuses: dict[tuple, CodeStatus] = {}
 
     def status(self, workload, device, entity, code_hash: str | None) -> CodeStatus:
         if not code_hash:
             return CodeStatus.UNKNOWN
-        arch = arch_of_capability(device.compute_capability)
-        task = self._task(workload)
-        if arch is None or task is None:
-            return CodeStatus.UNKNOWN
-        key = (workload.pk, arch, json.dumps(entity))
-        if key not in self._hashes:
-            try:
-                config = task.config_space.from_entity(entity)
-            except EntityError:  # the config no longer exists in the template's space
-                self._hashes[key] = None
-            else:
-                self._hashes[key] = config_code_hash(task, config, arch)
-        return CodeStatus.CURRENT if self._hashes[key] == code_hash else CodeStatus.CHANGED
+        key = (workload.pk, device.compute_capability, json.dumps(entity), code_hash)
+        if key not in self._statuses:
+            found = codehash.code_status(self._task(workload), entity, code_hash, device.compute_capability)
+            self._statuses[key] = CodeStatus(found)
+        return self._statuses[key]
 
     def _task(self, workload):
         if workload.pk not in self._tasks:

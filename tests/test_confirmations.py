@@ -56,7 +56,7 @@ def test_the_protocol_interleaves_rounds_and_times_each_contender_warm_and_cold(
 
     records = repeated_recording(10)
     best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 2)
-    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best], "cudnn")
+    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best])
     result = confirm(TASK, contenders, Recording(records, make_target(MODEL)), rounds=MIN_ROUNDS)
 
     assert [c.role for c in contenders] == [Role.TUNED, Role.TUNED, Role.VENDOR, Role.DEFAULT]
@@ -188,7 +188,7 @@ def test_an_imported_confirmations_file_puts_its_medians_on_the_leaderboard(tmp_
 
     records = repeated_recording(10)
     best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 1)
-    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best], "cudnn")
+    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best])
     result = confirm(TASK, contenders, ReplayStopwatch(records, make_target("h200")), rounds=7)
     path = tmp_path / "verify.json"
     path.write_text(json.dumps({"confirmations": [result.to_dict()]}))

@@ -40,8 +40,7 @@ def run_json(jitter: float) -> dict:
     rows, confirmations = [], []
     for preset, ours, vendor in (("C12", 60.0, 107.0), ("G5", 15.0, 17.0), ("B-exp-a", 100.0, None)):
         task, config, records = recording_of(preset, ours, vendor, jitter)
-        vendor_name = None if vendor is None else task.template.baseline_provider
-        contenders = contenders_for(task, [(config.index, config.to_entity())], vendor_name)
+        contenders = contenders_for(task, [(config.index, config.to_entity())])
         result = confirm(task, contenders, ReplayStopwatch(records, TARGET))
         logged = [r for r in records if r.config_index == config.index and r.entity][:1]
         rows.append(verify_bests.row_of(preset, logged, result))

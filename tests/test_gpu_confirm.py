@@ -40,7 +40,7 @@ def committed_best(task, log: Path):
 def confirmed(stopwatch, preset: str, log: Path, rounds: int = MIN_ROUNDS):
     task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
     best = committed_best(task, log)
-    contenders = contenders_for(task, [(best.config_index, best.entity)], task.template.baseline_provider)
+    contenders = contenders_for(task, [(best.config_index, best.entity)])
     return task, best, confirm(task, contenders, stopwatch, rounds)
 
 
