@@ -19,6 +19,7 @@ from records.standings import valid, workload_groups
 
 from .claims import ClaimLost, held
 from .models import JobRun
+from .recording import open_batch
 
 
 def run_top_k(run: JobRun, task, k: int) -> list[tuple[int, list]]:
@@ -53,20 +54,10 @@ def confirm_run(run: JobRun, token: uuid.UUID, task, configs: list[tuple[int, li
     return confirmation
 
 
-def open_confirmation_batch(run: JobRun) -> ImportBatch:
-    if run.confirmation_batch_id is None:
-        run.confirmation_batch = ImportBatch.objects.create(
-            file_name=f"confirm-job-{run.job_id}-{run.device.model}.log",
-            source=ImportBatch.Source.CONFIRMATION,
-            created_by=run.job.owner,
-        )
-        JobRun.objects.filter(pk=run.pk).update(confirmation_batch=run.confirmation_batch)
-    return run.confirmation_batch
-
-
 def store_run_confirmation(run: JobRun, token: uuid.UUID, confirmation: Confirmation) -> None:
     """Store it in the run's confirmation batch while the run is still this worker's."""
     with transaction.atomic():
         if not held(run.pk, token).select_for_update().exists():
             raise ClaimLost(f"run {run.pk} was taken over by another worker")
-        store_confirmation(confirmation, open_confirmation_batch(run))
+        batch = open_batch(run, "confirmation_batch", ImportBatch.Source.CONFIRMATION, prefix="confirm-job")
+        store_confirmation(confirmation, batch)

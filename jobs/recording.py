@@ -28,16 +28,17 @@ class RunCancelled(StopTuning):
     """The run was cancelled; the batch just measured is stored, nothing more is measured."""
 
 
-def open_batch(run: JobRun) -> ImportBatch:
-    """The ImportBatch holding the run's records, made on first use."""
-    if run.batch_id is None:
-        run.batch = ImportBatch.objects.create(
-            file_name=f"job-{run.job_id}-{run.device.model}.log",
-            source=ImportBatch.Source.ENGINE,
-            created_by=run.job.owner,
+def open_batch(run: JobRun, field: str = "batch", source: str = ImportBatch.Source.ENGINE,
+               prefix: str = "job") -> ImportBatch:
+    """The ImportBatch in `run.<field>` (its tuning records, or its confirmations), made on first use."""
+    batch = getattr(run, field)
+    if batch is None:
+        batch = ImportBatch.objects.create(
+            file_name=f"{prefix}-{run.job_id}-{run.device.model}.log", source=source, created_by=run.job.owner,
         )
-        JobRun.objects.filter(pk=run.pk).update(batch=run.batch)
-    return run.batch
+        setattr(run, field, batch)
+        JobRun.objects.filter(pk=run.pk).update(**{field: batch})
+    return batch
 
 
 def stored_records(run: JobRun) -> list[Record]:

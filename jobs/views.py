@@ -32,10 +32,8 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": jobs[:200]})
 
 
-@login_required
-def submit(request):
-    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    form = JobForm(request.POST or None, initial=request.GET.dict())
+def _submit(request, form, template: str):
+    """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
         submission = submit_job(request.user, form.request)
         for error in submission.queue_errors:
@@ -44,22 +42,19 @@ def submit(request):
             messages.success(request, f"Job {submission.job.pk} is queued.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/submit.html", {"form": form}, status=status)
+    return render(request, template, {"form": form}, status=status)
+
+
+@login_required
+def submit(request):
+    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html")
 
 
 @login_required
 def remeasure(request):
     # A leaderboard's "re-measure" link prefills the workload and the GPU.
-    form = RemeasureForm(request.POST or None, initial=request.GET.dict())
-    if request.method == "POST" and form.is_valid():
-        submission = submit_job(request.user, form.request)
-        for error in submission.queue_errors:
-            messages.error(request, error)
-        if not submission.queue_errors:
-            messages.success(request, f"Job {submission.job.pk} is queued.")
-        return redirect(submission.job)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/remeasure.html", {"form": form}, status=status)
+    return _submit(request, RemeasureForm(request.POST or None, initial=request.GET.dict()), "jobs/remeasure.html")
 
 
 @login_required

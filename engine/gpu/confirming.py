@@ -200,7 +200,7 @@ class _Bench:
         return graphs, details
 
     def _prepare_vendor(self, task, contender: Contender, inputs, reference):
-        from .baselines import BaselineUnavailable
+        from .baselines import BaselineUnavailable, torch_graph
         from .fair_vendor import vendor_op
 
         cp = self.cp
@@ -213,15 +213,7 @@ class _Bench:
         events_stream = cp.cuda.ExternalStream(torch_stream.cuda_stream)
 
         def capture(fn, number):
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=torch_stream):
-                for _ in range(number):
-                    fn()
-
-            def replay():
-                with torch.cuda.stream(torch_stream):
-                    graph.replay()
-            return replay
+            return torch_graph(torch_stream, fn, number)
 
         def time_call(call) -> float:
             with torch.cuda.stream(torch_stream):

@@ -165,14 +165,19 @@ class RatioSerializer(serializers.Serializer):
     high = serializers.FloatField()
 
 
-class HeadToHeadRowSerializer(serializers.Serializer):
+class IntervalsSerializer(serializers.Serializer):
+    """A speedup's intervals, warm and cold, and the interleaved rounds it rests on."""
+
+    warm = RatioSerializer()
+    cold = RatioSerializer(allow_null=True)
+    rounds = serializers.IntegerField(allow_null=True, help_text="interleaved rounds it rests on (both confirmed)")
+
+
+class HeadToHeadRowSerializer(IntervalsSerializer):
     workload = WorkloadSerializer()
     best_a = StandingSerializer()
     best_b = StandingSerializer()
     speedup = serializers.FloatField(help_text="median time on a / median time on b")
-    warm = RatioSerializer()
-    cold = RatioSerializer(allow_null=True)
-    rounds = serializers.IntegerField(allow_null=True, help_text="interleaved rounds it rests on (both confirmed)")
 
 
 class DeviceComparisonSerializer(serializers.Serializer):
@@ -182,14 +187,11 @@ class DeviceComparisonSerializer(serializers.Serializer):
     geomean = serializers.FloatField(allow_null=True)
 
 
-class SpeedupRowSerializer(serializers.Serializer):
+class SpeedupRowSerializer(IntervalsSerializer):
     workload = WorkloadSerializer()
     baseline = BaselineSerializer()
     best = StandingSerializer()
     speedup = serializers.FloatField(help_text="baseline median / tuned median")
-    warm = RatioSerializer()
-    cold = RatioSerializer(allow_null=True)
-    rounds = serializers.IntegerField(allow_null=True, help_text="interleaved rounds it rests on (both confirmed)")
 
 
 class SpeedupTableSerializer(serializers.Serializer):
