@@ -223,3 +223,31 @@ def test_a_replayed_measurement_keeps_the_code_hash_it_was_recorded_with():
     result = ReplayMeasurer([recorded]).measure(TASK, [config])[0]
 
     assert to_record(TASK, config, result, recorded.target).code_hash == recorded.code_hash
+
+
+def test_the_gpu_stopwatch_compiles_its_contenders_in_the_parent_and_sends_what_pickles(tmp_path, monkeypatch):
+    """The measuring child has a CUDA context and may not spawn compile workers: the parent
+    compiles (NVRTC, no GPU needed) and sends sources, builds and reasons over the pipe."""
+    import pickle
+
+    from engine.confirm import Unready
+    from engine.gpu.confirming import FreshProcessStopwatch
+    from engine.measure import DeviceInfo
+
+    monkeypatch.setenv("TUNERWEB_KERNEL_CACHE", str(tmp_path))
+    stopwatch = object.__new__(FreshProcessStopwatch)  # the parent's half alone: no child, no GPU
+    stopwatch.device, stopwatch._builder = DeviceInfo(model="h200", compute_capability="9.0"), None
+    best = TASK.config_space.from_entity(repeated_recording(1)[0].entity)
+    broken = [list(knob) for knob in best.to_entity()]
+    broken[0][2] = [-1, 3, 3, 3]  # 3 does not divide 512 channels
+    contenders = contenders_for(TASK, [(best.index, best.to_entity()), (1, broken)])
+    try:
+        kernels = pickle.loads(pickle.dumps(stopwatch._kernels(TASK, contenders)))
+    finally:
+        stopwatch._builder.close()
+
+    source, build = kernels[0]
+    assert build.ok and build.cubin_path.startswith(str(tmp_path)) and source.name
+    assert isinstance(kernels[1], Unready) and kernels[1].error_no == ErrorNo.INSTANTIATION_ERROR
+    assert 2 not in kernels  # the vendor baseline is the child's to build
+    assert kernels[3][1].ok  # the default config

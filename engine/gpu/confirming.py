@@ -2,9 +2,10 @@
 
 `FreshProcessStopwatch` spawns a child that owns its own CUDA context (nothing of the
 tuning process's state: no warmed caches, no cuDNN choice already made), and serves
-`engine.confirm`'s protocol over a pipe. For each contender the child compiles the
-config's kernel with NVRTC (or builds the vendor call, `fair_vendor`), checks its output
-against the template's numpy reference, and captures three CUDA graphs:
+`engine.confirm`'s protocol over a pipe. The parent compiles the configs' kernels with
+NVRTC (the builder's spawned workers and disk cache: a process with a CUDA context may
+not spawn them); the child loads each (or builds the vendor call, `fair_vendor`), checks
+its output against the template's numpy reference, and captures three CUDA graphs:
 
 * warm: `number` back-to-back launches on resident inputs (the runner's rule: `number`
   grown until one replay lasts `min_repeat_ms`);
@@ -75,7 +76,6 @@ class _Bench:
         self.flush_buffer = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
         self.prepared: list[dict | None] = []
         self.torch_used = False
-        self.builder = None
 
     # -- environment
 
@@ -100,7 +100,8 @@ class _Bench:
 
     # -- preparing
 
-    def prepare(self, task_name: str, args: list, contenders: Sequence[Contender], seed: int) -> list:
+    def prepare(self, task_name: str, args: list, contenders: Sequence[Contender], seed: int, kernels: dict) -> list:
+        """`kernels`: per config contender, (source, build) compiled by the parent, or Unready."""
         from engine import create_task
         from engine.ops.base import DeviceLimits
 
@@ -116,16 +117,16 @@ class _Bench:
             arrays = [cp.asarray(a) for a in inputs]
             ref = cp.asarray(reference, dtype=cp.float64)
         self.stream.synchronize()
-        sources = {i: self._source(task, c) for i, c in enumerate(contenders) if c.role != Role.VENDOR}
-        builds = self._build(arch, {i: s for i, s in sources.items() if not isinstance(s, _NotReady)})
         out = []
         self.prepared = []
         for i, contender in enumerate(contenders):
             try:
                 if contender.role == Role.VENDOR:
                     graphs, details = self._prepare_vendor(task, contender, inputs, reference)
+                elif isinstance(kernels[i], Unready):
+                    raise _NotReady(kernels[i].error_no, kernels[i].message)
                 else:
-                    graphs, details = self._prepare_config(task, sources[i], builds.get(i), arch, arrays, ref)
+                    graphs, details = self._prepare_config(task, *kernels[i], arch, arrays, ref)
             except _NotReady as exc:
                 self.prepared.append(None)
                 out.append(exc.unready)
@@ -134,37 +135,8 @@ class _Bench:
             out.append(details)
         return out
 
-    @staticmethod
-    def _source(task, contender: Contender):
-        """The config's kernel source, or why it has none (_NotReady, returned, not raised)."""
-        try:
-            config = task.config_space.from_entity(contender.entity)
-        except ValueError as exc:
-            return _NotReady(ErrorNo.INSTANTIATION_ERROR, f"not a config of this space: {exc}")
-        reason = task.why_invalid(config)
-        if reason:
-            return _NotReady(ErrorNo.INSTANTIATION_ERROR, reason)
-        try:
-            return task.template.kernel(task.params, config)
-        except (ValueError, NotImplementedError) as exc:
-            return _NotReady(ErrorNo.INSTANTIATION_ERROR, f"no kernel for this config: {exc}")
-
-    def _build(self, arch: str, sources: dict) -> dict:
-        """Compile every source at once on the host's cores (spawned NVRTC workers, the
-        kernel cache on disk: a second run of the same configs compiles nothing)."""
-        from .builder import Builder
-
-        if not sources:
-            return {}
-        if self.builder is None or self.builder.arch != arch:
-            self.builder = Builder(arch, workers=os.cpu_count() or 1)
-        keys = list(sources)
-        return dict(zip(keys, self.builder.build(sources[k] for k in keys)))
-
     def _prepare_config(self, task, source, build, arch: str, arrays, ref):
         cp = self.cp
-        if isinstance(source, _NotReady):
-            raise source
         details = {"code_hash": code_hash(source, arch, generator_version(task.template)), "arch": arch}
         if not build.ok:
             raise _NotReady(build.error_no, build.message[:2000])
@@ -295,13 +267,13 @@ class _NotReady(Exception):
 def _stopwatch_main(conn: Connection, device_id: int, settings: TimingSettings) -> None:
     """Child loop. In: ("prepare", task name, args, contenders, seed), ("time", i, cold),
     ("environment",), None to stop. Out: ("ok", value) or ("error", message)."""
+    from .device import query_device
+
     bench = _Bench(device_id, settings)
-    conn.send(("ok", "ready"))
+    conn.send(("ok", query_device(device_id)))
     while True:
         message = conn.recv()
         if message is None:
-            if bench.builder is not None:
-                bench.builder.close()
             return
         try:
             if message[0] == "prepare":
@@ -319,6 +291,21 @@ def _stopwatch_main(conn: Connection, device_id: int, settings: TimingSettings) 
 # ---------------------------------------------------------------- parent side
 
 
+def kernel_source(task: "Task", contender: Contender):
+    """The config's kernel source, or why it has none (Unready)."""
+    try:
+        config = task.config_space.from_entity(contender.entity)
+    except ValueError as exc:
+        return Unready(ErrorNo.INSTANTIATION_ERROR, f"not a config of this space: {exc}")
+    reason = task.why_invalid(config)
+    if reason:
+        return Unready(ErrorNo.INSTANTIATION_ERROR, reason)
+    try:
+        return task.template.kernel(task.params, config)
+    except (ValueError, NotImplementedError) as exc:
+        return Unready(ErrorNo.INSTANTIATION_ERROR, f"no kernel for this config: {exc}")
+
+
 class FreshProcessStopwatch(Stopwatch):
     """engine.confirm's Stopwatch on one GPU, measuring in a child process started for it."""
 
@@ -330,8 +317,9 @@ class FreshProcessStopwatch(Stopwatch):
         self.seed = seed
         self._child = Child(_stopwatch_main, (device_id, self.settings), name=f"gpu-stopwatch-{device_id}")
         self._child.start()
-        self._call(None, PREPARE_TIMEOUT_S, "start")
+        self.device = self._call(None, PREPARE_TIMEOUT_S, "start")
         self._environment: dict | None = None
+        self._builder = None
 
     @property
     def target(self) -> str:
@@ -346,7 +334,28 @@ class FreshProcessStopwatch(Stopwatch):
         return self._environment
 
     def prepare(self, task: "Task", contenders: Sequence[Contender]) -> list:
-        return self._call(("prepare", task.name, task.args, list(contenders), self.seed), PREPARE_TIMEOUT_S, "prepare")
+        kernels = self._kernels(task, contenders)
+        return self._call(("prepare", task.name, task.args, list(contenders), self.seed, kernels),
+                          PREPARE_TIMEOUT_S, "prepare")
+
+    def _kernels(self, task: "Task", contenders: Sequence[Contender]) -> dict:
+        """Each config contender's (source, build), compiled here on the host's cores at once
+        (the measuring child has a CUDA context and may not spawn compile workers; the kernel
+        cache on disk spares a second run every compile), or why it has none."""
+        from engine import create_task
+        from engine.ops.base import DeviceLimits
+
+        from .builder import Builder
+        from .device import arch_of
+
+        arch = arch_of(self.device)
+        task = create_task(task.name, task.args, DeviceLimits.for_device(self.device))
+        sources = {i: kernel_source(task, c) for i, c in enumerate(contenders) if c.role != Role.VENDOR}
+        wanted = {i: source for i, source in sources.items() if not isinstance(source, Unready)}
+        if wanted and self._builder is None:
+            self._builder = Builder(arch, workers=os.cpu_count() or 1)
+        builds = dict(zip(wanted, self._builder.build(wanted.values()))) if wanted else {}
+        return {i: source if isinstance(source, Unready) else (source, builds[i]) for i, source in sources.items()}
 
     def time(self, index: int, cold: bool) -> float:
         return self._call(("time", index, cold), TIME_TIMEOUT_S, "time")
@@ -373,5 +382,7 @@ class FreshProcessStopwatch(Stopwatch):
         return value
 
     def close(self) -> None:
+        if self._builder is not None:
+            self._builder.close()
         self._child.stop()
 
