@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
-from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
+from provenance import git_describe  # noqa: E402
 from engine.confirm import MIN_ROUNDS, Role, Spread, confirm, contenders_for, top_k_distinct  # noqa: E402
 from engine.logfile import canonical_args, pick_best, read_log_file  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
