@@ -27,7 +27,7 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
 from provenance import git_describe  # noqa: E402
-from engine.confirm import MIN_ROUNDS, Role, Spread, confirm, contenders_for, top_k_distinct  # noqa: E402
+from engine.confirm import MIN_ROUNDS, Role, Spread, confirm_contenders, contenders_for, top_k_distinct  # noqa: E402
 from engine.logfile import canonical_args, pick_best, read_log_file  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
 
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
             task = engine.create_task(first.task_name, first.args)
             contenders = contenders_for(task, [(r.config_index, r.entity) for r in logged])
             try:
-                confirmation = confirm(task, contenders, stopwatch, options.rounds)
+                confirmation = confirm_contenders(task, contenders, stopwatch, options.rounds)
             except StopwatchDied as exc:  # a kernel that poisons its context: say so, go on in a new process
                 print(f"{name}: {exc}", flush=True)
                 failed.append({"workload": name, "error": str(exc)})

@@ -68,18 +68,19 @@ def config_code_hash(task: "Task", config: "ConfigEntity", arch: str) -> str | N
     return code_hash(source, arch, generator_version(task.template))
 
 
-CURRENT, CHANGED, UNKNOWN = "current", "changed", "unknown"
+CODE_CURRENT, CODE_CHANGED, CODE_UNKNOWN = "current", "changed", "unknown"
 
 
 def code_status(task: "Task | None", entity, recorded: str | None, compute_capability: str) -> str:
     """Whether a record of `entity` with hash `recorded`, made on a GPU of that compute
-    capability, measured the code the config generates today: CURRENT, CHANGED (different
-    code now, or a config the space no longer has) or UNKNOWN (no hash, no task, no arch)."""
+    capability, measured the code the config generates today: CODE_CURRENT, CODE_CHANGED
+    (different code now, or a config the space no longer has) or CODE_UNKNOWN (no hash, no
+    task, no architecture)."""
     arch = arch_of_capability(compute_capability)
     if not recorded or task is None or arch is None:
-        return UNKNOWN
+        return CODE_UNKNOWN
     try:
         config = task.config_space.from_entity(entity)
     except EntityError:
-        return CHANGED
-    return CURRENT if config_code_hash(task, config, arch) == recorded else CHANGED
+        return CODE_CHANGED
+    return CODE_CURRENT if config_code_hash(task, config, arch) == recorded else CODE_CHANGED

@@ -21,7 +21,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .logfile import ErrorNo, Record, canonical_args
-from .ops.base import DEFAULT_CONFIG_BASELINE
+from .baselines import DEFAULT_CONFIG_BASELINE
 from .space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -180,7 +180,7 @@ class Stopwatch(ABC):
         self.close()
 
 
-def confirm(task: "Task", contenders: Sequence[Contender], stopwatch: Stopwatch,
+def confirm_contenders(task: "Task", contenders: Sequence[Contender], stopwatch: Stopwatch,
             rounds: int = MIN_ROUNDS) -> Confirmation:
     """Time `contenders` in `rounds` interleaved rounds, warm then cold within each round."""
     if rounds < MIN_ROUNDS:

@@ -52,8 +52,24 @@ class LegacyLineError(LogLineError):
     """A version 0.1 line (`{"i": .., "r": .., "v": 0.1}`): skipped, not imported."""
 
 
+class Outcome:
+    """The rule of a measurement's outcome, written once for a log record and a measurer's
+    result alike: it ran when it has no error and a time; its cost is the mean of its times."""
+
+    error_no: ErrorNo
+    costs: tuple[float, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
+
+    @property
+    def mean_cost(self) -> float | None:
+        return sum(self.costs) / len(self.costs) if self.ok else None
+
+
 @dataclass(frozen=True)
-class Record:
+class Record(Outcome):
     target: str
     task_name: str
     args: list
@@ -67,14 +83,6 @@ class Record:
     tvm_version: str = PRODUCER
     error_msg: str = ""
     code_hash: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
-
-    @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok else None
 
     @property
     def model(self) -> str:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Sequence
 
-from .logfile import ErrorNo, Record, make_target
+from .logfile import ErrorNo, Outcome, Record, make_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from .space import ConfigEntity
@@ -43,7 +43,7 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
-class MeasureResult:
+class MeasureResult(Outcome):
     """Outcome of one config: a status plus data, never a sentinel cost."""
 
     error_no: ErrorNo
@@ -52,14 +52,6 @@ class MeasureResult:
     all_cost: float = 0.0
     timestamp: float = field(default_factory=time.time)
     code_hash: str | None = None  # engine.codehash of what ran; None where nothing was generated
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
-
-    @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok else None
 
     @classmethod
     def failure(cls, error_no: ErrorNo, message: str, all_cost: float = 0.0) -> "MeasureResult":

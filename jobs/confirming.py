@@ -12,10 +12,10 @@ import uuid
 
 from django.db import transaction
 
-from engine.confirm import Confirmation, Stopwatch, confirm, contenders_for, entities_of, top_k_distinct
+from engine import Confirmation, Stopwatch, confirm_contenders, contenders_for, entities_of, top_k_distinct
 from records.confirmations import store_confirmation
 from records.models import ImportBatch, MeasurementRecord
-from records.standings import valid, workload_groups
+from records.standings import workload_groups
 
 from .claims import ClaimLost, held
 from .models import JobRun
@@ -33,9 +33,9 @@ def remeasure_configs(run: JobRun, task) -> list[tuple[int, list]]:
     record of each GPU model in it, fastest first), or the top-k of a GPU's leaderboard."""
     job = run.job
     if job.from_batch_id:
-        records = valid(MeasurementRecord.objects.filter(batch_id=job.from_batch_id, workload=job.workload))
+        records = MeasurementRecord.objects.filter(batch_id=job.from_batch_id, workload=job.workload).valid()
         bests: dict[int, MeasurementRecord] = {}
-        for record in records.order_by("mean_cost", "timestamp", "id"):
+        for record in records.ranked():
             bests.setdefault(record.device_id, record)
         return entities_of(task, bests.values())
     groups = [g for g in workload_groups(job.workload) if g.device_id == job.from_device_id]
@@ -49,7 +49,7 @@ def confirm_run(run: JobRun, token: uuid.UUID, task, configs: list[tuple[int, li
                 rounds: int) -> Confirmation:
     """Time `configs` beside the vendor baseline and the default config, and store it all."""
     contenders = contenders_for(task, configs)
-    confirmation = confirm(task, contenders, stopwatch, rounds)
+    confirmation = confirm_contenders(task, contenders, stopwatch, rounds)
     store_run_confirmation(run, token, confirmation)
     return confirmation
 

@@ -12,10 +12,8 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from engine.logfile import canonical_args
-from engine.ops.custom.tiling import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
+from engine import CUSTOM_TEMPLATE, MAX_SOURCE_CHARS, CustomParams, SpecError, canonical_args, parse_spec
 from records.custom_specs import KernelSummary
-from records.importing import Catalog
 from records.models import Workload
 
 from .models import CustomKernel
@@ -86,18 +84,18 @@ def add_custom_kernel(user, name: str, spec) -> CustomKernel:
         raise PermissionDenied("adding custom kernels is for staff only")
     name = check_new_kernel(name, spec)
     with transaction.atomic():
-        workload, _note = Catalog().workload(TASK_NAME, [spec])
+        workload, _note = Workload.objects.catalog().workload(CUSTOM_TEMPLATE, [spec])
         return CustomKernel.objects.create(name=name, workload=workload, added_by=user)
 
 
 def stored_kernel_for(args: list) -> CustomKernel | None:
     """The custom kernel staff added whose args these are, or None."""
-    task_name, args_json = Workload.key_of(TASK_NAME, args)
+    task_name, args_json = Workload.key_of(CUSTOM_TEMPLATE, args)
     return CustomKernel.objects.filter(workload__task_name=task_name, workload__args_json=args_json).first()
 
 
 def summarize(kernel: CustomKernel) -> KernelSummary:
     summary = kernel.workload.custom_kernel_summary()
     if summary is None:  # stored kernels passed parse_spec when staff added them
-        raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses")
+        raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses", field="spec")
     return summary

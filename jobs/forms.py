@@ -5,10 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from engine.ops import TEMPLATES
-from engine.ops.custom.tiling import TASK_NAME as CUSTOM
-from engine.tuners import TUNERS
-from engine.workloads import PRESETS
+from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel

@@ -7,12 +7,8 @@ import uuid
 
 from django.conf import settings
 
-from engine import create_task
-from engine.callbacks import early_stopping
-from engine.replay import RecordingError, restrict_to_recording
-from engine.ops import BadArgs, DeviceLimits, UnknownTemplate
-from engine.tune import tune
-from engine.tuners import UnknownTuner, get_tuner
+from engine import (BadArgs, DeviceLimits, RecordingError, UnknownTemplate, UnknownTuner, create_task, early_stopping,
+                    get_tuner, restrict_to_recording, tune)
 
 from .claims import ClaimLost, RunHeartbeat, finish
 from .confirming import confirm_run, remeasure_configs, run_top_k

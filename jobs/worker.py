@@ -28,10 +28,8 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from engine.confirm import ReplayStopwatch, Stopwatch
-from engine.logfile import make_target
-from engine.measure import DeviceInfo, Measurer
-from engine.replay import PacedReplayMeasurer, ReplayMeasurer, load_recording, recording_model
+from engine import (DeviceInfo, Measurer, PacedReplayMeasurer, ReplayMeasurer, ReplayStopwatch, Stopwatch,
+                    load_recording, make_measurer, make_target, recording_model)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +91,7 @@ def replay_config(recording: str | Path, pace: float = 0.0) -> WorkerConfig:
 def gpu_config(index: int) -> WorkerConfig:
     """The GPU at `index`, as the GPU measurer's device module describes it. This makes
     a CUDA context: call it only in a process that then execs (run_worker does)."""
-    from engine.gpu.device import query_device  # needs CuPy and a GPU
+    from engine.gpu import query_device  # needs CuPy and a GPU
 
     return WorkerConfig(kind="gpu", device=query_device(index).to_dict(), gpu_index=index)
 
@@ -254,7 +252,5 @@ def measurer_for(config: WorkerConfig) -> Measurer:
             records = [dataclasses.replace(r, target=target) for r in load_recording(config.recording)]
             _measurers[key] = PacedReplayMeasurer(ReplayMeasurer(records, device=device), config.pace)
         else:
-            from engine.measure import make_measurer
-
             _measurers[key] = make_measurer("gpu", device_id=config.gpu_index)
     return _measurers[key]

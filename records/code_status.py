@@ -11,15 +11,13 @@ import json
 
 from django.db import models
 
-from engine import codehash
-from engine.ops import BadArgs, UnknownTemplate
-from engine.task import create_task
+from engine import CODE_CHANGED, CODE_CURRENT, CODE_UNKNOWN, BadArgs, UnknownTemplate, code_status, create_task
 
 
 class CodeStatus(models.TextChoices):
-    CURRENT = codehash.CURRENT, "current code"
-    CHANGED = codehash.CHANGED, "code changed since"
-    UNKNOWN = codehash.UNKNOWN, "unknown code"
+    CURRENT = CODE_CURRENT, "current code"
+    CHANGED = CODE_CHANGED, "code changed since"
+    UNKNOWN = CODE_UNKNOWN, "unknown code"
 
 
 class CodeHashes:
@@ -34,7 +32,7 @@ class CodeHashes:
             return CodeStatus.UNKNOWN
         key = (workload.pk, device.compute_capability, json.dumps(entity), code_hash)
         if key not in self._statuses:
-            found = codehash.code_status(self._task(workload), entity, code_hash, device.compute_capability)
+            found = code_status(self._task(workload), entity, code_hash, device.compute_capability)
             self._statuses[key] = CodeStatus(found)
         return self._statuses[key]
 

@@ -11,11 +11,10 @@ import hashlib
 from django.db import transaction
 from django.db.models import F
 
-from engine.confirm import Confirmation, Role, Timing
-from engine.logfile import Record, target_model
+from engine import Confirmation, Record, Role, Timing, target_model
 
-from .importing import Catalog, record_row
-from .models import Baseline, ImportBatch, MeasurementRecord
+from .importing import record_row
+from .models import Baseline, Catalog, ImportBatch, MeasurementRecord, Workload
 
 Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
 PRODUCER = "tunerweb-confirmation"
@@ -23,7 +22,7 @@ PRODUCER = "tunerweb-confirmation"
 
 def store_confirmation(confirmation: Confirmation, batch: ImportBatch, catalog: Catalog | None = None) -> int:
     """Store one confirmation in `batch`; how many records it added."""
-    catalog = catalog or Catalog()
+    catalog = catalog or Workload.objects.catalog()
     with transaction.atomic():
         rows = []
         for timing in confirmation.timings:
@@ -102,7 +101,7 @@ def import_confirmations(text: str, file_name: str, user=None) -> ImportBatch:
     confirmations = read_confirmations(text)
     batch = ImportBatch.objects.create(file_name=file_name[-255:], source=ImportBatch.Source.CONFIRMATION,
                                        created_by=user)
-    catalog = Catalog()
+    catalog = Workload.objects.catalog()
     for confirmation in confirmations:
         store_confirmation(confirmation, batch, catalog)
     batch.refresh_from_db()

@@ -14,9 +14,8 @@ from typing import Iterator, Mapping
 from django.db.models import QuerySet
 from django.utils.text import slugify
 
-from engine.logfile import format_record
+from engine import format_record
 
-from .bests import best_records
 from .models import Device, ImportBatch, MeasurementRecord, Workload
 
 ITERATOR_CHUNK = 2000
@@ -110,7 +109,7 @@ class ExportFilter:
 def best_lines(selection: ExportFilter) -> Iterator[str]:
     """The best record per (GPU model, workload) among the selection, one line each."""
     yield f"# tunerweb best configs: {selection.describe()}\n"
-    for record in best_records(selection.records()).iterator(chunk_size=ITERATOR_CHUNK):
+    for record in selection.records().best_per_gpu().iterator(chunk_size=ITERATOR_CHUNK):
         yield format_record(record.to_record()) + "\n"
 
 

@@ -1,7 +1,7 @@
 """Bring an AutoTVM log into the records manager, streaming, in bulk.
 
 `import_log` reads a log line by line (an open file, an UploadedFile, any
-iterable of str or bytes lines), parses it with engine.logfile.scan_log, creates
+iterable of str or bytes lines), parses it with the engine's scan_log, creates
 devices and workloads the first time it sees them and inserts records in chunks.
 Re-importing a file, or a log exported from here, adds nothing: a record's
 fingerprint is the sha256 of its canonical line (`format_record` of the parsed
@@ -16,55 +16,22 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
 from typing import BinaryIO, Iterable, Iterator
 
 from django.db import transaction
 
-from engine.describe import describe_workload
-from engine.logfile import (LegacyLineError, LogFileError, LogLineError, Record, canonical_args, format_record, log_lines,
-                            scan_log)
+from engine import LegacyLineError, LogFileError, LogLineError, Record, canonical_args, format_record, log_lines, scan_log
 
-from .models import Device, ImportBatch, MeasurementRecord, Workload
+from .models import BIGINT_MAX, Catalog, Device, ImportBatch, MeasurementRecord, Workload
 
 CHUNK_SIZE = 2000
 MAX_PROBLEMS = 300
 # The first lines a file must show a record among, or it is refused as not a log.
 SNIFF_LINES = 20
-_BIGINT_MAX = 2**63 - 1
 
 
 class NotALogError(ValueError):
     """The file is not an AutoTVM log at all; nothing was imported."""
-
-
-@dataclass
-class ImportResult:
-    batch: ImportBatch
-    lines: int = 0
-    imported: int = 0
-    duplicates: int = 0
-    legacy_skipped: int = 0
-    malformed: int = 0
-    problems: list[dict] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {
-            "batch": self.batch.pk,
-            "file_name": self.batch.file_name,
-            "lines": self.lines,
-            "imported": self.imported,
-            "duplicates": self.duplicates,
-            "legacy_skipped": self.legacy_skipped,
-            "malformed": self.malformed,
-            "problems": self.problems,
-        }
-
-    def summary(self) -> str:
-        return (
-            f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
-            f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed"
-        )
 
 
 def canonical_line(record: Record) -> str:
@@ -78,50 +45,6 @@ def canonical_line(record: Record) -> str:
 def fingerprint(line: str) -> str:
     """What makes a record unique: the sha256 of its canonical line."""
     return hashlib.sha256(line.encode()).hexdigest()
-
-
-class Catalog:
-    """Devices and workloads by their natural keys, created on first sight, cached."""
-
-    def __init__(self) -> None:
-        self._devices: dict[str, int] = {}
-        self._workloads: dict[tuple[str, str], Workload] = {}
-        # repr() of parsed JSON is far cheaper than canonical_args and as exact;
-        # it is only a shortcut to the canonical key.
-        self._by_repr: dict[tuple[str, str], Workload] = {}
-
-    def device_id(self, model: str) -> int:
-        if model not in self._devices:
-            self._devices[model] = Device.objects.get_or_create(model=model)[0].pk
-        return self._devices[model]
-
-    def workload(self, task_name: str, args: list) -> tuple[Workload, str | None]:
-        """The workload and, the first time a FLOP count is missing, a note saying why."""
-        quick = (task_name, repr(args))
-        if quick in self._by_repr:
-            return self._by_repr[quick], None
-        key = Workload.key_of(task_name, args)
-        note = None
-        if key not in self._workloads:
-            flops, bytes_moved, note = _counts_or_note(task_name, args)
-            workload, created = Workload.objects.get_or_create(
-                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": bytes_moved})
-            self._workloads[key] = workload
-            note = note if created else None
-        self._by_repr[quick] = self._workloads[key]
-        return self._workloads[key], note
-
-
-def _counts_or_note(task_name: str, args: list) -> tuple[int | None, int | None, str | None]:
-    """FLOPs and bytes as the engine counts them, each None where unknown or too large to
-    store, and a note when the FLOPs are missing."""
-    facts = describe_workload(task_name, args)
-    moved = facts.bytes_moved if facts.bytes_moved is not None and facts.bytes_moved <= _BIGINT_MAX else None
-    if facts.flops is None:
-        return None, moved, f"{facts.note}: imported with time only"
-    if facts.flops > _BIGINT_MAX:
-        return None, moved, f"FLOP count of {task_name} is too large to store: imported with time only"
-    return facts.flops, moved, None
 
 
 _LIMITS = {
@@ -153,7 +76,7 @@ def storage_problem(record: Record, line: str) -> str | None:
             return f"{what} is not a string"
         if len(value) > _LIMITS[what]:
             return f"{what} is longer than {_LIMITS[what]} characters"
-    if record.config_index > _BIGINT_MAX:
+    if record.config_index > BIGINT_MAX:
         return "config.index is larger than a 64-bit integer"
     if "\x00" in line or "\\u0000" in line:
         return "contains a NUL character"
@@ -212,7 +135,7 @@ class _Importer:
     def __init__(self, batch: ImportBatch, reader: _Reader) -> None:
         self.batch = batch
         self.reader = reader
-        self.catalog = Catalog()
+        self.catalog = Workload.objects.catalog()
         self.pending: dict[str, tuple[int, Record]] = {}  # fingerprint: (line number, record)
         self.valid = 0
         self.legacy = 0
@@ -305,7 +228,7 @@ def import_log(
     file_name: str,
     user=None,
     source: str = ImportBatch.Source.COMMAND,
-) -> ImportResult:
+) -> ImportBatch:
     """Import one log (lines, or a binary stream, plain or gzipped, read by the engine's
     `log_lines`); see the module docstring. Raises NotALogError, changing nothing, for a
     file that is not a log."""
@@ -317,7 +240,7 @@ def import_log(
         raise NotALogError(str(exc)) from None
 
 
-def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> ImportResult:
+def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> ImportBatch:
     reader = _Reader(lines)
     items = scan_log(reader)
     head = _sniff(items, reader, file_name)
@@ -327,18 +250,12 @@ def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> 
         for lineno, item in itertools.chain(head, items):
             importer.take(lineno, item)
         importer.flush()
-        imported = batch.records.count()
-        result = ImportResult(
-            batch=batch,
-            lines=reader.count,
-            imported=imported,
-            duplicates=importer.valid - imported,
-            legacy_skipped=importer.legacy,
-            malformed=importer.malformed,
-            problems=sorted(importer.problems, key=lambda problem: problem["line"]),
-        )
+        batch.imported = batch.records.count()
+        batch.lines = reader.count
+        batch.duplicates = importer.valid - batch.imported
+        batch.legacy_skipped = importer.legacy
+        batch.malformed = importer.malformed
+        batch.problems = sorted(importer.problems, key=lambda problem: problem["line"])
         batch.sha256 = reader.sha256.hexdigest()
-        for name in ("lines", "imported", "duplicates", "legacy_skipped", "malformed", "problems"):
-            setattr(batch, name, getattr(result, name))
         batch.save()
-    return result
+    return batch

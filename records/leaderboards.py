@@ -7,17 +7,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
-from .bests import BEST_ORDER
-from .models import Device, MeasurementRecord, Workload
+from .models import Device, MeasurementRecord, Workload, valid_filter
 
-_VALID = Q(records__error_no=0, records__mean_cost__isnull=False)
-
-
-def ranked(records: QuerySet) -> QuerySet:
-    """Fastest first; records without a time (errors) last, in the best rule's tie order."""
-    return records.order_by(F("mean_cost").asc(nulls_last=True), *BEST_ORDER[1:])
+_VALID = valid_filter("records__")
 
 
 def search_workloads(search: str = "", workloads: QuerySet | None = None) -> QuerySet:

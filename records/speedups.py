@@ -11,11 +11,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from engine.confirm import Spread
+from engine import Spread
 
 from .code_status import CodeHashes
 from .models import Baseline, Device, MeasurementRecord, Workload
-from .standings import Ratio, Standing, device_best, valid
+from .standings import Ratio, Standing, device_best
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -83,7 +83,7 @@ class SpeedupTable:
 def device_bests(device: Device, hashes: CodeHashes | None = None) -> dict[int, Standing]:
     """Workload id -> the GPU's best of it, for every workload it has records of."""
     hashes = hashes or CodeHashes()
-    ids = valid(MeasurementRecord.objects.filter(device=device)).order_by().values("workload_id").distinct()
+    ids = MeasurementRecord.objects.filter(device=device).valid().order_by().values("workload_id").distinct()
     bests = {}
     for workload in Workload.objects.filter(pk__in=ids):
         best = device_best(workload, device, hashes)

@@ -21,9 +21,9 @@ from operator import or_
 from typing import Iterable
 
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q
 
-from engine.confirm import Spread
+from engine import Spread
 
 from .code_status import CodeHashes, CodeStatus
 from .models import Device, MeasurementRecord, Workload
@@ -35,10 +35,6 @@ FIRST_PAGE = 50
 MAX_CHUNK = 512
 # A GPU whose fastest groups are all of changed code has no best among the first this many.
 MAX_EXAMINED = 4096
-
-
-def valid(records: QuerySet) -> QuerySet:
-    return records.filter(error_no=0, mean_cost__isnull=False)
 
 
 @dataclass
@@ -142,7 +138,7 @@ class GroupRows:
         for device_id, config_index, _ in keys:
             by_device.setdefault(device_id, set()).add(config_index)
         narrow = reduce(or_, (Q(device_id=d, config_index__in=indexes) for d, indexes in by_device.items()))
-        mine = valid(MeasurementRecord.objects.filter(workload=self.workload))
+        mine = MeasurementRecord.objects.filter(workload=self.workload).valid()
         rows = list(mine.filter(narrow, cache=Cache.WARM))
         rows += mine.filter(narrow, kind=Kind.CONFIRMATION, cache=Cache.COLD)
         for key in keys:
@@ -173,7 +169,7 @@ def workload_groups(workload: Workload) -> list[Group]:
     """Every group of the workload, fastest first, in one aggregate query (a page's bests and
     its ranked table both read this list)."""
     query = (
-        valid(MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM))
+        MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM).valid()
         .order_by().values_list(*GROUP_FIELDS).annotate(n=Count("*"), low=Min("mean_cost"), high=Max("mean_cost"))
         .order_by("low", "device_id", "config_index")
     )
@@ -197,7 +193,7 @@ def standings_of(workload: Workload, groups: Iterable[Group], hashes: CodeHashes
 def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
     """Device id -> the group keys of its confirmations of `workload` (an indexed query)."""
     found: dict[int, list[tuple]] = {}
-    keys = valid(MeasurementRecord.objects.filter(workload=workload, kind=Kind.CONFIRMATION))
+    keys = MeasurementRecord.objects.filter(workload=workload, kind=Kind.CONFIRMATION).valid()
     for key in keys.order_by().values_list(*GROUP_FIELDS).distinct():
         found.setdefault(key[0], []).append(key)
     return found

@@ -7,7 +7,7 @@ from engine.gpu.baselines import (PROVIDERS, VENDOR_BASELINES, BaselineUnavailab
                                   cudnn_depthwise, default_providers, vendor_baseline)
 from engine.gpu.runner import relative_l2_error
 from engine.ops import TEMPLATES
-from engine.ops.base import DEFAULT_CONFIG_BASELINE
+from engine.baselines import DEFAULT_CONFIG_BASELINE
 from engine.workloads import get_preset
 
 

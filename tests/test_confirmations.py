@@ -7,7 +7,7 @@ import gzip
 import pytest
 
 from engine import create_task
-from engine.confirm import MIN_ROUNDS, Contender, ReplayStopwatch, Role, confirm, contenders_for, top_k_distinct
+from engine.confirm import MIN_ROUNDS, Contender, ReplayStopwatch, Role, confirm_contenders, contenders_for, top_k_distinct
 from engine.logfile import ErrorNo, Record, make_target, write_records
 from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
@@ -57,7 +57,7 @@ def test_the_protocol_interleaves_rounds_and_times_each_contender_warm_and_cold(
     records = repeated_recording(10)
     best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 2)
     contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best])
-    result = confirm(TASK, contenders, Recording(records, make_target(MODEL)), rounds=MIN_ROUNDS)
+    result = confirm_contenders(TASK, contenders, Recording(records, make_target(MODEL)), rounds=MIN_ROUNDS)
 
     assert [c.role for c in contenders] == [Role.TUNED, Role.TUNED, Role.VENDOR, Role.DEFAULT]
     ready = [0, 1, 2]  # the default config is not in the recording
@@ -72,7 +72,7 @@ def test_the_protocol_interleaves_rounds_and_times_each_contender_warm_and_cold(
 
 def test_fewer_than_five_rounds_is_refused():
     with pytest.raises(ValueError, match="at least 5 rounds"):
-        confirm(TASK, [Contender(Role.VENDOR, provider="cudnn")], ReplayStopwatch([], make_target(MODEL)), rounds=3)
+        confirm_contenders(TASK, [Contender(Role.VENDOR, provider="cudnn")], ReplayStopwatch([], make_target(MODEL)), rounds=3)
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_re_measure_jobs_from_an_import_and_from_a_leaderboard_stand_beside_the_
     with log.open("w") as stream:
         write_records(stream, v100)
     with log.open() as lines:
-        batch = import_log(lines, log.name).batch
+        batch = import_log(lines, log.name)
     workload = Workload.objects.get(task_name=TASK.name)
 
     response = alice_client.post("/api/jobs/", {
@@ -189,7 +189,7 @@ def test_an_imported_confirmations_file_puts_its_medians_on_the_leaderboard(tmp_
     records = repeated_recording(10)
     best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 1)
     contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best])
-    result = confirm(TASK, contenders, ReplayStopwatch(records, make_target("h200")), rounds=7)
+    result = confirm_contenders(TASK, contenders, ReplayStopwatch(records, make_target("h200")), rounds=7)
     path = tmp_path / "verify.json"
     path.write_text(json.dumps({"confirmations": [result.to_dict()]}))
 

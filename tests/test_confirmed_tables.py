@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine import create_task
-from engine.confirm import ReplayStopwatch, confirm, contenders_for
+from engine.confirm import ReplayStopwatch, confirm_contenders, contenders_for
 from engine.logfile import ErrorNo, Record, make_target
 from engine.workloads import PRESETS
 
@@ -41,7 +41,7 @@ def run_json(jitter: float) -> dict:
     for preset, ours, vendor in (("C12", 60.0, 107.0), ("G5", 15.0, 17.0), ("B-exp-a", 100.0, None)):
         task, config, records = recording_of(preset, ours, vendor, jitter)
         contenders = contenders_for(task, [(config.index, config.to_entity())])
-        result = confirm(task, contenders, ReplayStopwatch(records, TARGET))
+        result = confirm_contenders(task, contenders, ReplayStopwatch(records, TARGET))
         logged = [r for r in records if r.config_index == config.index and r.entity][:1]
         rows.append(verify_bests.row_of(preset, logged, result))
         confirmations.append(result.to_dict())

@@ -13,7 +13,7 @@ import pytest
 
 import engine
 from engine.codehash import config_code_hash
-from engine.confirm import MIN_ROUNDS, Role, confirm, contenders_for
+from engine.confirm import MIN_ROUNDS, Role, confirm_contenders, contenders_for
 from engine.logfile import pick_best, read_log_file
 from engine.workloads import PRESETS
 
@@ -41,7 +41,7 @@ def confirmed(stopwatch, preset: str, log: Path, rounds: int = MIN_ROUNDS):
     task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
     best = committed_best(task, log)
     contenders = contenders_for(task, [(best.config_index, best.entity)])
-    return task, best, confirm(task, contenders, stopwatch, rounds)
+    return task, best, confirm_contenders(task, contenders, stopwatch, rounds)
 
 
 def test_c12_is_confirmed_beside_cudnn_and_its_default_in_a_fresh_process(stopwatch):

@@ -1,6 +1,6 @@
 """Generated conv2d kernels: launch geometry and shared memory agree with the templates'
-validity rules, random valid configs compile with NVRTC for sm_90 and sm_80 (no GPU
-needed), and the numpy reference is the convolution."""
+validity rules, the unroll knobs set the pragmas, and the numpy reference is the convolution
+(that random valid configs compile is the template contract's, tests/test_template_contract.py)."""
 from __future__ import annotations
 
 import itertools
@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 
 import engine
-from engine.gpu.builder import Builder
-from engine.logfile import ErrorNo
 from engine.ops.conv2d.tiling import conv2d_tiling
 from engine.workloads import PRESETS
 
@@ -35,16 +33,6 @@ def test_kernels_launch_what_the_validity_rules_counted():
         assert source.grid == tiling.grid and source.block == tiling.block, config
         stages = 1 if tiling.outer_steps == 1 else 2  # double-buffered when there is a next step to prefetch
         assert source.shared_bytes == stages * tiling.shared_bytes, config
-
-
-@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
-def test_random_valid_configs_of_every_conv2d_template_compile(tmp_path, arch):
-    picked = list(sources(per_task=3, seed=1 if arch == "sm_90" else 2))
-    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
-        results = builder.build([source for _, _, source in picked])
-    failed = [(task.name, config, r.message[:300]) for (task, config, _), r in zip(picked, results) if not r.ok]
-    assert failed == []
-    assert all(r.error_no == ErrorNo.NO_ERROR and r.cubin_path for r in results)
 
 
 def conv2d_args(n, ci, size, co, k, stride, pad):

@@ -1,4 +1,4 @@
-"""The seed's `apply_history_best` step: the best config of a log, as a callable kernel.
+"""AutoTVM's `apply_history_best` step (its conv2d tutorial's last one): the best config of a log, as a callable kernel.
 
 `load_best_kernel(log, task)` picks the log's best record for the task's
 workload (AutoTVM's rule, `engine.logfile.pick_best`) on this GPU's model (or

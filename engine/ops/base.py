@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..baselines import DEFAULT_CONFIG_BASELINE
 from ..space import ConfigEntity, ConfigSpace, SplitValue
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 # Tensors beyond this many elements are a typo, not a workload (and overflow int32 indexing).
 MAX_TENSOR_ELEMENTS = 2**31 - 1
 FLOAT_BYTES = 4
-DEFAULT_CONFIG_BASELINE = "default-config"
 # Registers a thread needs besides accumulators and operands: indexes, addresses, loop counters.
 REGISTER_OVERHEAD = 24
 # Threads resident at once on an H200 (132 SMs x 2048): blocks x threads over this is "waves".
@@ -181,8 +181,8 @@ class Template(ABC):
     """One tunable operator; stateless, its params come from `parse_args`."""
 
     name: str = ""
-    # The vendor library a tuned kernel is held against ("cudnn", "cublas"), measured by
-    # engine.gpu.baselines; templates without one are held against their default config.
+    # The vendor library a tuned kernel is held against ("cudnn", "cublas": engine.baselines),
+    # measured by engine.gpu.baselines; templates without one are held against their default config.
     baseline_provider: str = DEFAULT_CONFIG_BASELINE
 
     @abstractmethod

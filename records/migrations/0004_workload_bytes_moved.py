@@ -4,7 +4,7 @@ import json
 
 from django.db import migrations, models
 
-from engine.describe import describe_workload
+from engine import describe_workload
 
 
 def fill_bytes_moved(apps, schema_editor):

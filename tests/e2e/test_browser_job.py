@@ -11,7 +11,7 @@ import time
 import pytest
 
 from engine.logfile import read_records
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 from records.importing import import_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -9,13 +9,12 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     knob_features, reason_vector_width, why_launch_fails)
 from . import kernel
-from .tiling import (ELEMENT_BYTES, TASK_NAME, VECTOR_CHOICES, BroadcastParams, broadcast_layout,
+from .tiling import (ELEMENT_BYTES, TEMPLATE_NAME, VECTOR_CHOICES, BroadcastParams, broadcast_layout,
                      broadcast_shape)
 
 
 class BroadcastNCHW(Template):
-    name = TASK_NAME
-    baseline_provider = "default-config"
+    name = TEMPLATE_NAME
 
     def parse_args(self, args: list) -> BroadcastParams:
         shape, op = broadcast_shape(args)

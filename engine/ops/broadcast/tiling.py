@@ -1,7 +1,7 @@
 """NCHW broadcasts on CUDA with two tactics: CINN's general tiling and its TileBroadcastTactic.
 
 Args: [["TENSOR", [N, C, H, W], dtype], op] with dtype float32 or float16 (x, v and out
-all of it; fp16 is computed in fp32 and rounded once, as the seed's fp16 models were) and op one of
+all of it; fp16 is computed in fp32 and rounded once, as the fp16 models of Paddle CINN's TileBroadcastTactic pull request were) and op one of
     div        out[n,c,h,w] = x[n,c,h,w] / v[c]
     mul_rsqrt  out[n,c,h,w] = x[n,c,h,w] * rsqrt(v[c] + 1e-5)
     exp        out[n,c,h,w] = exp(v[c])
@@ -15,18 +15,18 @@ Knobs: `tactic`, `threads` (per block), `elems_per_thread`, `vector` (floats per
   for every element (CINN's `exp(var[k * 256 + threadIdx.x])`). A block covers
   threads x elems_per_thread vectors, its threads striding by one vector each.
 * tile_broadcast: C gets a block axis of its own, so a thread loads v[c] and computes
-  its part of f once, then streams its elements. The seed's rule: only when H x W is a
-  multiple of 32. The seed binds by the size of an H x W plane; here the plane is
+  its part of f once, then streams its elements. The tactic's rule: only when H x W is a
+  multiple of 32. The tactic binds by the size of an H x W plane; here the plane is
   counted in vectors (P) against the block:
-    - P < threads (the seed's small binding, [(blockIdx.y, loop), blockIdx.x, threadIdx.x]):
+    - P < threads (the tactic's small binding, [(blockIdx.y, loop), blockIdx.x, threadIdx.x]):
       a block holds threads // P whole planes of one channel (threadIdx.y picks the
       plane), each thread taking elems_per_thread planes (n) in turn; blocks over
       (C, N chunks);
     - P >= threads: channel c's N planes fused into one axis of N x P vectors, cut into
       chunks of threads x elems_per_thread vectors (S). With S < P, blocks over
-      (chunks, C): the seed's large binding, [blockIdx.x', blockIdx.y, (blockIdx.x, loop,
+      (chunks, C): the tactic's large binding, [blockIdx.x', blockIdx.y, (blockIdx.x, loop,
       threadIdx.x)]. With S >= P, blocks over (C, chunks), so that neighbouring blocks
-      write neighbouring planes: S = P is the seed's medium binding (a block per (n, c)
+      write neighbouring planes: S = P is the tactic's medium binding (a block per (n, c)
       plane, looping over it); a larger S keeps blocks big where planes are short in
       vectors (fp16 32 x 32 planes are 128 vectors of 8).
   `elems_per_thread` beyond what N (or N x P) needs only repeats a smaller config, so
@@ -41,7 +41,7 @@ from ...space import ConfigEntity
 from ..args import tensor_shape
 from ..base import BadArgs, LaunchShape
 
-TASK_NAME = "broadcast_nchw"
+TEMPLATE_NAME = "broadcast_nchw"
 BINARY_OPS = ("div", "mul_rsqrt")
 UNARY_OPS = ("exp", "rsqrt")
 OPS = BINARY_OPS + UNARY_OPS

@@ -1,7 +1,7 @@
 """CUDA source for direct NCHW convolution, from the tiling a config gives (`ConvTiling`).
 
 One generator serves `conv2d_nchw.cuda` (TVM topi's conv2d_direct: 2-way
-reduction splits) and the seed tutorial's `conv2d_no_batching` (3-way
+reduction splits) and the AutoTVM tutorial's `conv2d_no_batching` (3-way
 reduction splits). Both schedules are the same loop nest:
 
 * Output axes CO, OH, OW are split 4 ways (block, virtual thread, thread,

@@ -1,8 +1,9 @@
-"""Direct NCHW conv2d on CUDA: TVM topi's `conv2d_nchw.cuda` and the seed's `conv2d_no_batching`.
+"""Direct NCHW conv2d on CUDA: TVM topi's `conv2d_nchw.cuda` and `conv2d_no_batching`
+of TVM's tutorial "Tuning High Performance Convolution on NVIDIA GPUs".
 
-Both tasks share one space (the knobs of DESIGN.md's table, in TVM's order), one set of
+Both tasks share one space (TVM's knobs, in TVM's order), one set of
 rules and one CUDA generator; they differ in how their args are spelled and in how many
-ways the reduction axes are split (two in TVM's task, three in the seed's). The geometry
+ways the reduction axes are split (two in TVM's task, three in the tutorial's). The geometry
 a config gives is `tiling.ConvTiling`.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """A direct NCHW convolution's params and the tiling a config gives it: one geometry that
 the validity rules, the cost-model features and the CUDA generator all read.
 
-The schedule (topi `schedule_direct_cuda`, the seed tutorial's template): each output
+The schedule (topi `schedule_direct_cuda`; the template of TVM's tutorial "Tuning High Performance Convolution on NVIDIA GPUs"): each output
 axis f (CO), y (OH), x (OW) is split four ways, outer to inner, into
 blocks x virtual threads x threads x per-thread inner extent, so a block computes
 a (bf, by, bx) = (vf*tf*fi, vy*ty*yi, vx*tx*xi) output tile with tf*ty*tx threads,
 each holding vf*fi * vy*yi * vx*xi accumulators. The reduction axes rc (CI), ry (KH),
-rx (KW) are split 2 ways (3 in the seed), outer first; each outer step stages in
+rx (KW) are split 2 ways (3 in the tutorial's), outer first; each outer step stages in
 shared memory, cooperatively:
 
     input tile  [src, (by-1)*sh + sry, (bx-1)*sw + srx]   floats

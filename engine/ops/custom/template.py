@@ -10,12 +10,11 @@ from ...safe_expr import ExprError
 from ...space import ENUMERATE_LIMIT, ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, LaunchShape, Template, first_valid, knob_features, why_launch_fails
 from . import kernel
-from .tiling import TASK_NAME, CustomParams, SpecError, custom_launch, parse_spec
+from .tiling import TEMPLATE_NAME, CustomParams, SpecError, custom_launch, parse_spec
 
 
 class CustomKernel(Template):
-    name = TASK_NAME
-    baseline_provider = "default-config"
+    name = TEMPLATE_NAME
 
     def parse_args(self, args: list) -> CustomParams:
         if not isinstance(args, list) or len(args) != 1:

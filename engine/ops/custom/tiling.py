@@ -39,7 +39,8 @@ from ...safe_expr import Expr, ExprError, parse
 from ...space import ConfigEntity
 from ..base import MAX_TENSOR_ELEMENTS, BadArgs
 
-TASK_NAME = "custom"
+TEMPLATE_NAME = "custom"
+CUSTOM_TEMPLATE = TEMPLATE_NAME  # as the front door names it
 DTYPES = ("float32", "float64", "int32")
 MAX_SOURCE_CHARS = 200_000
 MAX_PARAMS = 24
@@ -142,7 +143,7 @@ def parse_spec(spec) -> CustomParams:
     if not isinstance(sizes_raw, dict):
         raise _fail("sizes", "must be an object of name: positive integer")
     sizes = {}
-    for key, value in sizes_raw.items():
+    for key, value in sorted(sizes_raw.items()):  # as canonical args spell them: one source per workload
         checked_identifier(key, "sizes")
         if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_TENSOR_ELEMENTS:
             raise _fail(f"sizes.{key}", f"{value!r} is not a positive integer below 2^31")

@@ -10,11 +10,11 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
                     Template, first_valid, knob_features, why_launch_fails)
 from . import kernel
-from .tiling import PIPELINES, TASK_NAME, GemmParams, gemm_shapes, gemm_tiling
+from .tiling import PIPELINES, TEMPLATE_NAME, GemmParams, gemm_shapes, gemm_tiling
 
 
 class Gemm(Template):
-    name = TASK_NAME
+    name = TEMPLATE_NAME
     baseline_provider = "cublas"
 
     def parse_args(self, args: list) -> GemmParams:

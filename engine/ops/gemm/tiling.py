@@ -45,7 +45,7 @@ from ...space import ConfigEntity
 from ..args import tensor_shape
 from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
 
-TASK_NAME = "gemm"
+TEMPLATE_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
 SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
