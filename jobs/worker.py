@@ -238,7 +238,7 @@ def stopwatch_for(config: WorkerConfig) -> Stopwatch:
     if config.kind == "replay":
         target = make_target(config.device_info().model)
         return ReplayStopwatch(load_recording(config.recording), target, name=Path(config.recording).name)
-    from engine.gpu.confirming import FreshProcessStopwatch  # needs CuPy and a GPU
+    from engine.gpu import FreshProcessStopwatch  # needs CuPy and a GPU
 
     return FreshProcessStopwatch(device_id=config.gpu_index or 0)
 
