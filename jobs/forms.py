@@ -40,7 +40,26 @@ def gpu_choices() -> list:
     return choices
 
 
-class JobForm(forms.Form):
+class JobRequestForm(forms.Form):
+    """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
+    the GPUs online now; `request` holds it once the form is valid."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: JobRequest | None = None
+
+    def check(self, data: dict) -> JobRequest:
+        raise NotImplementedError
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            self.request = self.check(data)
+        return data
+
+
+class JobForm(JobRequestForm):
     template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
     preset = forms.ChoiceField(required=False, label="Workload preset")
     custom_kernel = forms.ModelChoiceField(
@@ -66,28 +85,22 @@ class JobForm(forms.Form):
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
-        self.fields["gpus"].choices = gpu_choices()
-        self.request: JobRequest | None = None
 
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
+    def check(self, data: dict) -> JobRequest:
         args = data.get("args", "")
         kernel = data.get("custom_kernel")
         if kernel is not None:
             if data["template"] != CUSTOM:
                 raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
             args = kernel.workload.args
-        self.request = check_request(
+        return check_request(
             template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
             early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
         )
-        return data
 
 
-class RemeasureForm(forms.Form):
+class RemeasureForm(JobRequestForm):
     """A re-measure job: a workload's configs from an import batch or a GPU's leaderboard,
     measured again by the confirmation protocol on the GPUs chosen."""
 
@@ -100,20 +113,11 @@ class RemeasureForm(forms.Form):
     rounds = forms.IntegerField(required=False, initial=5, help_text="interleaved rounds, at least 5")
     gpus = AnyChoices(label="Measure on", widget=forms.CheckboxSelectMultiple)
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["gpus"].choices = gpu_choices()
-        self.request: JobRequest | None = None
-
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
-        self.request = check_remeasure_request(
+    def check(self, data: dict) -> JobRequest:
+        return check_remeasure_request(
             workload=data["workload"], gpus=data["gpus"], from_batch=data.get("from_batch"),
             from_device=data.get("from_device") or None, top_k=data.get("top_k"), rounds=data.get("rounds"),
         )
-        return data
 
 
 class CustomKernelForm(forms.Form):

@@ -92,7 +92,8 @@ def torch_graph(stream, op, number: int):
 
 
 def fp32_torch():
-    """PyTorch with TF32 off everywhere and cuDNN's autotuner on; BaselineUnavailable without it."""
+    """PyTorch with TF32 off everywhere and cuDNN's autotuner on, searching every algorithm;
+    BaselineUnavailable without it."""
     try:
         import cupy  # noqa: F401  (the timing rule runs on CuPy events)
         import torch
@@ -101,6 +102,7 @@ def fp32_torch():
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.benchmark_limit = 0  # cudnnFind over every algorithm, not the top ten heuristics
     return torch
 
 

@@ -33,7 +33,7 @@ from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .environment import sm_clock_mhz
-from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error
+from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, output_error, relative_l2_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -152,11 +152,7 @@ class _Bench:
             function(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
 
         try:
-            with self.stream:
-                output.fill(math.nan)
-                launch()
-                self.stream.synchronize()
-                error = relative_l2_error(output, ref)
+            error = output_error(self.stream, output, launch, ref)
         except Exception as exc:
             raise _NotReady(ErrorNo.RUNTIME_DEVICE, f"{type(exc).__name__}: {exc}") from None
         if not error < self.settings.tolerance:

