@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Count, Max, Min, QuerySet
+from django.db.models.fields.json import KT
 
 # The fields a records page filters and groups by: environment key -> label.
 GROUPABLE = [
@@ -25,10 +26,10 @@ def environment_groups(records: QuerySet, key: str) -> list[dict]:
     slowest valid time (seconds)."""
     if key not in dict(GROUPABLE):
         raise ValueError(f"cannot group by {key!r}; choose one of {', '.join(dict(GROUPABLE))}")
-    field = f"environment__{key}"
+    # As text on every database (SQLite would read a version "590.10" back as the number 590.1).
     rows = (
-        records.order_by().values(field)
+        records.order_by().annotate(value=KT(f"environment__{key}")).values("value")
         .annotate(n=Count("id"), fastest=Min("mean_cost"), slowest=Max("mean_cost"))
-        .order_by(field)
+        .order_by("value")
     )
-    return [{"value": row[field], "n": row["n"], "fastest": row["fastest"], "slowest": row["slowest"]} for row in rows]
+    return [{"value": row["value"], "n": row["n"], "fastest": row["fastest"], "slowest": row["slowest"]} for row in rows]
