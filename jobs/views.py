@@ -18,7 +18,7 @@ from records.permissions import public_read
 from records.sorting import sorting_from
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm, preset_availability
+from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
@@ -44,10 +44,8 @@ def job_list(request):
     }, status=400 if sorting.error else 200)
 
 
-@login_required
-def submit(request):
-    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    form = JobForm(request.POST or None, initial=request.GET.dict())
+def _submit(request, form, template: str, extra: dict | None = None):
+    """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
         submission = submit_job(request.user, form.request)
         for error in submission.queue_errors:
@@ -58,7 +56,20 @@ def submit(request):
             messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/submit.html", {"form": form, "presets": preset_availability()}, status=status)
+    return render(request, template, {"form": form, **(extra or {})}, status=status)
+
+
+@login_required
+def submit(request):
+    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html",
+                   {"presets": preset_availability()})
+
+
+@login_required
+def remeasure(request):
+    # A leaderboard's "re-measure" link prefills the workload and the GPU.
+    return _submit(request, RemeasureForm(request.POST or None, initial=request.GET.dict()), "jobs/remeasure.html")
 
 
 @login_required

@@ -39,13 +39,13 @@ def _speedup_bars(y_label: str, geomean: float | None, rows, detail) -> dict:
 def speedups_chart(table: SpeedupTable) -> dict:
     vendor = table.provider_label
     return _speedup_bars(f"speedup over {vendor}", table.geomean, table.rows, lambda row: (
-        f"{vendor} {row.baseline.cost * 1e6:.2f} µs, tuned {row.best.mean_cost * 1e6:.2f} µs"))
+        f"{vendor} {row.baseline.cost * 1e6:.2f} µs, tuned {row.best.median_cost * 1e6:.2f} µs"))
 
 
 def devices_chart(comparison: DeviceComparison) -> dict:
     a, b = comparison.device_a.model, comparison.device_b.model
     return _speedup_bars(f"speedup of {b} over {a}", comparison.geomean, comparison.rows, lambda row: (
-        f"{a} {row.best_a.mean_cost * 1e6:.2f} µs, {b} {row.best_b.mean_cost * 1e6:.2f} µs"))
+        f"{a} {row.best_a.median_cost * 1e6:.2f} µs, {b} {row.best_b.median_cost * 1e6:.2f} µs"))
 
 
 def workload_chart(comparison: WorkloadComparison) -> dict:
@@ -55,7 +55,7 @@ def workload_chart(comparison: WorkloadComparison) -> dict:
         "y_label": "best GFLOPS", "unit": " GFLOPS", "geomean": None,
         "bars": [
             {**facts, "label": str(best.device), "value": best.gflops,
-             "detail": f"{best.mean_cost * 1e6:.2f} µs, record #{best.pk}"}
+             "detail": f"{best.median_cost * 1e6:.2f} µs, record #{best.pk}"}
             for best in comparison.bests if best.gflops is not None
         ],
     }

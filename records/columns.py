@@ -3,15 +3,13 @@ checks a URL against. Querysets get database expressions; tables built in Python
 from __future__ import annotations
 
 from .roofline import percent_of_peak_expression
-from .sorting import Opposite
 
 
-def record_columns(peaks, one_workload: bool = False) -> dict:
-    """The records table (records page and a leaderboard's ranking); `peaks` by device id.
-    Records of `one_workload` share its FLOPs, so their GFLOPS sort as their times, reversed."""
+def record_columns(peaks) -> dict:
+    """The records table (the records page); `peaks` by device id."""
     return {
         "task": "workload__task_name", "gpu": "device__model", "index": "config_index",
-        "time": "mean_cost", "gflops": Opposite("mean_cost") if one_workload else "gflops",
+        "time": "mean_cost", "gflops": "gflops",
         "peak": percent_of_peak_expression(peaks), "status": "error_no", "measured": "timestamp",
     }
 
@@ -34,13 +32,13 @@ WORKLOAD_COLUMNS = {
 SPEEDUP_COLUMNS = {
     "task": lambda row: row.workload.task_name,
     "baseline": lambda row: row.baseline.cost,
-    "tuned": lambda row: row.best.mean_cost,
+    "tuned": lambda row: row.best.median_cost,
     "speedup": lambda row: row.speedup,
 }
 
 HEAD_TO_HEAD_COLUMNS = {
     "task": lambda row: row.workload.task_name,
-    "a": lambda row: row.best_a.mean_cost,
-    "b": lambda row: row.best_b.mean_cost,
+    "a": lambda row: row.best_a.median_cost,
+    "b": lambda row: row.best_b.median_cost,
     "speedup": lambda row: row.speedup,
 }

@@ -15,14 +15,6 @@ from django.db.models import F, QuerySet
 
 
 @dataclass(frozen=True)
-class Opposite:
-    """A column that sorts as another field backwards: within one workload GFLOPS rank as the
-    time does, reversed, so its sort can use the time's index."""
-
-    field: str
-
-
-@dataclass(frozen=True)
 class Sorting:
     columns: Mapping[str, Any]  # name -> field path, expression, or callable(row)
     column: str | None
@@ -49,8 +41,6 @@ class Sorting:
             return queryset
         key = self.columns[self.column]
         descending = self.descending
-        if isinstance(key, Opposite):
-            key, descending = key.field, not descending
         expression = F(key) if isinstance(key, str) else key
         ordered = expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
         return queryset.order_by(ordered, *tiebreak)

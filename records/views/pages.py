@@ -9,20 +9,22 @@ from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
 from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS
 from ..columns import record_columns
+from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_records as compare_many_records
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
-from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsForm, RecordFilter, RooflineForm, SpeedupForm
-from ..filters import WorkloadRecordFilter
-from ..leaderboards import dashboard_workloads, device_summaries, leaderboard as workload_leaderboard
-from ..leaderboards import summarize, task_summaries, workload_ranking, workload_rows
+from ..environments import environment_groups
+from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsForm, LeaderboardForm, RecordFilter
+from ..filters import RooflineForm, SpeedupForm
 from ..knobs import study_knobs
+from ..leaderboards import dashboard_workloads, device_summaries, summarize, task_summaries, workload_rows
 from ..models import BEST_ORDER, Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
 from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
 from ..speedups import speedup_table
+from ..standings import leaderboard as workload_leaderboard, ranked_standings
 
 PAGE_SIZE = 50
 
@@ -52,10 +54,10 @@ def _status(*problems) -> int:
     return 400 if any(problems) else 200
 
 
-def _sorted_records(request, records, one_workload: bool = False):
+def _sorted_records(request, records):
     """The records table as `?sort=` asks, and the GPUs' peaks its "% of peak" reads."""
     peaks = device_peaks()
-    sorting = sorting_from(request.GET, record_columns(peaks, one_workload))
+    sorting = sorting_from(request.GET, record_columns(peaks))
     return peaks, sorting, sorting.queryset(records, tiebreak=BEST_ORDER)
 
 
@@ -78,24 +80,21 @@ def home(request):
 @public_read
 def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
-    board = workload_leaderboard(workload)
-    ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
-    peaks, sorting, records = _sorted_records(request, ranking.qs, one_workload=True)
-    if csvout.wants_csv(request) and not sorting.error:
+    form = LeaderboardForm(request.GET)
+    options = form.cleaned_data if form.is_valid() else {}
+    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False))
+    groups = board.ranked(options.get("device"))
+    if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
-            "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
-            "records": lambda: csvout.records_table(_with_workload(records.iterator(), workload)),
+            "bests": lambda: csvout.standings_table(board.bests),
+            "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
         })
-    page = _page(request, records)
-    best_by_device = board.best_by_device
-    rows = [(record, best_by_device.get(record.device_id))
-            for record in with_percent_of_peak(_with_workload(page, workload), peaks)]
-    bests = list(with_percent_of_peak(board.bests, peaks))
+    page = _page(request, groups)
     return render(request, "records/leaderboard.html", {
-        "workload": workload, "board": board, "bests": bests, "ranking": ranking, "page": page, "rows": rows,
-        "first_rank": page.start_index(), "query": _query_without_page(request),
-        "sorting": sorting, "sort_error": sorting.error, "peaks": any(peaks.values()),
-    }, status=_status(ranking.errors, sorting.error))
+        "workload": workload, "board": board, "form": form, "page": page,
+        "rows": list(ranked_standings(board, page)), "first_rank": page.start_index(),
+        "query": _query_without_page(request),
+    }, status=400 if form.errors else 200)
 
 
 def _with_workload(records, workload):
@@ -112,9 +111,11 @@ def record_list(request):
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
     page = _page(request, ordered)
+    group_by = records.form.cleaned_data.get("group_by") if not records.errors else None
     return render(request, "records/record_list.html", {
         "filter": records, "page": page, "rows": [(record, None) for record in with_percent_of_peak(page, peaks)],
-        "first_rank": page.start_index(), "peaks": any(peaks.values()),
+        "first_rank": page.start_index(), "peaks": any(peaks.values()), "group_by": group_by,
+        "groups": environment_groups(records.qs, group_by) if group_by else None,
         "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
     }, status=_status(records.errors, sorting.error))
 
@@ -126,6 +127,7 @@ def record_detail(request, pk: int):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
         "record": record, "best": MeasurementRecord.objects.filter(workload=record.workload, device=record.device).best(),
+        "code_status": CodeHashes().status(record.workload, record.device, record.entity, record.code_hash),
     })
 
 

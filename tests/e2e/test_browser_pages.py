@@ -57,7 +57,7 @@ def test_clicking_a_column_header_sorts_the_table_and_puts_the_sort_in_the_url(b
 
 def test_ticked_records_compare_all_at_once_with_a_permalink(browser, live_server, records):
     workload, (slow, fast, middle) = records
-    browser.get(f"{live_server.url}/leaderboard/{workload.pk}/")
+    browser.get(f"{live_server.url}/records/?workload={workload.pk}")
     for record in (fast, slow, middle):
         browser.find_element(*by(f"input[name=r][value='{record.pk}']")).click()
     browser.find_element(*by("button.compare-button")).click()

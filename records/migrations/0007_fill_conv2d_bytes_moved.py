@@ -10,7 +10,7 @@ fill_bytes_moved = importlib.import_module("records.migrations.0004_workload_byt
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('records', '0004_workload_bytes_moved'),
+        ('records', '0006_config_and_confirmation_indexes'),
     ]
 
     operations = [
