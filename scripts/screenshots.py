@@ -24,7 +24,7 @@ def pages(args) -> list[tuple[str, str, int]]:
     """(file name, path, page height in px)."""
     return [
         ("job.png", f"/jobs/{args.job}/", 1250),
-        ("leaderboard.png", f"/leaderboard/{args.workload}/?sort=-gflops", 1100),
+        ("leaderboard.png", f"/leaderboard/{args.workload}/", 1100),
         ("knobs.png", f"/leaderboard/{args.workload}/knobs/?device={args.gpu}", 1000),
         ("speedups.png", f"/speedups/?device={args.gpu}&provider=cudnn", 1000),
         ("roofline.png", f"/roofline/?device={args.gpu}", 900),
