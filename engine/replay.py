@@ -10,6 +10,9 @@ that is not there and a whole tuning run can be replayed.
 
 Configs are matched by their entity (knob values), not the logged index, so
 old logs whose knob order differs from ours still match.
+
+A Kernel Tuner cache file is a recording too (engine.kernel_tuner reads it): its
+kernel is a `kernel_tuner` task whose space is the configs the cache holds.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from . import kernel_tuner
 from .measure import DeviceInfo, MeasureResult, Measurer
 from .records import ErrorNo, LogFileError, Record, read_log_file
 from .space import EntityError
@@ -43,15 +47,22 @@ def result_of(record: Record) -> MeasureResult:
     )
 
 
-def load_recording(path: str | Path) -> list[Record]:
-    """Every record of a log file, gzipped (`.gz`) or not; OSError when it cannot be opened,
-    RecordingError when it is not a text log or holds no record."""
+def load_recording(path: str | Path, device: str | None = None) -> list[Record]:
+    """Every record of an AutoTVM log or a Kernel Tuner cache file, gzipped or not; OSError when
+    it cannot be opened, RecordingError when it is neither or holds no record. `device` names
+    the GPU model of a Kernel Tuner cache (needed when its device name is empty)."""
     try:
-        records = read_log_file(path).records
-    except LogFileError as exc:
+        text = kernel_tuner.read_text(path)
+        if kernel_tuner.sniff(text) == kernel_tuner.CACHE:
+            records, what = kernel_tuner.parse_cache(text, device).records, "Kernel Tuner cache entries"
+        elif device:
+            raise RecordingError(f"{path} is an AutoTVM log, which names its GPU itself: leave out the device")
+        else:
+            records, what = read_log_file(path).records, "version 0.2 tuning records"
+    except (LogFileError, kernel_tuner.KernelTunerFileError) as exc:
         raise RecordingError(str(exc)) from None
     if not records:
-        raise RecordingError(f"{path} holds no version 0.2 tuning records")
+        raise RecordingError(f"{path} holds no {what}")
     return records
 
 

@@ -7,9 +7,11 @@ from .conv2d import Conv2dNCHW, Conv2dNoBatching
 from .custom import CustomKernel
 from .depthwise import DepthwiseConv2dNCHW
 from .gemm import Gemm
+from .kernel_tuner import KernelTunerKernel
 
 TEMPLATES: dict[str, type[Template]] = {
-    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW, CustomKernel)
+    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW, CustomKernel,
+                              KernelTunerKernel)
 }
 
 
