@@ -79,6 +79,7 @@ TIME_UNITS = {"seconds": 1.0, "s": 1.0, "milliseconds": 1e-3, "miliseconds": 1e-
               "microseconds": 1e-6, "us": 1e-6}
 # Kernel Tuner's per-config overheads (ms); their sum is the record's all_cost.
 _OVERHEAD_KEYS = ("compile_time", "verification_time", "benchmark_time", "strategy_time", "framework_time")
+SNIFF_BYTES = 64 * 1024
 _T4_OVERHEAD_KEYS = ("compilation", "compilation_time", "benchmark", "framework", "search_algorithm", "validation")
 
 
@@ -578,7 +579,7 @@ def _results_record(workload: KernelTunerWorkload, item: Any, device: str | None
 
 def sniff(text: str) -> str | None:
     """CACHE, T4 or RESULTS when the text's opening looks like one of Kernel Tuner's files; None otherwise."""
-    head = text.lstrip()[:20000]
+    head = text.lstrip()[:SNIFF_BYTES]
     if not head.startswith("{"):
         return None
     if '"tune_params_keys"' in head or ('"cache"' in head and '"tune_params"' in head):
@@ -602,6 +603,19 @@ def read_text(path: str | PathLike) -> str:
         raise KernelTunerFileError(f"{path} is not a readable gzip file") from None
     except UnicodeDecodeError:
         raise KernelTunerFileError(f"{path} is not UTF-8 text") from None
+
+
+def sniff_file(path: str | PathLike) -> str | None:
+    """`sniff` of a file's opening (gzipped or not), without reading all of it; None when unreadable."""
+    try:
+        with open(path, "rb") as raw:
+            magic = raw.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as stream:
+            head = stream.read(SNIFF_BYTES)
+        return sniff(head.decode("utf-8", errors="ignore"))
+    except (OSError, EOFError, zlib.error):
+        return None
 
 
 def parse_text(text: str, device: str | None = None, metadata_file: Any = None) -> KernelTunerFile:

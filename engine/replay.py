@@ -52,9 +52,9 @@ def load_recording(path: str | Path, device: str | None = None) -> list[Record]:
     it cannot be opened, RecordingError when it is neither or holds no record. `device` names
     the GPU model of a Kernel Tuner cache (needed when its device name is empty)."""
     try:
-        text = kernel_tuner.read_text(path)
-        if kernel_tuner.sniff(text) == kernel_tuner.CACHE:
-            records, what = kernel_tuner.parse_cache(text, device).records, "Kernel Tuner cache entries"
+        if kernel_tuner.sniff_file(path) == kernel_tuner.CACHE:
+            records = kernel_tuner.parse_cache(kernel_tuner.read_text(path), device).records
+            what = "Kernel Tuner cache entries"
         elif device:
             raise RecordingError(f"{path} is an AutoTVM log, which names its GPU itself: leave out the device")
         else:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
+from engine.kernel_tuner import TASK_NAME as KERNEL_TUNER
 from engine.task import args_from_json, create_task
 from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
 from engine.templates.custom import TASK_NAME as CUSTOM
@@ -138,6 +139,9 @@ def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | N
         if not workers:
             known = ", ".join(sorted(online)) or "none"
             return f"no GPU of model {model!r} is online (online now: {known})"
+        if task_name == KERNEL_TUNER and not any(w.is_replay for w in workers):
+            return (f"{model} is a GPU, and a Kernel Tuner kernel has no source here: only a replay of its "
+                    f"cache runs it (tune its source through the custom template)")
         if not any(w.is_replay is False or workload_key in w.workloads for w in workers):
             return (
                 f"{model} is a replay device: it answers only for the workloads in its recording, "

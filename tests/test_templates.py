@@ -25,6 +25,7 @@ def config_of(task, **splits):
 def test_the_registry_has_every_template():
     assert set(TEMPLATES) == {
         "conv2d_nchw.cuda", "depthwise_conv2d_nchw.cuda", "conv2d_no_batching", "gemm", "broadcast_nchw", "custom",
+        "kernel_tuner",
     }
     assert get_template("conv2d_nchw.cuda").name == "conv2d_nchw.cuda"
 

@@ -46,3 +46,7 @@ class KernelTunerKernel(Template):
     def default_config(self, params: KernelTunerWorkload, space: ConfigSpace) -> ConfigEntity:
         """The lowest index of the space (a recording's restricted space: its first recorded config)."""
         return space.get(next(space.iter_indexes()))
+
+    def kernel(self, params: KernelTunerWorkload, config: ConfigEntity):
+        raise BadArgs(f"{params.kernel_name} is a Kernel Tuner kernel without source here: replay its cache, "
+                      "or tune its source through the custom template")
