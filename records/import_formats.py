@@ -22,7 +22,7 @@ from engine import kernel_tuner
 from engine.records import format_record
 
 from .importing import MAX_PROBLEMS, ImportResult, NotALogError, import_log
-from .models import ImportBatch
+from .models import Device, ImportBatch
 
 AUTOTVM = "autotvm"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -115,4 +115,8 @@ def _store(found: kernel_tuner.KernelTunerFile, stream, file_name: str, user, so
     for name in ("lines", "malformed", "problems"):
         setattr(batch, name, getattr(result, name))
     batch.save(update_fields=["sha256", "lines", "malformed", "problems"])
+    if found.device_name:
+        # The file's device name becomes the GPU's name where none is known (exports write it back).
+        models = {record.model for record in found.records}
+        Device.objects.filter(model__in=models, name="").update(name=found.device_name[:128])
     return result

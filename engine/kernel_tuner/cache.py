@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from ..records import ErrorNo, Record
 from .workload import (FAILURE_ERRORS, FAILURE_OF_ERROR, INDEX_KEY, ORIGIN_KEY, KernelTunerFile, KernelTunerFileError,
-                       KernelTunerWorkload, Origin, device_model, format_timestamp, is_number, overhead_seconds,
+                       KernelTunerWorkload, Origin, device_model, failure_message, format_timestamp, is_number, overhead_seconds,
                        params_of_entity, parse_timestamp, positive_times, to_ms, to_seconds)
 
 KIND = "kernel-tuner-cache"
@@ -102,7 +102,7 @@ def _cache_record(workload: KernelTunerWorkload, model: str, key: str, entry: An
     if isinstance(time, str):
         if time not in FAILURE_ERRORS:
             raise ValueError(f"time {time[:40]!r} is neither a number nor one of {', '.join(FAILURE_ERRORS)}")
-        return workload.record(model, params, FAILURE_ERRORS[time], (), error_msg=f"Kernel Tuner: {time}", **common)
+        return workload.record(model, params, FAILURE_ERRORS[time], (), error_msg=failure_message(FAILURE_ERRORS[time]), **common)
     if not (is_number(time) and time > 0):
         raise ValueError("time is not a positive number")
     times = positive_times(entry.get("times", [time]), "times") or [time]

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from ..records import ErrorNo, Record
 from .workload import (FAILURE_OF_ERROR, INDEX_KEY, ORIGIN_KEY, KernelTunerFile, KernelTunerFileError,
-                       KernelTunerWorkload, Origin, device_model, format_timestamp, in_seconds, overhead_seconds,
+                       KernelTunerWorkload, Origin, device_model, failure_message, format_timestamp, in_seconds, overhead_seconds,
                        params_of_entity, parse_timestamp, positive_times, same_value, sorted_values, to_ms)
 
 KIND = "t4"
@@ -121,7 +121,7 @@ def _t4_record(workload: KernelTunerWorkload, model: str, result: Any, unit: flo
     if error == ErrorNo.NO_ERROR and result.get("correctness", 1) == 0:
         error = ErrorNo.WRONG_ANSWER
     if error != ErrorNo.NO_ERROR:
-        return workload.record(model, params, error, (), error_msg=f"T4: {invalidity}", **common)
+        return workload.record(model, params, error, (), error_msg=failure_message(error), **common)
     runtimes = positive_times(times.get("runtimes", []), "times.runtimes")
     if not runtimes:
         measured = [m.get("value") for m in result.get("measurements", [])

@@ -30,8 +30,15 @@ FAILURE_OF_ERROR = {
     ErrorNo.RUNTIME_DEVICE: "RuntimeFailedConfig",
     ErrorNo.WRONG_ANSWER: "RuntimeFailedConfig",
     ErrorNo.RUN_TIMEOUT: "RuntimeFailedConfig",
-    ErrorNo.UNKNOWN_ERROR: "RuntimeFailedConfig",
+    ErrorNo.UNKNOWN_ERROR: "ErrorConfig",
 }
+def failure_message(error_no: ErrorNo) -> str:
+    """The error message of a failure read from any Kernel Tuner file: one per error number, so
+    the same failure read from a cache or from T4 results is the same record."""
+    named = {ErrorNo.WRONG_ANSWER: "wrong answer", ErrorNo.RUN_TIMEOUT: "timeout"}
+    return f"Kernel Tuner: {named.get(error_no) or FAILURE_OF_ERROR[error_no]}"
+
+
 # Where a file written from a workload of another task keeps that workload and each config's index.
 ORIGIN_KEY = "tunerweb_workload"
 INDEX_KEY = "tunerweb_config_index"

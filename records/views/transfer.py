@@ -13,6 +13,7 @@ from ..baselines import FORMATS, BaselineFileError, detect_format, import_baseli
 from ..exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
 from ..import_formats import import_file
 from ..importing import NotALogError
+from ..kernel_tuner_export import file_name, kernel_tuner_text
 from ..models import Baseline, ImportBatch
 from ..permissions import public_read
 from ..uploads import check_upload_size
@@ -95,3 +96,19 @@ def download_best(request):
 @public_read
 def download_records(request):
     return export_response(request.GET, "records")
+
+
+@require_GET
+@public_read
+def download_kernel_tuner(request, fmt: str):
+    """One workload on one GPU as a Kernel Tuner cache file (`kernel-tuner`) or T4 results (`t4`)."""
+    try:
+        selection = ExportFilter.from_params(request.GET)
+        text, _ = kernel_tuner_text(selection, fmt)
+    except UnknownFilterTarget as exc:
+        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+    except ExportFilterError as exc:
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(text, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{file_name(selection, fmt)}"'
+    return response
