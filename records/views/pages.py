@@ -15,6 +15,7 @@ from ..leaderboards import device_summaries, leaderboard as workload_leaderboard
 from ..leaderboards import search_workloads, summarize, task_summaries, workload_ranking, workload_rows
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
+from ..portability import portability
 from ..speedups import speedup_table
 
 PAGE_SIZE = 50
@@ -129,7 +130,8 @@ def compare_workload(request, pk: int):
         return csvout.csv_response(request, f"compare-{workload.pk}", {
             "bests": lambda: csvout.workload_compare_table(comparison),
         })
-    return render(request, "records/compare_workload.html", {"workload": workload, "comparison": comparison})
+    return render(request, "records/compare_workload.html",
+                  {"workload": workload, "comparison": comparison, "portability": portability(workload)})
 
 
 @public_read
