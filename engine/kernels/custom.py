@@ -117,6 +117,7 @@ def _trusted_kernel_output(params: CustomParams, inputs: list[np.ndarray]) -> np
     kernel = module.get_function(trusted["kernel_name"])
     arrays = [cp.asarray(x) for x in inputs]
     for symbol, index in _constant_indexes(params):
-        copy_to_constant(module, symbol, arrays[index])
+        if symbol in trusted["source"]:  # a reference that reads the input as given needs no copy
+            copy_to_constant(module, symbol, arrays[index])
     kernel(grid, block, tuple(arrays))
     return cp.asnumpy(arrays[params.output_index]).astype(np.float64)
