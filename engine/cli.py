@@ -112,9 +112,9 @@ def summary(task, result) -> str:
     done = f"{result.trials} trials measured" + (f", {result.resumed} resumed from the log" if result.resumed else "")
     if result.best is None:
         return f"no config ran without error ({done})"
-    gflops = task.flops / result.best.mean_cost / 1e9
-    return (f"best {gflops:.2f} GFLOPS ({result.best.mean_cost * 1e3:.4f} ms), "
-            f"config {result.best.config_index} ({done})")
+    milliseconds = f"{result.best.mean_cost * 1e3:.4f} ms"
+    speed = f"{task.flops / result.best.mean_cost / 1e9:.2f} GFLOPS ({milliseconds})" if task.flops else milliseconds
+    return f"best {speed}, config {result.best.config_index} ({done})"
 
 
 # -- subcommands ---------------------------------------------------------------------

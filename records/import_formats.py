@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import re
+import zlib
 from typing import IO
 
 from django.db import transaction
@@ -27,7 +28,9 @@ from .models import Device, ImportBatch
 AUTOTVM = "autotvm"
 _GZIP_MAGIC = b"\x1f\x8b"
 # Kernel Tuner files are read whole; a gzip that unpacks past this is refused, not unpacked.
-MAX_KERNEL_TUNER_BYTES = 1024 * 1024 * 1024
+# (The benchmark hub's largest cache, 11,130 configs of 32 times each, is 12 MB.)
+MAX_KERNEL_TUNER_BYTES = 256 * 1024 * 1024
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
 _MODEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
@@ -57,8 +60,8 @@ def detect(stream) -> str:
     content = _binary(stream)
     try:
         head = content.read(kernel_tuner.SNIFF_BYTES)
-    except (OSError, EOFError) as exc:
-        raise NotALogError(f"not a readable gzip file ({exc})") from None
+    except _GZIP_ERRORS:
+        raise NotALogError("not a readable gzip file") from None
     stream.seek(0)
     return kernel_tuner.sniff(head.decode("utf-8", errors="ignore")) or AUTOTVM
 
@@ -74,21 +77,29 @@ def import_file(stream, file_name: str, *, user=None, source: str = ImportBatch.
         if device or metadata is not None:
             raise NotALogError(f"{file_name} is an AutoTVM log, whose lines name their GPU: "
                                "the device and metadata options are for Kernel Tuner files")
-        return import_log(_binary(stream), file_name, user=user, source=source)
+        try:
+            return import_log(_binary(stream), file_name, user=user, source=source)
+        except _GZIP_ERRORS:  # a gzip broken after its opening: nothing was kept (one transaction)
+            raise NotALogError(f"{file_name} is not a readable gzip file") from None
     found = _read_kernel_tuner(stream, file_name, device, metadata)
     return _store(found, stream, file_name, user, source)
 
 
 def _read_kernel_tuner(stream, file_name: str, device: str | None, metadata) -> kernel_tuner.KernelTunerFile:
-    raw = _binary(stream).read(MAX_KERNEL_TUNER_BYTES + 1)
+    try:
+        raw = _binary(stream).read(MAX_KERNEL_TUNER_BYTES + 1)
+    except _GZIP_ERRORS:
+        raise NotALogError(f"{file_name} is not a readable gzip file") from None
     if len(raw) > MAX_KERNEL_TUNER_BYTES:
         raise NotALogError(f"{file_name} unpacks to more than {MAX_KERNEL_TUNER_BYTES // 2**20} MiB")
     try:
         text = raw.decode("utf-8")
-        meta = json.loads(_binary(metadata).read().decode("utf-8")) if metadata is not None else None
+        meta = json.loads(_binary(metadata).read(MAX_KERNEL_TUNER_BYTES).decode("utf-8")) if metadata is not None else None
         found = kernel_tuner.parse_text(text, device, meta)
     except UnicodeDecodeError:
         raise NotALogError(f"{file_name} (or its metadata file) is not UTF-8 text") from None
+    except _GZIP_ERRORS:
+        raise NotALogError("the metadata file is not a readable gzip file") from None
     except json.JSONDecodeError as exc:
         raise NotALogError(f"the metadata file is not JSON ({exc.msg} at line {exc.lineno})") from None
     except kernel_tuner.KernelTunerFileError as exc:

@@ -3,6 +3,8 @@
 The project holds no copy of them."""
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 HUB = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "benchmark_hub"
@@ -27,3 +29,15 @@ def device_for(gpu: str) -> str | None:
 
 def all_caches() -> list[tuple[str, str]]:
     return [(kernel, gpu) for kernel in KERNEL_DIRS for gpu in GPUS]
+
+
+def unterminated(path: Path, entries: int) -> str:
+    """A cache as Kernel Tuner leaves it mid-run: the header, `entries` entries each ending in ",",
+    no closing braces (Kernel Tuner's store_cache writes exactly this)."""
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    header = {k: v for k, v in data.items() if k != "cache"}
+    header["cache"] = {}
+    text = json.dumps(header, indent="")[:-3]
+    for key in list(data["cache"])[:entries]:
+        text += "\n" + json.dumps({key: data["cache"][key]})[1:-1] + ","
+    return text

@@ -102,3 +102,16 @@ def test_the_leaderboard_links_each_gpus_kernel_tuner_cache(client, conv_a100_an
     assert "attachment" in response["Content-Disposition"]
     both = client.get(f"{reverse('records:download_t4')}?workload={conv_a100_and_a4000.pk}")
     assert both.status_code == 400 and "one workload on one GPU" in both.content.decode()
+
+
+def test_an_unterminated_cache_reads_as_kernel_tuner_reads_it(tmp_path):
+    from tests.hub_data import unterminated
+
+    path = tmp_path / "running.json"
+    path.write_text(unterminated(cache_path("dedispersion_milo", "A4000"), 321))
+    theirs = kt_util.read_cache(str(path), open_cache=False)["cache"]
+    ours = kt.read_file(path)
+    assert len(theirs) == len(ours.records) == 321
+    workload = ours.workloads[0]
+    assert [workload.cache_key(kt.params_of_entity(r.entity)) for r in ours.records] == list(theirs)
+    assert [r.costs for r in ours.records] == [tuple(t / 1000 for t in e["times"]) for e in theirs.values()]

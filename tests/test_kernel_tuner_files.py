@@ -10,7 +10,7 @@ import pytest
 from engine import kernel_tuner as kt
 from engine.records import ErrorNo, pick_best
 
-from tests.hub_data import KERNELS, all_caches, cache_path, device_for
+from tests.hub_data import KERNELS, all_caches, cache_path, device_for, unterminated
 
 
 def _raw_cache(kernel: str, gpu: str) -> dict:
@@ -79,22 +79,11 @@ def test_device_names_map_to_model_slugs():
     assert kt.device_model("AMD Radeon PRO W6600", "my-gpu") == "my-gpu"
 
 
-def _unterminated(text: str, entries: int) -> str:
-    """The text as Kernel Tuner leaves it mid-run: header, `entries` entries each ending in ",", no closing."""
-    data = json.loads(text)
-    header = {k: v for k, v in data.items() if k != "cache"}
-    header["cache"] = {}
-    out = json.dumps(header, indent="")[:-3]
-    for key in list(data["cache"])[:entries]:
-        out += "\n" + json.dumps({key: data["cache"][key]})[1:-1] + ","
-    return out
-
-
 def test_an_unterminated_cache_reads_every_entry_written_so_far():
-    text = gzip.decompress(cache_path("convolution_milo", "A4000").read_bytes()).decode()
-    found = kt.parse_cache(_unterminated(text, 100))
+    text = unterminated(cache_path("convolution_milo", "A4000"), 100)
+    found = kt.parse_cache(text)
     assert found.unterminated and len(found.records) == 100 and not found.bad_entries
-    cut_mid_entry = _unterminated(text, 100)[:-40]
+    cut_mid_entry = text[:-40]
     assert len(kt.parse_cache(cut_mid_entry).records) == 99  # the entry being written is not there yet
 
 

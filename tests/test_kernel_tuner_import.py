@@ -16,7 +16,7 @@ from django.urls import reverse
 from engine import kernel_tuner as kt
 from records.leaderboards import workload_bests
 from records.models import ImportBatch, MeasurementRecord, Workload
-from tests.hub_data import KERNELS, all_caches, cache_path, device_for
+from tests.hub_data import KERNELS, all_caches, cache_path, device_for, unterminated
 
 pytestmark = pytest.mark.django_db
 
@@ -78,19 +78,9 @@ def test_a_device_that_is_not_a_model_name_is_refused():
     assert "is not a GPU model name" in err.getvalue()
 
 
-def _unterminated(path, entries: int) -> str:
-    data = json.loads(gzip.decompress(path.read_bytes()))
-    header = {k: v for k, v in data.items() if k != "cache"}
-    header["cache"] = {}
-    text = json.dumps(header, indent="")[:-3]
-    for key in list(data["cache"])[:entries]:
-        text += "\n" + json.dumps({key: data["cache"][key]})[1:-1] + ","
-    return text
-
-
 def test_an_unterminated_cache_imports_what_it_holds(tmp_path):
     path = tmp_path / "running.json"
-    path.write_text(_unterminated(cache_path("dedispersion_milo", "A4000"), 500))
+    path.write_text(unterminated(cache_path("dedispersion_milo", "A4000"), 500))
     out, _ = run(path)
     assert "500 lines: 500 imported" in out
 
@@ -150,3 +140,21 @@ def test_the_upload_page_takes_a_t4_file_with_its_metadata_and_gpu(alice_client)
     assert MeasurementRecord.objects.filter(device__model="a100").count() == 4362
     again = alice_client.post(reverse("records:upload"), {"file": _upload(cache_path("convolution_milo", "A100_T4"))})
     assert again.status_code == 400 and "empty device name" in again.content.decode()
+
+
+def test_a_gzip_broken_after_its_opening_is_refused_and_keeps_nothing(tophub_log, tmp_path):
+    whole = gzip.compress(tophub_log.read_bytes() * 3)
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_records", str(path), stdout=io.StringIO(), stderr=err)
+    assert "not a readable gzip file" in err.getvalue()
+    assert MeasurementRecord.objects.count() == 0 and ImportBatch.objects.count() == 0
+
+
+def test_a_cut_gzip_cache_is_refused_through_the_api_as_json(alice_client):
+    whole = cache_path("convolution_milo", "A100").read_bytes()
+    cut = SimpleUploadedFile("A100.json.gz", whole[: len(whole) // 2])
+    response = alice_client.post("/api/imports/", {"file": cut})
+    assert response.status_code == 400 and "not a readable gzip file" in response.json()["detail"]

@@ -34,7 +34,7 @@ def test_engine_replay_of_a_whole_cache_by_grid_search_finds_its_fastest_entry(c
     path = str(cache_path("convolution_milo", "A100"))
     assert main(["replay", path, "--tuner", "grid", "--trials", "4362", "--batch-size", "256"]) == 0
     out = capsys.readouterr().out
-    assert f"({_fastest_ms('convolution_milo', 'A100'):.4f} ms)" in out and "(4362 trials measured)" in out
+    assert f"best {_fastest_ms('convolution_milo', 'A100'):.4f} ms," in out and "(4362 trials measured)" in out
 
 
 def test_engine_replay_of_the_mi250x_cache_needs_its_device_named(capsys):
@@ -72,3 +72,15 @@ def test_a_job_replays_on_the_mi250x_space_on_a_real_worker(redis_url, tmp_path,
         assert all(tuple(r.costs) == cached[r.config_index] for r in run.records())
     finally:
         worker.stop()
+
+
+@pytest.mark.django_db
+def test_a_kernel_tuner_job_for_a_real_gpu_is_refused_with_the_reason(alice_client):
+    from jobs.worker import WorkerConfig, register
+
+    register(WorkerConfig(kind="gpu", device={"model": "h200", "name": "NVIDIA H200"}, gpu_index=0))
+    args = kt.read_file(cache_path("convolution_milo", "A100")).records[0].args
+    response = alice_client.post("/api/jobs/", {"template": kt.TASK_NAME, "args": args, "tuner": "random",
+                                                "n_trial": 10, "gpus": ["h200"]}, content_type="application/json")
+    assert response.status_code == 400
+    assert "a Kernel Tuner kernel has no source here" in " ".join(response.json()["gpus"])
