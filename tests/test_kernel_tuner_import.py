@@ -101,9 +101,11 @@ def test_t4_results_with_the_t1_file_land_on_the_cache_workload():
     run(cache_path("convolution_milo", "A100"))
     out, _ = run(cache_path("convolution_milo", "A100_T4"), "--device", "a100",
                  "--metadata", KERNELS / "convolution_milo.json")
-    assert "4362 imported" in out
+    # The same measurements as the cache's, bar the overhead times; the compile failures, whose
+    # times agree too, are the very same records.
+    assert "4362 lines: 4356 imported, 6 duplicates" in out
     [workload] = Workload.objects.all()
-    assert workload.records.filter(device__model="a100").count() == 2 * 4362
+    assert workload.records.filter(device__model="a100").count() == 4362 + 4356
 
 
 def test_a_gzipped_autotvm_log_imports(tophub_log, tmp_path):
