@@ -13,7 +13,6 @@ import gzip
 import hashlib
 import io
 import json
-import re
 import zlib
 from typing import IO
 
@@ -31,18 +30,16 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # (The benchmark hub's largest cache, 11,130 configs of 32 times each, is 12 MB.)
 MAX_KERNEL_TUNER_BYTES = 256 * 1024 * 1024
 _GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
-_MODEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 def checked_device(model: str | None) -> str | None:
     """The GPU model slug a user named, lower-case; NotALogError when it is not a slug."""
     if model is None or not model.strip():
         return None
-    model = model.strip().lower()
-    if not _MODEL.fullmatch(model):
-        raise NotALogError(f"device {model[:70]!r} is not a GPU model name: lower-case letters, digits, - and _ "
-                           "(like a100, mi250x)")
-    return model
+    try:
+        return kernel_tuner.checked_model(model)
+    except ValueError as exc:
+        raise NotALogError(str(exc)) from None
 
 
 def _binary(stream) -> IO[bytes]:

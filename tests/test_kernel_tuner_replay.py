@@ -84,3 +84,9 @@ def test_a_kernel_tuner_job_for_a_real_gpu_is_refused_with_the_reason(alice_clie
                                                 "n_trial": 10, "gpus": ["h200"]}, content_type="application/json")
     assert response.status_code == 400
     assert "a Kernel Tuner kernel has no source here" in " ".join(response.json()["gpus"])
+
+
+def test_a_device_that_is_not_a_model_name_is_refused_for_a_replay_too(capsys):
+    path = str(cache_path("dedispersion_milo", "MI250X"))
+    assert main(["replay", path, "--device", "MI 250;x", "--tuner", "random", "--trials", "5"]) == 2
+    assert "is not a GPU model name" in capsys.readouterr().err

@@ -39,7 +39,8 @@ from .results import parse_results_file
 from .t4 import KIND as T4
 from .t4 import T4_ERRORS, TIME_UNITS, parse_t4, t1_workload, t4_device_name, t4_document
 from .workload import (FAILURE_ERRORS, INDEX_KEY, ORIGIN_KEY, TASK_NAME, DeviceNameMissing, KernelTunerFile,
-                       KernelTunerFileError, KernelTunerWorkload, Origin, device_model, export_view, params_of_entity,
+                       KernelTunerFileError, KernelTunerWorkload, Origin, checked_model, device_model, export_view,
+                       params_of_entity,
                        parse_timestamp, to_ms, to_seconds)
 
 SNIFF_BYTES = 64 * 1024
@@ -47,7 +48,7 @@ SNIFF_BYTES = 64 * 1024
 __all__ = [
     "CACHE", "FAILURE_ERRORS", "INDEX_KEY", "ORIGIN_KEY", "RESULTS", "SNIFF_BYTES", "T4", "T4_ERRORS", "TASK_NAME",
     "TIME_UNITS", "DeviceNameMissing", "KernelTunerFile", "KernelTunerFileError", "KernelTunerWorkload", "Origin",
-    "cache_document", "device_model", "export_view", "load_cache_json", "params_of_entity", "parse_cache",
+    "cache_document", "checked_model", "device_model", "export_view", "load_cache_json", "params_of_entity", "parse_cache",
     "parse_results_file", "parse_t4", "parse_text", "parse_timestamp", "read_file", "read_text", "sniff",
     "sniff_file", "t1_workload", "t4_device_name", "t4_document", "to_ms", "to_seconds",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -222,10 +223,25 @@ class KernelTunerFile:
         return Counter(r.error_no for r in self.records if r.error_no != ErrorNo.NO_ERROR)
 
 
+_MODEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def checked_model(model: str) -> str:
+    """A GPU model a person named, lower-case; ValueError unless it is a slug like a100 or mi250x."""
+    model = model.strip().lower()
+    if not _MODEL.fullmatch(model):
+        raise ValueError(f"device {model[:70]!r} is not a GPU model name: lower-case letters, digits, - and _ "
+                         "(like a100, mi250x)")
+    return model
+
+
 def device_model(device_name: str, device: str | None, where: str = "the file") -> str:
     """The GPU model slug: the user's `device` when given, else the slug of the file's device name."""
     if device:
-        return device
+        try:
+            return checked_model(device)
+        except ValueError as exc:
+            raise KernelTunerFileError(str(exc)) from None
     if not device_name or not device_name.strip():
         raise DeviceNameMissing(f"{where} has an empty device name: say which GPU model measured it "
                                 "(--device MODEL, or the GPU model field of the upload page and the API)")
