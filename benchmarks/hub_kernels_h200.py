@@ -39,7 +39,7 @@ import hub_specs  # noqa: E402
 from engine import kernel_tuner as kt  # noqa: E402
 from engine.kernel_tuner.t1_spec import as_kernel_tuner_record  # noqa: E402
 from engine.measure import to_record  # noqa: E402
-from engine.records import ErrorNo, format_record, pick_best  # noqa: E402
+from engine.logfile import ErrorNo, format_record, pick_best  # noqa: E402
 
 GPUS = ("A100", "A4000", "MI250X", "W6600")
 DEVICES = {"MI250X": "mi250x"}  # the MI250X caches name no device
@@ -111,7 +111,7 @@ def check(hub: Path, samples: int, say) -> int:
 
 def tune_kernel(hub: Path, kernel: str, measurer, options, deadline: float, say) -> dict:
     """The hub's best configs first, then random valid configs in batches until `--trials` or the deadline."""
-    from engine.templates import DeviceLimits
+    from engine.ops import DeviceLimits
 
     spec = hub_specs.hub_spec(hub, kernel)
     task = engine.create_task("custom", [spec], DeviceLimits.for_device(measurer.device))

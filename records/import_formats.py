@@ -18,10 +18,10 @@ from typing import IO
 
 from django.db import transaction
 
-from engine import kernel_tuner
-from engine.records import format_record
+from engine import (KERNEL_TUNER_SNIFF_BYTES, KernelTunerFile, KernelTunerFileError, checked_model, format_record,
+                    parse_kernel_tuner_text, sniff_kernel_tuner)
 
-from .importing import MAX_PROBLEMS, ImportResult, NotALogError, import_log
+from .importing import MAX_PROBLEMS, NotALogError, import_log
 from .models import Device, ImportBatch
 
 AUTOTVM = "autotvm"
@@ -37,7 +37,7 @@ def checked_device(model: str | None) -> str | None:
     if model is None or not model.strip():
         return None
     try:
-        return kernel_tuner.checked_model(model)
+        return checked_model(model)
     except ValueError as exc:
         raise NotALogError(str(exc)) from None
 
@@ -56,15 +56,15 @@ def detect(stream) -> str:
     """AUTOTVM or one of engine.kernel_tuner's kinds, from the file's opening; the stream is rewound."""
     content = _binary(stream)
     try:
-        head = content.read(kernel_tuner.SNIFF_BYTES)
+        head = content.read(KERNEL_TUNER_SNIFF_BYTES)
     except _GZIP_ERRORS:
         raise NotALogError("not a readable gzip file") from None
     stream.seek(0)
-    return kernel_tuner.sniff(head.decode("utf-8", errors="ignore")) or AUTOTVM
+    return sniff_kernel_tuner(head.decode("utf-8", errors="ignore")) or AUTOTVM
 
 
 def import_file(stream, file_name: str, *, user=None, source: str = ImportBatch.Source.COMMAND,
-                device: str | None = None, metadata=None) -> ImportResult:
+                device: str | None = None, metadata=None) -> ImportBatch:
     """Import one file in whichever format it is. `device`: the GPU model of a Kernel Tuner file
     (it overrides the file's device name); `metadata`: a T4 metadata or T1 file for T4 results.
     NotALogError, changing nothing, when the file is none of the formats or cannot be imported."""
@@ -74,15 +74,12 @@ def import_file(stream, file_name: str, *, user=None, source: str = ImportBatch.
         if device or metadata is not None:
             raise NotALogError(f"{file_name} is an AutoTVM log, whose lines name their GPU: "
                                "the device and metadata options are for Kernel Tuner files")
-        try:
-            return import_log(_binary(stream), file_name, user=user, source=source)
-        except _GZIP_ERRORS:  # a gzip broken after its opening: nothing was kept (one transaction)
-            raise NotALogError(f"{file_name} is not a readable gzip file") from None
+        return import_log(stream, file_name, user=user, source=source)  # plain or gzip, streamed
     found = _read_kernel_tuner(stream, file_name, device, metadata)
     return _store(found, stream, file_name, user, source)
 
 
-def _read_kernel_tuner(stream, file_name: str, device: str | None, metadata) -> kernel_tuner.KernelTunerFile:
+def _read_kernel_tuner(stream, file_name: str, device: str | None, metadata) -> KernelTunerFile:
     try:
         raw = _binary(stream).read(MAX_KERNEL_TUNER_BYTES + 1)
     except _GZIP_ERRORS:
@@ -92,14 +89,14 @@ def _read_kernel_tuner(stream, file_name: str, device: str | None, metadata) -> 
     try:
         text = raw.decode("utf-8")
         meta = json.loads(_binary(metadata).read(MAX_KERNEL_TUNER_BYTES).decode("utf-8")) if metadata is not None else None
-        found = kernel_tuner.parse_text(text, device, meta)
+        found = parse_kernel_tuner_text(text, device, meta)
     except UnicodeDecodeError:
         raise NotALogError(f"{file_name} (or its metadata file) is not UTF-8 text") from None
     except _GZIP_ERRORS:
         raise NotALogError("the metadata file is not a readable gzip file") from None
     except json.JSONDecodeError as exc:
         raise NotALogError(f"the metadata file is not JSON ({exc.msg} at line {exc.lineno})") from None
-    except kernel_tuner.KernelTunerFileError as exc:
+    except KernelTunerFileError as exc:
         raise NotALogError(f"{file_name}: {exc}") from None
     if not found.records:
         first = f" (entry {found.bad_entries[0][0]}: {found.bad_entries[0][1]})" if found.bad_entries else ""
@@ -108,23 +105,20 @@ def _read_kernel_tuner(stream, file_name: str, device: str | None, metadata) -> 
 
 
 @transaction.atomic
-def _store(found: kernel_tuner.KernelTunerFile, stream, file_name: str, user, source) -> ImportResult:
-    result = import_log((format_record(r) for r in found.records), file_name, user=user, source=source)
-    batch = result.batch
-    result.lines = len(found.records) + len(found.bad_entries)
-    result.malformed += len(found.bad_entries)
-    room = max(0, MAX_PROBLEMS - len(result.problems))
-    result.problems += [{"entry": key, "reason": reason} for key, reason in found.bad_entries[:room]]
+def _store(found: KernelTunerFile, stream, file_name: str, user, source) -> ImportBatch:
+    batch = import_log((format_record(r) for r in found.records), file_name, user=user, source=source)
+    batch.lines = len(found.records) + len(found.bad_entries)
+    batch.malformed += len(found.bad_entries)
+    room = max(0, MAX_PROBLEMS - len(batch.problems))
+    batch.problems += [{"entry": key, "reason": reason} for key, reason in found.bad_entries[:room]]
     stream.seek(0)
     digest = hashlib.sha256()
     for chunk in iter(lambda: stream.read(1 << 20), b""):
         digest.update(chunk)
     batch.sha256 = digest.hexdigest()
-    for name in ("lines", "malformed", "problems"):
-        setattr(batch, name, getattr(result, name))
     batch.save(update_fields=["sha256", "lines", "malformed", "problems"])
     if found.device_name:
         # The file's device name becomes the GPU's name where none is known (exports write it back).
         models = {record.model for record in found.records}
         Device.objects.filter(model__in=models, name="").update(name=found.device_name[:128])
-    return result
+    return batch

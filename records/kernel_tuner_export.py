@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 
-from engine import kernel_tuner as kt
+from engine import kernel_tuner_cache_document, kernel_tuner_export_view, kernel_tuner_t4_document
 
 from .exporting import ExportFilter, ExportFilterError
 from .models import Device
 
-FORMATS = {"kernel-tuner": kt.cache_document, "t4": kt.t4_document}
+FORMATS = {"kernel-tuner": kernel_tuner_cache_document, "t4": kernel_tuner_t4_document}
 
 
 def kernel_tuner_text(selection: ExportFilter, fmt: str) -> tuple[str, int]:
@@ -30,7 +30,7 @@ def kernel_tuner_text(selection: ExportFilter, fmt: str) -> tuple[str, int]:
                                 f"selects {what}: name a workload (workload id or task) and a GPU model")
     rows = records.select_related("workload").order_by("id")
     engine_records = [row.to_record() for row in rows.iterator(chunk_size=2000)]
-    workload, origin, fitting = kt.export_view(engine_records)
+    workload, origin, fitting = kernel_tuner_export_view(engine_records)
     device = Device.objects.get(pk=pairs[0][1])
     document = FORMATS[fmt](workload, device.name or device.model, fitting, origin)
     return json.dumps(document, indent=None), len(fitting)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from django.db.models import Min
 
-from .bests import valid_records
 from .leaderboards import workload_bests
 from .models import Device, MeasurementRecord, Workload
 
@@ -48,7 +47,7 @@ class Portability:
 
 def config_times(workload: Workload, device_ids: list[int]) -> dict[int, dict[int, float]]:
     """config index -> device id -> its fastest error-free mean time there."""
-    rows = (valid_records(MeasurementRecord.objects.filter(workload=workload, device_id__in=device_ids))
+    rows = (MeasurementRecord.objects.filter(workload=workload, device_id__in=device_ids).valid()
             .values("config_index", "device_id").annotate(seconds=Min("mean_cost")).order_by())
     times: dict[int, dict[int, float]] = {}
     for row in rows:

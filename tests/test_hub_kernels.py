@@ -13,7 +13,7 @@ import engine
 from engine import kernel_tuner as kt
 from engine.gpu.builder import Builder
 from engine.measure import MeasureResult, to_record
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from records.models import Workload
 from records.portability import portability
 from tests.hub_data import GPUS, HUB, cache_path, device_for

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from engine import kernel_tuner as kt
-from engine.records import ErrorNo, pick_best
+from engine.logfile import ErrorNo, pick_best
 
 from tests.hub_data import KERNELS, all_caches, cache_path, device_for, unterminated
 

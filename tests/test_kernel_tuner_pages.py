@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from engine.records import read_records
+from engine.logfile import read_records
 from records.leaderboards import workload_bests
 from records.models import ImportBatch, Workload
 from tests.hub_data import cache_path

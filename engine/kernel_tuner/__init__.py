@@ -44,6 +44,7 @@ from .workload import (FAILURE_ERRORS, INDEX_KEY, ORIGIN_KEY, TASK_NAME, DeviceN
                        parse_timestamp, to_ms, to_seconds)
 
 SNIFF_BYTES = 64 * 1024
+KERNEL_TUNER_TEMPLATE = TASK_NAME
 
 __all__ = [
     "CACHE", "FAILURE_ERRORS", "INDEX_KEY", "ORIGIN_KEY", "RESULTS", "SNIFF_BYTES", "T4", "T4_ERRORS", "TASK_NAME",
@@ -124,3 +125,12 @@ def read_file(path: str | PathLike, device: str | None = None,
         except json.JSONDecodeError as exc:
             raise KernelTunerFileError(f"{metadata_path} is not JSON ({exc.msg})") from None
     return parse_text(read_text(path), device, metadata)
+
+
+# The names the front door (engine/__init__.py) gives the web side.
+sniff_kernel_tuner = sniff
+parse_kernel_tuner_text = parse_text
+kernel_tuner_cache_document = cache_document
+kernel_tuner_t4_document = t4_document
+kernel_tuner_export_view = export_view
+KERNEL_TUNER_SNIFF_BYTES = SNIFF_BYTES

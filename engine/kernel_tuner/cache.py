@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from ..records import ErrorNo, Record
+from ..logfile import ErrorNo, Record
 from .workload import (FAILURE_ERRORS, FAILURE_OF_ERROR, INDEX_KEY, ORIGIN_KEY, KernelTunerFile, KernelTunerFileError,
                        KernelTunerWorkload, Origin, device_model, failure_message, format_timestamp, is_number, overhead_seconds,
                        params_of_entity, parse_timestamp, positive_times, to_ms, to_seconds)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import ErrorNo, Record
+from ..logfile import ErrorNo, Record
 from .workload import (DeviceNameMissing, KernelTunerFile, KernelTunerFileError, KernelTunerWorkload, device_model,
                        is_number, same_value, sorted_values, to_seconds)
 

@@ -1,5 +1,5 @@
 """A T1 input file (FAIR autotuning schema) and the kernel's source as a custom-kernel spec
-(engine.templates.custom), so a kernel tuned with Kernel Tuner elsewhere tunes on tunerweb's
+(engine.ops.custom.tiling), so a kernel tuned with Kernel Tuner elsewhere tunes on tunerweb's
 GPU workers over the same space, and its records map back onto its `kernel_tuner` workload.
 
 From the T1 file: the tunable parameters (in order, with their values), the restrictions, the
@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from ..records import Record
+from ..logfile import Record
 from .t4 import t1_workload
 from .workload import KernelTunerFileError, KernelTunerWorkload, params_of_entity
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..records import ErrorNo, Record
+from ..logfile import ErrorNo, Record
 from .workload import (FAILURE_OF_ERROR, INDEX_KEY, ORIGIN_KEY, KernelTunerFile, KernelTunerFileError,
                        KernelTunerWorkload, Origin, device_model, failure_message, format_timestamp, in_seconds, overhead_seconds,
                        params_of_entity, parse_timestamp, positive_times, same_value, sorted_values, to_ms)

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from ..gpu.device import model_slug
-from ..records import ErrorNo, Record, make_target
+from ..logfile import ErrorNo, Record, make_target
 
 TASK_NAME = "kernel_tuner"
 PRODUCER = "tunerweb-0.1 (kernel_tuner)"

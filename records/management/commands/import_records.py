@@ -37,7 +37,7 @@ class Command(BaseCommand):
                 refused += 1
                 self.stderr.write(f"{name}: refused: {exc}")
                 continue
-            self.stdout.write(f"{name}: {result.summary()} (batch {result.batch.pk})")
+            self.stdout.write(f"{name}: {result.summary()} (batch {result.pk})")
             for problem in result.problems:
                 where = f"line {problem['line']}" if "line" in problem else f"entry {problem['entry']}"
                 self.stdout.write(f"  {where}: {problem['reason']}")
