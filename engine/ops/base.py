@@ -56,9 +56,20 @@ class KernelSource:
 def copy_to_constant(module, symbol: str, array) -> None:
     """Copy a device array into a CuPy module's `__constant__` symbol; ValueError when it does not fit."""
     target = module.get_global(symbol)
-    if array.nbytes > target.mem.size:
-        raise ValueError(f"{array.nbytes} bytes do not fit the {target.mem.size}-byte __constant__ {symbol}")
+    size = target.mem.size or constant_bytes(module, symbol)
+    if array.nbytes > size:
+        raise ValueError(f"{array.nbytes} bytes do not fit the {size}-byte __constant__ {symbol}")
     target.copy_from_device(array.data, array.nbytes)
+
+
+def constant_bytes(module, symbol: str) -> int:
+    """The size of a module's global from the driver: CuPy 14's get_global reports 0 bytes."""
+    from cuda.bindings import driver
+
+    err, _, size = driver.cuModuleGetGlobal(driver.CUmodule(module.ptr), symbol.encode())
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"the module has no __constant__ {symbol} ({err.name})")
+    return int(size)
 
 
 class BadArgs(ValueError):
