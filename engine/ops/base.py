@@ -66,7 +66,8 @@ def constant_bytes(module, symbol: str) -> int:
     """The size of a module's global from the driver: CuPy 14's get_global reports 0 bytes."""
     from cuda.bindings import driver
 
-    err, _, size = driver.cuModuleGetGlobal(driver.CUmodule(module.ptr), symbol.encode())
+    loaded = getattr(module, "module", module)  # a RawModule holds its loaded cupy.cuda.Module
+    err, _, size = driver.cuModuleGetGlobal(driver.CUmodule(loaded.ptr), symbol.encode())
     if err != driver.CUresult.CUDA_SUCCESS:
         raise ValueError(f"the module has no __constant__ {symbol} ({err.name})")
     return int(size)
