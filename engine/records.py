@@ -17,12 +17,16 @@ from enum import IntEnum
 from os import PathLike
 from typing import Any, Iterable, Iterator, TextIO
 
+from . import jsontext
+
 LOG_VERSION = 0.2
 PRODUCER = "tunerweb-0.1"
 ERROR_COST = 1e9
 UNKNOWN_MODEL = "unknown"
 
 _MODEL_RE = re.compile(r"(?:^|\s)-model=(\S+)")
+# GPU model names become URLs, queue names and file names: lower-case slugs only.
+MODEL_SLUG = re.compile(r"[a-z0-9._-]+")
 
 
 class ErrorNo(IntEnum):
@@ -127,9 +131,11 @@ def parse_line(text: str) -> Record | None:
     if not text or text.startswith("#"):
         return None
     try:
-        row = json.loads(text)
+        row = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise LogLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except jsontext.UnreadableJSON as exc:
+        raise LogLineError(str(exc)) from None
     _require(isinstance(row, dict), "not a JSON object")
     if "v" in row and "i" in row:
         raise LegacyLineError(f"version {row.get('v')} record (only version 0.2 is read)")
@@ -142,6 +148,9 @@ def parse_line(text: str) -> Record | None:
     _require(isinstance(inp, list) and len(inp) == 4, "input is not [target, task_name, args, kwargs]")
     target, task_name, args, kwargs = inp
     _require(isinstance(target, str) and target.strip() != "", "input target is not a string")
+    model = target_model(target)
+    if not MODEL_SLUG.fullmatch(model):
+        raise LogLineError(f"GPU model {model[:60]!r} in the target is not a slug of a-z, 0-9, '.', '_' and '-'")
     _require(isinstance(task_name, str) and task_name.strip() != "", "input task name is not a string")
     _require(isinstance(args, list), "input args is not a list")
     _require(isinstance(kwargs, dict), "input kwargs is not an object")

@@ -12,6 +12,7 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from engine import jsontext
 from engine.records import canonical_args
 from engine.templates.custom import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
 from records.custom_specs import KernelSummary
@@ -40,9 +41,11 @@ class CustomKernelError(ValueError):
 def spec_from_fields(source: str, spec_text: str) -> dict:
     """The spec from the form: its JSON, with the source from its own field when given."""
     try:
-        spec = json.loads(spec_text)
+        spec = jsontext.loads(spec_text)
     except json.JSONDecodeError as exc:
         raise CustomKernelError("spec", f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except jsontext.UnreadableJSON as exc:
+        raise CustomKernelError("spec", f"refused: {exc}") from None
     if not isinstance(spec, dict):
         raise CustomKernelError("spec", "must be a JSON object")
     if source.strip():
@@ -105,8 +108,8 @@ def add_custom_kernel(user, name: str, spec) -> CustomKernel:
 
 def stored_kernel_for(args: list) -> CustomKernel | None:
     """The custom kernel staff added whose args these are, or None."""
-    task_name, args_json = Workload.key_of(TASK_NAME, args)
-    return CustomKernel.objects.filter(workload__task_name=task_name, workload__args_json=args_json).first()
+    workload = Workload.find(TASK_NAME, args)
+    return CustomKernel.objects.filter(workload=workload).first() if workload else None
 
 
 def summarize(kernel: CustomKernel) -> KernelSummary:

@@ -2,6 +2,8 @@
 themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
+import uuid
+
 from django import forms
 
 from engine.templates import TEMPLATES
@@ -10,8 +12,8 @@ from engine.tuners import TUNERS
 from engine.workloads import PRESETS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
-from .models import CustomKernel
-from .submission import JobRequest, check_request, online_devices
+from .models import IDEMPOTENCY_KEY_CHARS, CustomKernel
+from .submission import JobRequest, check_idempotency_key, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
 
@@ -56,6 +58,9 @@ class JobForm(forms.Form):
         required=False, help_text="stop after this many trials without a faster config (empty: never)"
     )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
+    # Made when the form is shown and posted back with it: submitting twice (a retry
+    # after "the task queue is unreachable", a double click) returns the first job.
+    idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=IDEMPOTENCY_KEY_CHARS)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -64,6 +69,7 @@ class JobForm(forms.Form):
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
         self.fields["gpus"].choices = gpu_choices()
+        self.fields["idempotency_key"].initial = uuid.uuid4().hex
         self.request: JobRequest | None = None
 
     def clean(self):
@@ -81,6 +87,7 @@ class JobForm(forms.Form):
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
             early_stopping=data.get("early_stopping"),
         )
+        data["idempotency_key"] = check_idempotency_key(data.get("idempotency_key", ""))
         return data
 
 

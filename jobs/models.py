@@ -34,6 +34,7 @@ class State(models.TextChoices):
 
 
 ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+IDEMPOTENCY_KEY_CHARS = 128
 
 
 class JobQuerySet(models.QuerySet):
@@ -54,12 +55,22 @@ class Job(models.Model):
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
     seed = models.BigIntegerField(null=True, blank=True)
+    idempotency_key = models.CharField(
+        max_length=IDEMPOTENCY_KEY_CHARS, blank=True,
+        help_text="the client's Idempotency-Key: a retry with the same key returns this job instead of a new one",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = JobQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+                name="one_job_per_idempotency_key",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk}: {self.workload.task_name} ({self.tuner}, {self.n_trial} trials)"

@@ -18,7 +18,7 @@ from .forms import CustomKernelForm, JobForm
 from .models import CustomKernel, Job, Worker
 from .progress import job_progress
 from .submission import submit_job
-from .tokens import token_for
+from .tokens import issue_token
 
 
 def _job_for(request, pk: int) -> Job:
@@ -37,11 +37,13 @@ def submit(request):
     # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
     form = JobForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        submission = submit_job(request.user, form.request)
-        for error in submission.queue_errors:
-            messages.error(request, error)
-        if not submission.queue_errors:
-            messages.success(request, f"Job {submission.job.pk} is queued.")
+        submission = submit_job(request.user, form.request, form.cleaned_data["idempotency_key"])
+        if submission.queue_errors:
+            # The form again, with its key: submitting it once more returns this job.
+            context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors}
+            return render(request, "jobs/submit.html", context, status=503)
+        messages.success(request, f"Job {submission.job.pk} is queued." if submission.created
+                         else f"Job {submission.job.pk} was submitted already; here it is.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
     return render(request, "jobs/submit.html", {"form": form}, status=status)
@@ -77,11 +79,11 @@ def workers(request):
 
 @login_required
 def profile(request):
-    if request.method == "POST":
-        token_for(request.user, renew=True)
-        messages.success(request, "A new API token is made; the old one no longer works.")
-        return redirect("jobs:profile")
-    return render(request, "jobs/profile.html", {"token": Token.objects.filter(user=request.user).first()})
+    # The new key is shown in this one answer only: just its hash is kept.
+    new_key = issue_token(request.user) if request.method == "POST" else None
+    return render(request, "jobs/profile.html", {
+        "token": Token.objects.filter(user=request.user).first(), "new_key": new_key,
+    })
 
 
 @login_required

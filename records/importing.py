@@ -25,9 +25,11 @@ from engine.flops import FlopCountError, flop_count
 from engine.templates import least_bytes_moved
 from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
 
-from .models import Device, ImportBatch, MeasurementRecord, Workload
+from .models import Device, ImportBatch, MeasurementRecord, Workload, args_digest
 
 CHUNK_SIZE = 2000
+# A longer line is malformed, unread: a custom kernel's whole spec is a few hundred KB.
+MAX_LINE_BYTES = 1024 * 1024
 MAX_PROBLEMS = 300
 # The first lines a file must show a record among, or it is refused as not a log.
 SNIFF_LINES = 20
@@ -105,7 +107,8 @@ class Catalog:
         if key not in self._workloads:
             flops, note = _flops_or_note(task_name, args)
             workload, created = Workload.objects.get_or_create(
-                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": _bytes_or_none(task_name, args)})
+                task_name=key[0], args_digest=args_digest(key[1]),
+                defaults={"args_json": key[1], "flops": flops, "bytes_moved": _bytes_or_none(task_name, args)})
             self._workloads[key] = workload
             note = note if created else None
         self._by_repr[quick] = self._workloads[key]
@@ -171,22 +174,32 @@ def storage_problem(record: Record, line: str) -> str | None:
 
 
 class _Reader:
-    """Lines as text, with the file's sha256, its line count and the lines that
-    were not UTF-8 (decoded with replacement characters so numbering holds)."""
+    """Lines as text, with the file's sha256, its line count, the lines that were not
+    UTF-8 (decoded with replacement characters so numbering holds) and the lines longer
+    than MAX_LINE_BYTES (a stream is read in blocks, so such a line is never held whole)."""
 
     def __init__(self, lines: Iterable[str | bytes]) -> None:
-        self._lines = lines
         self.sha256 = hashlib.sha256()
+        self._stream = hasattr(lines, "read")
+        self._lines = _bounded_lines(lines, self.sha256) if self._stream else lines
         self.count = 0
         self.undecodable: set[int] = set()
+        self.overlong: dict[int, int] = {}  # line number: its length in bytes
 
     def __iter__(self) -> Iterator[str]:
         for self.count, raw in enumerate(self._lines, start=1):
+            if isinstance(raw, str) and len(raw) > MAX_LINE_BYTES:
+                raw = _Overlong(len(raw.encode("utf-8", "surrogatepass")))
+            if isinstance(raw, _Overlong):
+                self.overlong[self.count] = raw.size
+                yield "overlong line"  # not JSON: the parser reports it, take() says why
+                continue
             if isinstance(raw, str):
                 self.sha256.update(raw.encode("utf-8", "surrogatepass"))
                 text = raw
             else:
-                self.sha256.update(raw)
+                if not self._stream:
+                    self.sha256.update(raw)
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -197,6 +210,49 @@ class _Reader:
             if "\x00" in text:
                 self.undecodable.add(self.count)
             yield text
+
+
+@dataclass
+class _Overlong:
+    size: int  # bytes
+
+
+_BLOCK_BYTES = 64 * 1024
+
+
+def _bounded_lines(stream, sha256) -> Iterator[bytes | _Overlong]:
+    """The lines of a binary stream, each with its newline, every byte fed to `sha256`
+    on the way; a line longer than MAX_LINE_BYTES comes as _Overlong, its bytes dropped."""
+    pending = b""
+    overlong: _Overlong | None = None
+    while block := stream.read(_BLOCK_BYTES):
+        if isinstance(block, str):
+            block = block.encode("utf-8", "surrogatepass")
+        sha256.update(block)
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
+            piece = block[start:end + 1]
+            start = end + 1
+            if overlong is not None:
+                overlong.size += len(piece)
+                yield overlong
+                overlong = None
+            elif len(pending) + len(piece) > MAX_LINE_BYTES:
+                yield _Overlong(len(pending) + len(piece))
+            else:
+                yield pending + piece
+            pending = b""
+        rest = block[start:]
+        if overlong is not None:
+            overlong.size += len(rest)
+        elif len(pending) + len(rest) > MAX_LINE_BYTES:
+            overlong, pending = _Overlong(len(pending) + len(rest)), b""
+        else:
+            pending += rest
+    if overlong is not None:
+        yield overlong
+    elif pending:
+        yield pending
 
 
 def _sniff(items: Iterator, reader: _Reader, file_name: str) -> list:
@@ -229,6 +285,10 @@ class _Importer:
             self.problems.append({"line": lineno, "reason": reason})
 
     def take(self, lineno: int, item: Record | LogLineError) -> None:
+        if lineno in self.reader.overlong:
+            self.malformed += 1
+            self.note(lineno, f"the line is {self.reader.overlong[lineno]} bytes, longer than the {MAX_LINE_BYTES} bytes a line may be")
+            return
         if lineno in self.reader.undecodable:
             self.malformed += 1
             self.note(lineno, "binary data or not UTF-8 text")

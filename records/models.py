@@ -1,6 +1,7 @@
 """Devices, workloads, measurement records, baselines and the imports they came from."""
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -40,11 +41,19 @@ class Device(models.Model):
         return make_target(self.model)
 
 
+def args_digest(args_json: str) -> str:
+    """A workload's identity beside its task name: the sha256 of its canonical args, since
+    an index on the args themselves caps their size (PostgreSQL's at about 2.7 KB)."""
+    return hashlib.sha256(args_json.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class Workload(models.Model):
     """A task and its arguments, as in a log's `input`: one operator shape."""
 
     task_name = models.CharField(max_length=128, db_index=True)
-    args_json = models.TextField(help_text="canonical JSON of the task's args")
+    args_json = models.TextField(help_text="canonical JSON of the task's args, whole")
+    args_digest = models.CharField(max_length=64, db_index=True, editable=False,
+                                   help_text="sha256 of args_json: what tells workloads apart")
     flops = models.BigIntegerField(null=True, blank=True, help_text="floating-point operations of one run")
     bytes_moved = models.BigIntegerField(
         null=True, blank=True, help_text="bytes one run must read and write at the least (memory-bound templates)")
@@ -53,11 +62,15 @@ class Workload(models.Model):
     class Meta:
         ordering = ["task_name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["task_name", "args_json"], name="unique_workload"),
+            models.UniqueConstraint(fields=["task_name", "args_digest"], name="unique_workload_digest"),
         ]
 
     def __str__(self) -> str:
         return f"{self.task_name} {self.shape_summary}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.args_digest = args_digest(self.args_json)
+        super().save(*args, **kwargs)
 
     @property
     def args(self) -> list:
@@ -95,7 +108,7 @@ class Workload(models.Model):
     def same_shape(self):
         """Other tasks' workloads with exactly these args: TopHub tuned C12 only as
         `conv2d_nchw_winograd.cuda`, so its direct-convolution leaderboard points there."""
-        return Workload.objects.filter(args_json=self.args_json).exclude(pk=self.pk).order_by("task_name")
+        return Workload.objects.filter(args_digest=self.args_digest).exclude(pk=self.pk).order_by("task_name")
 
     def gflops(self, seconds: float | None) -> float | None:
         if not self.flops or not seconds:
@@ -105,6 +118,11 @@ class Workload(models.Model):
     @classmethod
     def key_of(cls, task_name: str, args: list) -> tuple[str, str]:
         return task_name, canonical_args(args)
+
+    @classmethod
+    def find(cls, task_name: str, args: list) -> "Workload | None":
+        """The stored workload of this task and args, or None."""
+        return cls.objects.filter(task_name=task_name, args_digest=args_digest(canonical_args(args))).first()
 
 
 class ImportBatch(models.Model):

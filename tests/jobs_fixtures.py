@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +59,49 @@ def redis_url(settings):
     yield url
     client.flushdb()
     client.close()
+
+
+class RedisProcess:
+    """A redis-server of this test's own on a free port, to take down and bring back."""
+
+    def __init__(self, port: int, data_dir: Path) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.data_dir = data_dir
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        wait_for(lambda: _answers(client), timeout=10, what=f"redis-server on port {self.port}")
+        client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def _answers(client) -> bool:
+    try:
+        return client.ping()
+    except redis.ConnectionError:
+        return False
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A running redis-server of the test's own (RedisProcess), stopped at the end."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = RedisProcess(port, tmp_path)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

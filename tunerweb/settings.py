@@ -67,7 +67,11 @@ WSGI_APPLICATION = "tunerweb.wsgi.application"
 
 _default_db = f"sqlite:///{VAR_DIR / 'tunerweb.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(envstr("DATABASE_URL", _default_db), conn_max_age=60)}
+    # A connection is kept per server thread (gunicorn's workers x threads bound them) and
+    # checked before reuse, so a database restart costs one failed check, not an error.
+    DATABASES = {"default": dj_database_url.parse(
+        envstr("DATABASE_URL", _default_db), conn_max_age=envint("TUNERWEB_DB_CONN_MAX_AGE", 60), conn_health_checks=True,
+    )}
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -111,7 +115,7 @@ TUNERWEB_PUBLIC_READ = envbool("TUNERWEB_PUBLIC_READ", True)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["records.permissions.ReadPublicWriteAuthenticated"],
