@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.urls import reverse
 from django.utils import timezone
 
@@ -107,6 +107,10 @@ class WorkerQuerySet(models.QuerySet):
     def online(self) -> "WorkerQuerySet":
         return self.filter(last_heartbeat__gte=stale_before())
 
+    def last_seen(self, queue: str):
+        """The last heartbeat of any worker of `queue`, or None if none ever beat."""
+        return self.filter(queue=queue).aggregate(seen=Max("last_heartbeat"))["seen"]
+
 
 class Worker(models.Model):
     """One worker process serving one GPU (or one replay recording) from one queue."""
@@ -159,6 +163,12 @@ class JobRunQuerySet(models.QuerySet):
         """Runs with what their headline figures read, in this one query: the GPU, the
         best record, and the records counted (a list of runs then reads no more)."""
         return self.select_related("device", "best_record").annotate(record_count=Count("batch__records"))
+
+    def waiting_for_workers(self) -> list[tuple["JobRun", str]]:
+        """Active runs waiting for a worker of their GPU model, with what they wait for."""
+        active = self.filter(state__in=ACTIVE_STATES).select_related("device", "job")
+        found = ((run, run.waiting_for_worker()) for run in active)
+        return [(run, waiting) for run, waiting in found if waiting]
 
 
 class JobRun(models.Model):
@@ -219,6 +229,22 @@ class JobRun(models.Model):
     @property
     def best_gflops(self) -> float | None:
         return self.best_record.gflops if self.best_record else None
+
+    def waiting_for_worker(self) -> str | None:
+        """What an active run waits for when no worker of its GPU model has been online for
+        longer than TUNERWEB_WORKER_WAIT_SECONDS (without it a run under a worker that died
+        reads "running" for ever); None while one is online, or the wait is still short."""
+        if self.state not in ACTIVE_STATES:
+            return None
+        seen = Worker.objects.last_seen(self.queue)
+        if seen is not None and seen >= stale_before():
+            return None
+        since = seen or self.job.created_at
+        if timezone.now() - since <= timedelta(seconds=settings.TUNERWEB_WORKER_WAIT_SECONDS):
+            return None
+        if seen is None:
+            return f"waiting for a worker of model {self.queue}; none has been online"
+        return f"waiting for a worker of model {self.queue}; none online since {seen:%Y-%m-%d %H:%M:%S} UTC"
 
     def records(self):
         """This run's measurements, in the order they were stored."""

@@ -63,6 +63,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             for i, r in enumerate(trials)
         ],
         "worker": str(run.worker) if run.worker else None,
+        "waiting_for_worker": run.waiting_for_worker(),
         "attempts": run.attempts,
         "started_at": _time(run.started_at),
         "finished_at": _time(run.finished_at),

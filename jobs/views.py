@@ -15,7 +15,7 @@ from records.permissions import public_read
 
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm
-from .models import CustomKernel, Job, Worker
+from .models import CustomKernel, Job, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
 from .tokens import issue_token
@@ -74,7 +74,7 @@ def cancel(request, pk: int):
 @public_read
 def workers(request):
     rows = Worker.objects.select_related("device")
-    return render(request, "jobs/workers.html", {"workers": rows})
+    return render(request, "jobs/workers.html", {"workers": rows, "waiting": JobRun.objects.waiting_for_workers()})
 
 
 @login_required

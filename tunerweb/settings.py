@@ -182,6 +182,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("TUNERWEB_VISIBI
 # taken over by another worker of that GPU model.
 TUNERWEB_WORKER_HEARTBEAT_SECONDS = envint("TUNERWEB_WORKER_HEARTBEAT_SECONDS", 5)
 TUNERWEB_WORKER_STALE_SECONDS = envint("TUNERWEB_WORKER_STALE_SECONDS", 30)
+# A queued or running job whose GPU model has had no worker online for this long says so.
+TUNERWEB_WORKER_WAIT_SECONDS = envint("TUNERWEB_WORKER_WAIT_SECONDS", 60)
 # Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
 TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
 TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)

@@ -79,6 +79,7 @@
     ]);
     section.append(facts);
     if (run.message) section.append(el("p", { class: "muted message" }, [run.message]));
+    if (run.waiting_for_worker) section.append(el("p", { class: "error waiting" }, [run.waiting_for_worker]));
     const bar = el("progress", { max: run.trials_planned, value: run.trials_done }, []);
     section.append(bar);
     section.append(el("div", {}, [plot(run.convergence)]));
