@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 
-from engine.records import ErrorNo, Record, canonical_args, make_target
+from engine.records import MODEL_SLUG, ErrorNo, Record, canonical_args, make_target
 from engine.task import create_task
 from engine.templates import BadArgs, UnknownTemplate
 
@@ -18,7 +19,10 @@ from .custom_specs import KernelSummary, kernel_summary
 class Device(models.Model):
     """A GPU model as written in a target's `-model=` (TopHub's `v100`, our `h200`)."""
 
-    model = models.SlugField(max_length=64, unique=True, help_text="the target's -model= value")
+    model = models.CharField(
+        max_length=64, unique=True, help_text="the target's -model= value",
+        validators=[RegexValidator(f"^{MODEL_SLUG.pattern}$", "a GPU model is a slug of a-z, 0-9, '.', '_' and '-'")],
+    )
     name = models.CharField(max_length=128, blank=True, help_text="marketing name, e.g. NVIDIA H200")
     compute_capability = models.CharField(max_length=8, blank=True)
     sm_count = models.PositiveIntegerField(null=True, blank=True)

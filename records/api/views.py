@@ -28,14 +28,14 @@ def _valid(form_class, request, defaults: dict | None = None):
     return form.cleaned_data
 
 
-class TaskListView(generics.GenericAPIView):
+class TaskListView(generics.ListAPIView):
     """Task names with their workload, record and GPU counts (the dashboard's first table)."""
 
     serializer_class = s.TaskSummarySerializer
     pagination_class = None
 
-    def get(self, request):
-        return Response(self.get_serializer(task_summaries(), many=True).data)
+    def get_queryset(self):
+        return task_summaries()
 
 
 class WorkloadListView(generics.ListAPIView):

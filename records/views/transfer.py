@@ -64,14 +64,19 @@ def baseline_upload(request):
     return render(request, "records/baseline_upload.html", context, status=400 if form.errors else 200)
 
 
-def export_response(params, kind: str) -> HttpResponse:
-    """A streamed log download of the records `params` select, or a plain-text error."""
+def text_error(message: str, status: int) -> HttpResponse:
+    return HttpResponse(f"{message}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def export_response(params, kind: str, error=text_error) -> HttpResponse:
+    """A streamed log download of the records `params` select, or `error(message, status)`
+    (plain text for the pages; the API answers JSON)."""
     try:
         selection = ExportFilter.from_params(params)
     except UnknownFilterTarget as exc:
-        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 404)
     except ExportFilterError as exc:
-        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 400)
     lines = best_lines(selection) if kind == "best" else record_lines(selection)
     response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{selection.file_name(kind)}"'
