@@ -30,6 +30,7 @@ class JobRequestSerializer(serializers.Serializer):
     early_stopping = serializers.IntegerField(required=False, allow_null=True, default=None)
     gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models, e.g. [\"h200\"]")
     seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=SEED_MAX)
+    private = serializers.BooleanField(default=False, help_text="only you and staff read the job's records")
 
     def validate(self, data):
         return check_request(**data)

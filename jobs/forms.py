@@ -58,6 +58,9 @@ class JobForm(forms.Form):
         required=False, help_text="stop after this many trials without a faster config (empty: never)"
     )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
+    private = forms.BooleanField(
+        required=False, label="Private", help_text="only you and staff see this job's records, on every page and download",
+    )
     # Made when the form is shown and posted back with it: submitting twice (a retry
     # after "the task queue is unreachable", a double click) returns the first job.
     idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=IDEMPOTENCY_KEY_CHARS)
@@ -85,7 +88,7 @@ class JobForm(forms.Form):
         self.request = check_request(
             template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
-            early_stopping=data.get("early_stopping"),
+            early_stopping=data.get("early_stopping"), private=data.get("private", False),
         )
         data["idempotency_key"] = check_idempotency_key(data.get("idempotency_key", ""))
         return data

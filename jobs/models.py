@@ -55,6 +55,9 @@ class Job(models.Model):
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
     seed = models.BigIntegerField(null=True, blank=True)
+    private = models.BooleanField(
+        default=False, help_text="its records (leaderboards, downloads, imports) are read only by its owner and staff",
+    )
     idempotency_key = models.CharField(
         max_length=IDEMPOTENCY_KEY_CHARS, blank=True,
         help_text="the client's Idempotency-Key: a retry with the same key returns this job instead of a new one",

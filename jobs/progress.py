@@ -20,10 +20,11 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    board = best_config_for(run.job.workload, run.device)
+    owner = run.job.owner  # whoever may see the job sees what its owner may
+    board = best_config_for(run.job.workload, run.device, owner)
     if board is not None and board.pk != best.pk:
         return board
-    return best_of(run.job.workload.records.exclude(device=run.device))
+    return best_of(run.job.workload.records.visible_to(owner).exclude(device=run.device))
 
 
 def run_summary(run: JobRun) -> dict:
@@ -88,6 +89,7 @@ def job_summary(job: Job, runs=None) -> dict:
         "tuner": job.tuner,
         "n_trial": job.n_trial,
         "early_stopping": job.early_stopping,
+        "private": job.private,
         "created_at": _time(job.created_at),
         "url": job.get_absolute_url(),
         "runs": [run_summary(run) for run in runs],

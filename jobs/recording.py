@@ -35,6 +35,7 @@ def open_batch(run: JobRun) -> ImportBatch:
             file_name=f"job-{run.job_id}-{run.device.model}.log",
             source=ImportBatch.Source.ENGINE,
             created_by=run.job.owner,
+            private_to=run.job.owner if run.job.private else None,
         )
         JobRun.objects.filter(pk=run.pk).update(batch=run.batch)
     return run.batch

@@ -53,6 +53,7 @@ class JobRequest:
     preset: str = ""
     early_stopping: int | None = None
     seed: int | None = None
+    private: bool = False
 
 
 @dataclass
@@ -71,7 +72,8 @@ def online_devices() -> dict[str, list[Worker]]:
 
 
 def check_request(
-    *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None
+    *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None,
+    private: bool = False,
 ) -> JobRequest:
     """The request as a JobRequest, or ValidationError naming each bad field and why."""
     errors: dict[str, str] = {}
@@ -96,7 +98,7 @@ def check_request(
         raise ValidationError(errors)
     return JobRequest(
         task_name=task_name, args=task_args, tuner=tuner, n_trial=n_trial, gpus=sorted(set(gpu_list)),
-        preset=preset or "", early_stopping=early_stopping, seed=seed,
+        preset=preset or "", early_stopping=early_stopping, seed=seed, private=bool(private),
     )
 
 
@@ -168,7 +170,8 @@ def submit_job(user, request: JobRequest, idempotency_key: str = "") -> Submissi
             workload, _note = Catalog().workload(request.task_name, request.args)
             job = Job.objects.create(
                 owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
-                early_stopping=request.early_stopping, seed=request.seed, idempotency_key=idempotency_key,
+                early_stopping=request.early_stopping, seed=request.seed, private=request.private,
+                idempotency_key=idempotency_key,
             )
             runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
             submission = Submission(job)

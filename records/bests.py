@@ -9,6 +9,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .models import MeasurementRecord
+from .visibility import PUBLIC
 
 BEST_ORDER = ("mean_cost", "timestamp", "id")
 
@@ -46,5 +47,6 @@ def best_of(records: QuerySet) -> MeasurementRecord | None:
     return valid_records(records).order_by(*BEST_ORDER).select_related("workload", "device").first()
 
 
-def best_config_for(workload, device) -> MeasurementRecord | None:
-    return best_of(MeasurementRecord.objects.filter(workload=workload, device=device))
+def best_config_for(workload, device, viewer=PUBLIC) -> MeasurementRecord | None:
+    """The best record of `workload` on `device` among those `viewer` may read."""
+    return best_of(MeasurementRecord.objects.visible_to(viewer).filter(workload=workload, device=device))

@@ -9,6 +9,7 @@ from .diffs import knob_names, knobs_as_tuned
 from .leaderboards import workload_bests
 from .models import Device, MeasurementRecord, Workload
 from .speedups import geomean
+from .visibility import PUBLIC
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ class WorkloadComparison:
         return [record.device for record in self.bests]
 
 
-def compare_workload(workload: Workload) -> WorkloadComparison:
+def compare_workload(workload: Workload, viewer=PUBLIC) -> WorkloadComparison:
     """Each GPU's best config of `workload`, knob rows aligned across GPUs."""
-    bests = workload_bests(workload)
+    bests = workload_bests(workload, viewer)
     defaults = workload.knob_defaults()
     tuned = [knobs_as_tuned(best, defaults) for best in bests]
     knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
@@ -64,9 +65,9 @@ class DeviceComparison:
         return geomean(row.speedup for row in self.rows)
 
 
-def compare_devices(device_a: Device, device_b: Device) -> DeviceComparison:
+def compare_devices(device_a: Device, device_b: Device, viewer=PUBLIC) -> DeviceComparison:
     """Every workload both GPUs have a best for, with b's speedup over a."""
-    bests = best_records(MeasurementRecord.objects.filter(device__in=[device_a, device_b]))
+    bests = best_records(MeasurementRecord.objects.visible_to(viewer).filter(device__in=[device_a, device_b]))
     by_workload: dict[int, dict[int, MeasurementRecord]] = {}
     for record in bests:
         by_workload.setdefault(record.workload_id, {})[record.device_id] = record

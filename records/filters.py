@@ -9,6 +9,7 @@ from engine.records import ErrorNo
 
 from .leaderboards import ranked, search_workloads
 from .models import Baseline, Device, MeasurementRecord, Workload
+from .visibility import PUBLIC
 
 
 def task_choices() -> list[tuple[str, str]]:
@@ -105,6 +106,11 @@ class DiffForm(forms.Form):
     a = _record_field("Record A")
     b = _record_field("Record B")
     only = forms.BooleanField(required=False, label="Differences only")
+
+    def __init__(self, *args, viewer=PUBLIC, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("a", "b"):  # a record `viewer` may not read is no record at all
+            self.fields[name].queryset = self.fields[name].queryset.visible_to(viewer)
 
 
 class CompareDevicesForm(forms.Form):

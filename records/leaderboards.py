@@ -12,8 +12,14 @@ from django.db.models import Count, F, Max, Q, QuerySet
 
 from .bests import BEST_ORDER, best_config_for, valid_records
 from .models import Device, MeasurementRecord, Workload
+from .visibility import PUBLIC, records_q
 
 _VALID = Q(records__error_no=0, records__mean_cost__isnull=False)
+
+
+def _counted(viewer) -> Q:
+    """The records of a workload or device that `viewer` may count."""
+    return records_q(viewer, "records__")
 
 
 def ranked(records: QuerySet) -> QuerySet:
@@ -21,20 +27,20 @@ def ranked(records: QuerySet) -> QuerySet:
     return records.order_by(F("mean_cost").asc(nulls_last=True), *BEST_ORDER[1:])
 
 
-def workload_bests(workload: Workload) -> list[MeasurementRecord]:
+def workload_bests(workload: Workload, viewer=PUBLIC) -> list[MeasurementRecord]:
     """Each GPU's best record of `workload`, fastest GPU first.
 
     One indexed LIMIT 1 query per GPU model (`best_config_for`) rather than one window
     over all the workload's records: a workload with half a million records still
     answers in milliseconds, and GPU models are few.
     """
-    bests = [best_config_for(workload, device) for device in Device.objects.all()]
+    bests = [best_config_for(workload, device, viewer) for device in Device.objects.all()]
     return sorted((best for best in bests if best is not None), key=lambda r: tuple(getattr(r, f) for f in BEST_ORDER))
 
 
-def workload_ranking(workload: Workload) -> QuerySet:
-    """Every error-free record of `workload`, fastest first, with its device in the same query."""
-    records = valid_records(MeasurementRecord.objects.filter(workload=workload))
+def workload_ranking(workload: Workload, viewer=PUBLIC) -> QuerySet:
+    """Every error-free record of `workload` `viewer` may read, fastest first, with its device in the same query."""
+    records = valid_records(MeasurementRecord.objects.visible_to(viewer).filter(workload=workload))
     return ranked(records).select_related("device")
 
 
@@ -53,8 +59,8 @@ class Leaderboard:
         return [record.device for record in self.bests]
 
 
-def leaderboard(workload: Workload) -> Leaderboard:
-    return Leaderboard(workload=workload, bests=workload_bests(workload))
+def leaderboard(workload: Workload, viewer=PUBLIC) -> Leaderboard:
+    return Leaderboard(workload=workload, bests=workload_bests(workload, viewer))
 
 
 def search_workloads(search: str = "", workloads: QuerySet | None = None) -> QuerySet:
@@ -68,49 +74,54 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
-def summarize(workloads: QuerySet) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS.
+def summarize(workloads: QuerySet, viewer=PUBLIC) -> QuerySet:
+    """`workloads` with how many records (and valid ones) each has and its best GFLOPS,
+    of the records `viewer` may read.
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
+    counted = _counted(viewer)
     return workloads.annotate(
-        record_count=Count("records"),
-        valid_count=Count("records", filter=_VALID),
-        best_gflops=Max("records__gflops", filter=_VALID),
+        record_count=Count("records", filter=counted),
+        valid_count=Count("records", filter=_VALID & counted),
+        best_gflops=Max("records__gflops", filter=_VALID & counted),
     ).order_by("task_name", "id")
 
 
-def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
+def workload_rows(page_of_workloads, viewer=PUBLIC) -> list[tuple[Workload, list[Device]]]:
     """A dashboard page: each workload summarized, with the GPUs that have records of it."""
     ids = [workload.pk for workload in page_of_workloads]
-    gpus = devices_by_workload(ids)
-    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids))]
+    gpus = devices_by_workload(ids, viewer)
+    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids), viewer)]
 
 
-def task_summaries() -> list[dict]:
-    """Per task name: how many workloads, records and GPUs it has."""
+def task_summaries(viewer=PUBLIC) -> list[dict]:
+    """Per task name: how many workloads, records and GPUs it has (of what `viewer` may read)."""
+    counted = _counted(viewer)
     return list(
         Workload.objects.values("task_name")
         .annotate(
             workload_count=Count("id", distinct=True),
-            record_count=Count("records"),
-            device_count=Count("records__device", distinct=True),
+            record_count=Count("records", filter=counted),
+            device_count=Count("records__device", distinct=True, filter=counted),
         )
         .order_by("task_name")
     )
 
 
-def device_summaries() -> QuerySet:
-    """Devices with how many records and workloads each has."""
+def device_summaries(viewer=PUBLIC) -> QuerySet:
+    """Devices with how many records and workloads each has (of what `viewer` may read)."""
+    counted = _counted(viewer)
     return Device.objects.annotate(
-        record_count=Count("records"), workload_count=Count("records__workload", distinct=True)
+        record_count=Count("records", filter=counted),
+        workload_count=Count("records__workload", distinct=True, filter=counted),
     ).order_by("model")
 
 
-def devices_by_workload(workload_ids: list[int]) -> dict[int, list[Device]]:
-    """The GPUs that have records of each workload, in one query."""
+def devices_by_workload(workload_ids: list[int], viewer=PUBLIC) -> dict[int, list[Device]]:
+    """The GPUs that have records (that `viewer` may read) of each workload, in one query."""
     pairs = (
-        MeasurementRecord.objects.filter(workload_id__in=workload_ids)
+        MeasurementRecord.objects.visible_to(viewer).filter(workload_id__in=workload_ids)
         .values_list("workload_id", "device_id")
         .order_by()  # the model's default ordering would widen DISTINCT
         .distinct()

@@ -14,6 +14,7 @@ from engine.task import create_task
 from engine.templates import BadArgs, UnknownTemplate
 
 from .custom_specs import KernelSummary, kernel_summary
+from .visibility import batches_q, records_q
 
 
 class Device(models.Model):
@@ -129,6 +130,11 @@ class Workload(models.Model):
         return cls.objects.filter(task_name=task_name, args_digest=args_digest(canonical_args(args))).first()
 
 
+class ImportBatchQuerySet(models.QuerySet):
+    def visible_to(self, viewer) -> "ImportBatchQuerySet":
+        return self.filter(batches_q(viewer))
+
+
 class ImportBatch(models.Model):
     """One file brought in (upload, command line or a tuning job) and what became of it."""
 
@@ -157,6 +163,12 @@ class ImportBatch(models.Model):
     legacy_skipped = models.PositiveIntegerField(default=0, help_text="version 0.1 lines")
     malformed = models.PositiveIntegerField(default=0)
     problems = models.JSONField(default=list, blank=True, help_text="[{line, reason}], the first few hundred")
+    private_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="only this user and staff read this batch and its records (a private tuning job's)",
+    )
+
+    objects = ImportBatchQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -164,6 +176,12 @@ class ImportBatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file_name} ({self.imported} new)"
+
+
+class MeasurementRecordQuerySet(models.QuerySet):
+    def visible_to(self, viewer) -> "MeasurementRecordQuerySet":
+        """The records `viewer` may read (records.visibility)."""
+        return self.filter(records_q(viewer))
 
 
 class MeasurementRecord(models.Model):
@@ -186,6 +204,8 @@ class MeasurementRecord(models.Model):
     kwargs = models.JSONField(default=dict, blank=True)
     batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="records")
     fingerprint = models.CharField(max_length=64, unique=True, help_text="sha256 of the canonical log line")
+
+    objects = MeasurementRecordQuerySet.as_manager()
 
     class Meta:
         ordering = ["mean_cost", "timestamp", "id"]

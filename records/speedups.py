@@ -7,6 +7,7 @@ from typing import Iterable
 
 from .bests import best_records
 from .models import Baseline, Device, MeasurementRecord, Workload
+from .visibility import PUBLIC
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -44,8 +45,8 @@ class SpeedupTable:
         return geomean(row.speedup for row in self.rows)
 
 
-def speedup_table(device: Device, provider: str) -> SpeedupTable:
-    bests = {r.workload_id: r for r in best_records(MeasurementRecord.objects.filter(device=device))}
+def speedup_table(device: Device, provider: str, viewer=PUBLIC) -> SpeedupTable:
+    bests = {r.workload_id: r for r in best_records(MeasurementRecord.objects.visible_to(viewer).filter(device=device))}
     baselines = {
         b.workload_id: b
         for b in Baseline.objects.filter(device=device, provider=provider).select_related("workload", "device")

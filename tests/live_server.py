@@ -45,7 +45,7 @@ class LiveServer:
             try:
                 requests.get(self.url + "/api/", timeout=2)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.2)
         raise AssertionError(f"the web server did not answer within {timeout} s:\n{self.log_tail()}")
 

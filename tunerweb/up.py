@@ -186,6 +186,8 @@ def web_server_argv(host: str, port: int, dev_server: bool = False, sizes: tuple
         "--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread",
         # An upload of the largest accepted log takes a while on a slow link.
         "--timeout", "300", "--graceful-timeout", "10", "--access-logfile", "-",
+        # Its control socket is one path per user (~/.gunicorn): two servers would share it.
+        "--no-control-socket",
     ]
 
 

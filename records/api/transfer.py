@@ -120,7 +120,7 @@ class ExportView(APIView):
     kind: str  # "best" or "records"
 
     def get(self, request):
-        return export_response(request.query_params, self.kind, error=_json_error)
+        return export_response(request.query_params, self.kind, request.user, error=_json_error)
 
 
 def _json_error(message: str, status_code: int) -> JsonResponse:

@@ -18,11 +18,11 @@ from ..speedups import speedup_table
 from . import serializers as s
 
 
-def _valid(form_class, request, defaults: dict | None = None):
+def _valid(form_class, request, defaults: dict | None = None, **kwargs):
     data = request.query_params.copy()
     for name, value in (defaults or {}).items():
         data.setdefault(name, value)
-    form = form_class(data)
+    form = form_class(data, **kwargs)
     if not form.is_valid():
         raise ValidationError(form.errors)
     return form.cleaned_data
@@ -33,9 +33,10 @@ class TaskListView(generics.ListAPIView):
 
     serializer_class = s.TaskSummarySerializer
     pagination_class = None
+    queryset = Workload.objects.none()  # for the schema: the answer is a list of task summaries
 
     def get_queryset(self):
-        return task_summaries()
+        return task_summaries(self.request.user)
 
 
 class WorkloadListView(generics.ListAPIView):
@@ -48,14 +49,14 @@ class WorkloadListView(generics.ListAPIView):
     def paginate_queryset(self, queryset):
         # Count and slice plain workloads; summarize only the page's.
         page = super().paginate_queryset(queryset)
-        return list(summarize(Workload.objects.filter(pk__in=[workload.pk for workload in page])))
+        return list(summarize(Workload.objects.filter(pk__in=[workload.pk for workload in page]), self.request.user))
 
 
 class WorkloadDetailView(generics.RetrieveAPIView):
     serializer_class = s.WorkloadSummarySerializer
 
     def get_queryset(self):
-        return summarize(Workload.objects.all())
+        return summarize(Workload.objects.all(), self.request.user)
 
 
 class DeviceListView(generics.ListAPIView):
@@ -63,7 +64,7 @@ class DeviceListView(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        return device_summaries()
+        return device_summaries(self.request.user)
 
 
 class DeviceDetailView(generics.RetrieveAPIView):
@@ -71,7 +72,7 @@ class DeviceDetailView(generics.RetrieveAPIView):
     lookup_field = "model"
 
     def get_queryset(self):
-        return device_summaries()
+        return device_summaries(self.request.user)
 
 
 class RecordListView(generics.ListAPIView):
@@ -81,10 +82,16 @@ class RecordListView(generics.ListAPIView):
     filterset_class = RecordFilter
     queryset = MeasurementRecord.objects.all()
 
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)
+
 
 class RecordDetailView(generics.RetrieveAPIView):
     serializer_class = s.RecordSerializer
     queryset = MeasurementRecord.objects.select_related("device")
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)
 
 
 class LeaderboardView(generics.GenericAPIView):
@@ -95,7 +102,7 @@ class LeaderboardView(generics.GenericAPIView):
 
     def get(self, request, pk: int):
         workload = get_object_or_404(Workload, pk=pk)
-        return Response(self.get_serializer(leaderboard(workload)).data)
+        return Response(self.get_serializer(leaderboard(workload, request.user)).data)
 
 
 class DiffView(generics.GenericAPIView):
@@ -109,7 +116,7 @@ class DiffView(generics.GenericAPIView):
         OpenApiParameter("only", OpenApiTypes.BOOL, description="only the knobs that differ"),
     ])
     def get(self, request):
-        params = _valid(DiffForm, request)
+        params = _valid(DiffForm, request, viewer=request.user)
         diff = config_diff(params["a"], params["b"])
         return Response(s.DiffSerializer(diff, context={"only_differences": params["only"]}).data)
 
@@ -123,7 +130,7 @@ class CompareWorkloadView(generics.GenericAPIView):
     @extend_schema(operation_id="compare_workload")
     def get(self, request, pk: int):
         workload = get_object_or_404(Workload, pk=pk)
-        return Response(self.get_serializer(compare_workload(workload)).data)
+        return Response(self.get_serializer(compare_workload(workload, request.user)).data)
 
 
 class CompareDevicesView(generics.GenericAPIView):
@@ -137,7 +144,7 @@ class CompareDevicesView(generics.GenericAPIView):
     ])
     def get(self, request):
         params = _valid(CompareDevicesForm, request)
-        return Response(self.get_serializer(compare_devices(params["a"], params["b"])).data)
+        return Response(self.get_serializer(compare_devices(params["a"], params["b"], request.user)).data)
 
 
 class SpeedupView(generics.GenericAPIView):
@@ -152,4 +159,4 @@ class SpeedupView(generics.GenericAPIView):
     ])
     def get(self, request):
         params = _valid(SpeedupForm, request, defaults={"provider": Baseline.Provider.CUDNN})
-        return Response(self.get_serializer(speedup_table(params["device"], params["provider"])).data)
+        return Response(self.get_serializer(speedup_table(params["device"], params["provider"], request.user)).data)

@@ -31,14 +31,14 @@ def _query_without_page(request) -> str:
     return query.urlencode()
 
 
-def _param_form(form_class, request, defaults: dict | None = None):
+def _param_form(form_class, request, defaults: dict | None = None, **kwargs):
     """A bound form when the query names any of its fields, else an empty one to fill in."""
     if not any(name in request.GET for name in form_class.base_fields):
-        return form_class(initial=defaults)
+        return form_class(initial=defaults, **kwargs)
     data = request.GET.copy()
     for name, value in (defaults or {}).items():
         data.setdefault(name, value)
-    return form_class(data)
+    return form_class(data, **kwargs)
 
 
 @public_read
@@ -47,11 +47,11 @@ def home(request):
     workloads = search_workloads(search)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "workloads", {
-            "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
+            "workloads": lambda: csvout.workloads_table(summarize(workloads, request.user).iterator()),
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
-        "search": search, "tasks": task_summaries(), "page": page, "rows": workload_rows(page),
+        "search": search, "tasks": task_summaries(request.user), "page": page, "rows": workload_rows(page, request.user),
         "query": _query_without_page(request),
     })
 
@@ -59,8 +59,8 @@ def home(request):
 @public_read
 def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
-    board = workload_leaderboard(workload)
-    ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
+    board = workload_leaderboard(workload, request.user)
+    ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload, request.user))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
@@ -84,7 +84,7 @@ def _with_workload(records, workload):
 
 @public_read
 def record_list(request):
-    records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
+    records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.visible_to(request.user))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(records.qs.iterator())})
     page = _page(request, records.qs)
@@ -97,17 +97,18 @@ def record_list(request):
 
 @public_read
 def record_detail(request, pk: int):
-    record = get_object_or_404(MeasurementRecord.objects.select_related("workload", "device", "batch"), pk=pk)
+    readable = MeasurementRecord.objects.visible_to(request.user)
+    record = get_object_or_404(readable.select_related("workload", "device", "batch"), pk=pk)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
-        "record": record, "best": best_config_for(record.workload, record.device),
+        "record": record, "best": best_config_for(record.workload, record.device, request.user),
     })
 
 
 @public_read
 def diff(request):
-    form = _param_form(DiffForm, request)
+    form = _param_form(DiffForm, request, viewer=request.user)
     if not form.is_bound or not form.is_valid():
         return render(request, "records/diff.html", {"form": form}, status=400 if form.is_bound else 200)
     only = form.cleaned_data["only"]
@@ -124,7 +125,7 @@ def diff(request):
 @public_read
 def compare_workload(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
-    comparison = compare_one_workload(workload)
+    comparison = compare_one_workload(workload, request.user)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"compare-{workload.pk}", {
             "bests": lambda: csvout.workload_compare_table(comparison),
@@ -138,7 +139,7 @@ def compare_devices(request):
     context = {"form": form, "devices": Device.objects.all()}
     if not form.is_bound or not form.is_valid():
         return render(request, "records/compare_devices.html", context, status=400 if form.is_bound else 200)
-    comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"])
+    comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"], request.user)
     if csvout.wants_csv(request):
         name = f"compare-{comparison.device_a.model}-{comparison.device_b.model}"
         return csvout.csv_response(request, name, {"workloads": lambda: csvout.devices_compare_table(comparison)})
@@ -151,7 +152,7 @@ def speedups(request):
     context = {"form": form, "devices": Device.objects.all(), "providers": Baseline.Provider.choices}
     if not form.is_bound or not form.is_valid():
         return render(request, "records/speedups.html", context, status=400 if form.is_bound else 200)
-    table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"])
+    table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"], request.user)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"speedups-{table.device.model}-{table.provider}", {
             "speedups": lambda: csvout.speedup_rows_table(table),
@@ -162,7 +163,7 @@ def speedups(request):
 
 @public_read
 def devices(request):
-    listed = device_summaries()
+    listed = device_summaries(request.user)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "devices", {"devices": lambda: csvout.devices_table(listed)})
     return render(request, "records/devices.html", {"devices": listed})
@@ -170,7 +171,7 @@ def devices(request):
 
 @public_read
 def batch_list(request):
-    batches = ImportBatch.objects.select_related("created_by")
+    batches = ImportBatch.objects.visible_to(request.user).select_related("created_by")
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "imports", {"imports": lambda: csvout.batches_table(batches)})
     return render(request, "records/batch_list.html", {"page": _page(request, batches), "query": ""})
@@ -178,7 +179,7 @@ def batch_list(request):
 
 @public_read
 def batch_detail(request, pk: int):
-    batch = get_object_or_404(ImportBatch.objects.select_related("created_by"), pk=pk)
+    batch = get_object_or_404(ImportBatch.objects.visible_to(request.user).select_related("created_by"), pk=pk)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"import-{batch.pk}", {
             "summary": lambda: csvout.batches_table([batch]),

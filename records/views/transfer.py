@@ -68,11 +68,11 @@ def text_error(message: str, status: int) -> HttpResponse:
     return HttpResponse(f"{message}\n", status=status, content_type="text/plain; charset=utf-8")
 
 
-def export_response(params, kind: str, error=text_error) -> HttpResponse:
-    """A streamed log download of the records `params` select, or `error(message, status)`
-    (plain text for the pages; the API answers JSON)."""
+def export_response(params, kind: str, viewer, error=text_error) -> HttpResponse:
+    """A streamed log download of the records `params` select that `viewer` may read, or
+    `error(message, status)` (plain text for the pages; the API answers JSON)."""
     try:
-        selection = ExportFilter.from_params(params)
+        selection = ExportFilter.from_params(params, viewer)
     except UnknownFilterTarget as exc:
         return error(str(exc), 404)
     except ExportFilterError as exc:
@@ -86,10 +86,10 @@ def export_response(params, kind: str, error=text_error) -> HttpResponse:
 @require_GET
 @public_read
 def download_best(request):
-    return export_response(request.GET, "best")
+    return export_response(request.GET, "best", request.user)
 
 
 @require_GET
 @public_read
 def download_records(request):
-    return export_response(request.GET, "records")
+    return export_response(request.GET, "records", request.user)
