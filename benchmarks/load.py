@@ -135,6 +135,7 @@ def start_server(kind: str, env: dict, log: Path) -> tuple[subprocess.Popen, str
             return proc, url
         except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.2)
+    stop(proc)
     raise SystemExit(f"{kind} did not start; see {log}")
 
 

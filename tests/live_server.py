@@ -32,7 +32,11 @@ class LiveServer:
             argv, cwd=ROOT, env={**web_server_env(dev_server), "DJANGO_SETTINGS_MODULE": "tunerweb.settings", **env},
             stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except AssertionError:
+            self.stop()
+            raise
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:]
