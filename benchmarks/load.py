@@ -56,6 +56,7 @@ class Phase:
     connections_after: int = 0
     job_records: int = 0
     job_state: str = ""
+    load_average: float = 0.0  # the machine's 1-minute load average when the load ended
 
     def row(self, trials: int) -> dict:
         ordered = sorted(self.latencies)
@@ -68,6 +69,7 @@ class Phase:
             "errors": self.errors, "error_kinds": self.error_kinds,
             "peak_db_connections": self.peak_connections, "db_connections_after": self.connections_after,
             "job": f"{self.job_state}, {self.job_records}/{trials} records",
+            "load_average": self.load_average,
         }
 
 
@@ -214,6 +216,7 @@ def run_phase(kind: str, think_ms: int, env: dict, setup: dict, options, log_dir
             phase.peak_connections = max(phase.peak_connections, web_connections(env["DATABASE_URL"]))
             time.sleep(0.25)
         phase.seconds = time.monotonic() - started
+        phase.load_average = os.getloadavg()[0]
         deadline = time.monotonic() + options.seconds * 3 + 60
         while time.monotonic() < deadline:
             body = requests.get(url + f"/api/jobs/{job}/", headers=token, timeout=REQUEST_TIMEOUT).json()
@@ -230,11 +233,13 @@ def run_phase(kind: str, think_ms: int, env: dict, setup: dict, options, log_dir
 
 
 def table(rows: list[dict]) -> str:
-    head = "| server | pause ms | requests | req/s | p50 ms | p99 ms | errors | peak DB conns | DB conns 5 s after | job |"
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    head = ("| server | pause ms | requests | req/s | p50 ms | p99 ms | errors | peak DB conns | DB conns 5 s after "
+            "| job | load average |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         lines.append(f"| {r['server']} | {r['think_ms']} | {r['requests']} | {r['requests_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
-                     f"| {r['errors']} | {r['peak_db_connections']} | {r['db_connections_after']} | {r['job']} |")
+                     f"| {r['errors']} | {r['peak_db_connections']} | {r['db_connections_after']} | {r['job']} "
+                     f"| {r['load_average']:.1f} |")
     return "\n".join(lines)
 
 
@@ -292,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         "after each answer, while a replay worker runs an "
         f"{options.trials}-trial job. gunicorn ran {workers} workers x {threads} threads (`./tw up`'s sizes on this "
         "machine); the development server is `runserver --noreload` (`./tw up --dev-server`). The load generator, "
-        "both servers, the worker, PostgreSQL and Redis share the machine's cores.",
+        "both servers, the worker, PostgreSQL and Redis share the machine's cores; the last column is the machine's "
+        "1-minute load average as each phase ended (other work on the machine included).",
         "",
         table(rows),
         "",

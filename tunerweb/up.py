@@ -28,6 +28,7 @@ ADMIN_USER = "admin"
 # H5's real H200 recording when it is committed; else a synthetic one is made in var/.
 RECORDINGS = [ROOT / "tests" / "data" / "c12_h200_recording.log.gz"]
 REPLAY_PACE = "0.05"  # seconds per replayed config, so progress is there to watch
+WEB_THREADS = 8
 
 
 class Stack:
@@ -171,10 +172,13 @@ def start_workers(stack: Stack, var_dir: Path) -> str:
 
 def web_server_sizes(cpus: int | None = None) -> tuple[int, int]:
     """(gunicorn workers, threads each): a process per core (two at least, so one slow
-    request never holds the site) and four threads each for requests that wait on the
-    database. Each thread keeps one database connection, so that product bounds them."""
+    request never holds the site), and threads for the requests that wait on the database
+    meanwhile; TUNERWEB_WEB_WORKERS and TUNERWEB_WEB_THREADS override them. Each thread
+    keeps one database connection, so workers x threads bounds those."""
     cpus = cpus or os.cpu_count() or 1
-    return max(2, min(cpus, 8)), 4
+    workers = int(os.environ.get("TUNERWEB_WEB_WORKERS") or max(2, min(cpus, 8)))
+    threads = int(os.environ.get("TUNERWEB_WEB_THREADS") or WEB_THREADS)
+    return workers, threads
 
 
 def web_server_argv(host: str, port: int, dev_server: bool = False, sizes: tuple[int, int] | None = None) -> list[str]:
