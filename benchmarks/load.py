@@ -113,16 +113,8 @@ print(json.dumps({"token": issue_token(user), "session": client.cookies["session
 """
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def start_server(kind: str, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
-    from tunerweb.up import web_server_argv, web_server_env
+    from tunerweb.up import free_port, web_server_argv, web_server_env
 
     port = free_port()
     dev = kind == "development server"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from engine import create_task
 from engine.records import write_records
 from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
+from tunerweb.up import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # Two test runs on one machine stay apart when each names its own database.
@@ -95,10 +95,7 @@ def _answers(client) -> bool:
 @pytest.fixture
 def own_redis(tmp_path):
     """A running redis-server of the test's own (RedisProcess), stopped at the end."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = RedisProcess(port, tmp_path)
+    server = RedisProcess(free_port(), tmp_path)
     server.start()
     yield server
     server.stop()
@@ -113,6 +110,18 @@ def recording_path(tmp_path_factory) -> Path:
     with gzip.open(path, "wt", encoding="utf-8") as stream:
         write_records(stream, records)
     return path
+
+
+# A job the replay recording can answer: the API's body, the form's fields.
+C12_JOB = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 20, "gpus": [REPLAY_QUEUE]}
+
+
+@pytest.fixture
+def replay_gpu(recording_path):
+    """A replay worker that is online (its row, freshly beating; no process needed here)."""
+    from jobs.worker import register, replay_config
+
+    return register(replay_config(recording_path))
 
 
 def database_url() -> str:

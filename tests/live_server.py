@@ -4,20 +4,13 @@ outages of the database or Redis, the schemathesis run."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import requests
 
-from tunerweb.up import ROOT, web_server_argv, web_server_env
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tunerweb.up import ROOT, free_port, web_server_argv, web_server_env
 
 
 class LiveServer:

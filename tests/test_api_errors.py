@@ -8,18 +8,12 @@ import requests
 from django.test import Client
 
 from jobs.models import Job
-from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url  # noqa: F401
-from live_server import LiveServer, free_port
+from jobs_fixtures import C12_JOB as GOOD
+from jobs_fixtures import recording_path, redis_url, replay_gpu  # noqa: F401
+from live_server import LiveServer
+from tunerweb.up import free_port
 
 pytestmark = pytest.mark.django_db
-
-GOOD = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 20, "gpus": [REPLAY_QUEUE]}
-
-
-@pytest.fixture
-def replay_gpu(recording_path):
-    return register(replay_config(recording_path))
 
 
 def post_json(client, body: str, **headers):

@@ -4,18 +4,10 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from jobs.models import Job, JobRun, State
-from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url  # noqa: F401
+from jobs_fixtures import C12_JOB as GOOD
+from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, replay_gpu  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-GOOD = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 20, "gpus": [REPLAY_QUEUE]}
-
-
-@pytest.fixture
-def replay_gpu(recording_path):
-    """A replay worker that is online (its row, freshly beating; no process needed here)."""
-    return register(replay_config(recording_path))
 
 
 @pytest.fixture

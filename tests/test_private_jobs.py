@@ -8,7 +8,7 @@ from jobs.models import Job, JobRun
 from jobs.recording import open_batch
 from records.models import MeasurementRecord
 from factories import make_device, make_record, make_workload
-from jobs_fixtures import recording_path, redis_url  # noqa: F401
+from jobs_fixtures import C12_JOB, recording_path, redis_url, replay_gpu  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -93,14 +93,8 @@ def test_the_owner_and_staff_read_them_everywhere(world, client, who):
     assert client.get(f"/api/workloads/{world['workload'].pk}/").json()["record_count"] == 2
 
 
-def test_a_job_is_submitted_private_through_the_api(alice_client, recording_path, redis_url):
-    from jobs.worker import register, replay_config
-    from jobs_fixtures import REPLAY_QUEUE
-
-    register(replay_config(recording_path))
-    answer = alice_client.post("/api/jobs/", {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random",
-                                              "n_trial": 4, "gpus": [REPLAY_QUEUE], "private": True},
-                               content_type="application/json")
+def test_a_job_is_submitted_private_through_the_api(alice_client, replay_gpu, redis_url):
+    answer = alice_client.post("/api/jobs/", {**C12_JOB, "private": True}, content_type="application/json")
 
     assert answer.status_code == 201 and answer.json()["private"] is True
     run = JobRun.objects.get()

@@ -11,18 +11,13 @@ from django.urls import reverse
 
 from jobs.models import Job, JobRun, State, Worker
 from jobs.tokens import issue_token
-from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, WorkerProcess, database_url, own_redis, recording_path, wait_for  # noqa: F401
+from jobs_fixtures import C12_JOB, WorkerProcess, database_url, wait_for
+from jobs_fixtures import own_redis, recording_path, replay_gpu  # noqa: F401
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-GOOD = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 12, "gpus": [REPLAY_QUEUE]}
-
-
-@pytest.fixture
-def replay_gpu(recording_path):
-    return register(replay_config(recording_path))
+GOOD = {**C12_JOB, "n_trial": 12}
 
 
 @pytest.fixture

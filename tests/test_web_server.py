@@ -14,8 +14,8 @@ import requests
 from django.db import connection
 
 from jobs_fixtures import database_url, redis_url  # noqa: F401
-from live_server import LiveServer, free_port
-from tunerweb.up import ROOT, web_server_argv
+from live_server import LiveServer
+from tunerweb.up import ROOT, free_port, web_server_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 APP_NAME = "tunerweb-test-web"

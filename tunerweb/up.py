@@ -92,6 +92,13 @@ def reachable(host: str, port: int) -> bool:
         return False
 
 
+def free_port() -> int:
+    """A TCP port free on the loopback now (for test and benchmark servers)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def wait_for_port(host: str, port: int, timeout: float = 30) -> None:
     """Until something listens at host:port, so the URL printed answers at once."""
     deadline = time.monotonic() + timeout
