@@ -5,7 +5,8 @@ server, in one run, while a replay job runs.
         .venv/bin/python -m benchmarks.load [--clients 50] [--seconds 30] [--trials 800] [--out docs/benchmarks/load.md]
 
 Re-creates the PostgreSQL database DATABASE_URL names (its name must contain "bench", so a
-real database is never dropped), migrates it and imports TVM's TopHub log. Then, for each
+real database is never dropped), migrates it and imports TVM's TopHub log (`--tophub`, by default
+../shared/data/tophub/cuda_v0.08.log). Then, for each
 server in turn: starts it on a free loopback port, a replay worker (the committed C12 H200
 recording, paced so the job spans the load) and an n-trial job through the API, and sends
 `--clients` concurrent clients for `--seconds` seconds, each a keep-alive session that asks in
@@ -37,7 +38,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = ROOT / "tests" / "data" / "c12_h200_recording.log.gz"
-TOPHUB = ROOT / "tests" / "data" / "tophub_cuda_v0.08.log"
+TOPHUB = ROOT.parent / "shared" / "data" / "tophub" / "cuda_v0.08.log"  # third-party data, kept beside the checkout
 WEB_APP_NAME = "tunerweb-load-web"  # application_name of the web server's connections
 REQUEST_TIMEOUT = 10.0
 MAX_CLIENTS = 200
@@ -245,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="each client's pause after an answer, in ms; a list runs each (1000: people and the job "
                              "page's polling; 0: clients that never pause, the server saturated)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "load.md")
+    parser.add_argument("--tophub", type=Path, default=TOPHUB, help="TVM's TopHub CUDA log, for the leaderboards")
     options = parser.parse_args(argv)
     if not 1 <= options.clients <= MAX_CLIENTS or not 1 <= options.seconds <= MAX_SECONDS:
         raise SystemExit(f"--clients is 1..{MAX_CLIENTS}, --seconds 1..{MAX_SECONDS}")
@@ -261,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     env = django_env(database_url, redis_url, log_dir / "var")
     manage(env, "migrate", "--noinput", "-v", "0")
     manage(env, "collectstatic", "--noinput", "-v", "0")
-    manage(env, "import_records", str(TOPHUB))
+    manage(env, "import_records", str(options.tophub))
     setup = json.loads(manage(env, "shell", "--no-imports", "-c", SETUP).strip().splitlines()[-1])
 
     rows = []

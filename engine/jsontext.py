@@ -31,7 +31,7 @@ def depth(value: Any) -> int:
     return deepest
 
 
-def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """`json.loads`, refusing (UnreadableJSON) nesting deeper than `max_depth` and lone
     surrogates; JSONDecodeError as json raises it for text that is not JSON."""
     try:

@@ -7,9 +7,9 @@ from functools import partial
 from typing import Any
 
 from . import jsontext
-from .records import canonical_args
+from .logfile import canonical_args
 from .space import ConfigEntity, ConfigSpace
-from .templates import BadArgs, DeviceLimits, Template, get_template
+from .ops import BadArgs, DeviceLimits, Template, get_template
 
 
 @dataclass(eq=False)
@@ -26,7 +26,7 @@ class Task:
 
     @property
     def workload_key(self) -> tuple[str, str]:
-        """(task name, canonical args): the same key as engine.records.Record.workload_key."""
+        """(task name, canonical args): the same key as engine.logfile.Record.workload_key."""
         return (self.name, canonical_args(self.args))
 
     def why_invalid(self, config: ConfigEntity) -> str | None:
@@ -46,7 +46,7 @@ def args_from_json(text: str) -> list:
     """Workload args typed as JSON text, as in a log's `input`; BadArgs with a readable reason.
     The command line, the job form and baseline files all read typed args through here."""
     try:
-        args = jsontext.loads(text)
+        args = jsontext.parse_json(text)
     except json.JSONDecodeError as exc:
         raise BadArgs(f"args are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except jsontext.UnreadableJSON as exc:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from records.bests import best_config_for, best_of
 
 from .models import Job, JobRun
 
@@ -20,11 +19,11 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    owner = run.job.owner  # whoever may see the job sees what its owner may
-    board = best_config_for(run.job.workload, run.device, owner)
+    readable = run.job.workload.records.visible_to(run.job.owner)  # who may see the job sees what its owner may
+    board = readable.filter(device=run.device).best()
     if board is not None and board.pk != best.pk:
         return board
-    return best_of(run.job.workload.records.visible_to(owner).exclude(device=run.device))
+    return readable.exclude(device=run.device).best()
 
 
 def run_summary(run: JobRun) -> dict:

@@ -1,5 +1,5 @@
-"""URL converters: a GPU model in a path is the slug logs may carry (engine.records.MODEL_SLUG)."""
-from engine.records import MODEL_SLUG
+"""URL converters: a GPU model in a path is the slug logs may carry (engine.logfile.MODEL_SLUG)."""
+from engine import MODEL_SLUG
 
 
 class GPUModelConverter:

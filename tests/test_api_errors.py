@@ -9,7 +9,6 @@ from django.test import Client
 
 from jobs.models import Job
 from jobs_fixtures import C12_JOB as GOOD
-from jobs_fixtures import recording_path, redis_url, replay_gpu  # noqa: F401
 from live_server import LiveServer
 from tunerweb.up import free_port
 

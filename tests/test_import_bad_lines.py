@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from engine import create_task
-from engine.records import format_record
+from engine.logfile import format_record
 from engine.synthetic import synthetic_recording
 from engine.workloads import PRESETS
 from records.importing import MAX_LINE_BYTES  # noqa: E402

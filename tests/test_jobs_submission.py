@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from jobs.models import Job, JobRun, State
 from jobs_fixtures import C12_JOB as GOOD
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, replay_gpu  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 
 pytestmark = pytest.mark.django_db
 

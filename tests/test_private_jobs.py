@@ -8,7 +8,7 @@ from jobs.models import Job, JobRun
 from jobs.recording import open_batch
 from records.models import MeasurementRecord
 from factories import make_device, make_record, make_workload
-from jobs_fixtures import C12_JOB, recording_path, redis_url, replay_gpu  # noqa: F401
+from jobs_fixtures import C12_JOB
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,6 @@ from django.urls import reverse
 from jobs.models import Job, JobRun, State, Worker
 from jobs.tokens import issue_token
 from jobs_fixtures import C12_JOB, WorkerProcess, database_url, wait_for
-from jobs_fixtures import own_redis, recording_path, replay_gpu  # noqa: F401
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

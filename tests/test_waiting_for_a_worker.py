@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobRun, State
 from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 from records.models import Workload
 
 pytestmark = pytest.mark.django_db

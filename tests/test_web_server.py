@@ -13,7 +13,7 @@ import pytest
 import requests
 from django.db import connection
 
-from jobs_fixtures import database_url, redis_url  # noqa: F401
+from jobs_fixtures import database_url
 from live_server import LiveServer
 from tunerweb.up import ROOT, free_port, web_server_argv
 

@@ -1,6 +1,6 @@
 """Workloads are told apart by a digest of their canonical args and keep the args whole, so
-args of any length store on PostgreSQL as on SQLite: a custom kernel with a 150 KB source,
-a job of it, and the migration that brought the digest in over existing rows."""
+args of any length store on PostgreSQL as on SQLite: a custom kernel with a 150 KB source
+and the migration that brought the digest in over existing rows."""
 import hashlib
 import random
 
@@ -9,9 +9,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
-from engine.records import canonical_args
+from engine.logfile import canonical_args
 from jobs.custom_kernels import add_custom_kernel, stored_kernel_for
-from records.importing import Catalog
 from records.models import Workload
 from test_custom_kernel_pages import SOURCE, full_spec, staff  # noqa: F401
 
@@ -42,10 +41,10 @@ def test_a_custom_kernel_with_a_150_kb_source_is_stored_found_and_shown(staff, c
 
 
 def test_workloads_that_differ_only_in_long_args_are_two(db):
-    catalog = Catalog()
+    catalog = Workload.objects.catalog()
     a, _ = catalog.workload("t", [{"text": "a" * 50_000 + large_source(5_000)}])
     b, _ = catalog.workload("t", [{"text": "a" * 50_000 + large_source(5_000) + "b"}])
-    again, _ = Catalog().workload("t", [{"text": "a" * 50_000 + large_source(5_000)}])
+    again, _ = Workload.objects.catalog().workload("t", [{"text": "a" * 50_000 + large_source(5_000)}])
 
     assert a.pk != b.pk and again.pk == a.pk
     assert a.args_digest == hashlib.sha256(a.args_json.encode()).hexdigest()

@@ -1,4 +1,4 @@
-"""Request bodies read as JSON with engine.jsontext's limits (nesting depth, lone surrogates)."""
+"""Request bodies read as JSON with the engine's limits (`parse_json`: nesting depth, lone surrogates)."""
 from __future__ import annotations
 
 import codecs
@@ -8,7 +8,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from engine import jsontext
+from engine import parse_json
 
 
 class LimitedJSONParser(JSONParser):
@@ -16,7 +16,7 @@ class LimitedJSONParser(JSONParser):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = codecs.getreader(encoding)(stream).read()
-            return jsontext.loads(text)
+            return parse_json(text)
         except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError and UnreadableJSON are ValueErrors
             if isinstance(exc, json.JSONDecodeError):
                 raise ParseError(f"JSON parse error - {exc.msg} at line {exc.lineno} column {exc.colno}") from None

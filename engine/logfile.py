@@ -8,6 +8,7 @@ Inside tunerweb an error is `error_no != NO_ERROR` with empty `costs`; the
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
@@ -15,7 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from os import PathLike
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, BinaryIO, Iterable, Iterator, TextIO
 
 from . import jsontext
 
@@ -55,8 +56,24 @@ class LegacyLineError(LogLineError):
     """A version 0.1 line (`{"i": .., "r": .., "v": 0.1}`): skipped, not imported."""
 
 
+class Outcome:
+    """The rule of a measurement's outcome, written once for a log record and a measurer's
+    result alike: it ran when it has no error and a time; its cost is the mean of its times."""
+
+    error_no: ErrorNo
+    costs: tuple[float, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
+
+    @property
+    def mean_cost(self) -> float | None:
+        return sum(self.costs) / len(self.costs) if self.ok else None
+
+
 @dataclass(frozen=True)
-class Record:
+class Record(Outcome):
     target: str
     task_name: str
     args: list
@@ -70,14 +87,6 @@ class Record:
     tvm_version: str = PRODUCER
     error_msg: str = ""
     code_hash: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
-
-    @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok else None
 
     @property
     def model(self) -> str:
@@ -131,7 +140,7 @@ def parse_line(text: str) -> Record | None:
     if not text or text.startswith("#"):
         return None
     try:
-        row = jsontext.loads(text)
+        row = jsontext.parse_json(text)
     except json.JSONDecodeError as exc:
         raise LogLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     except jsontext.UnreadableJSON as exc:
@@ -239,6 +248,96 @@ class LogFileError(ValueError):
     """A file that cannot be read as a text log at all (binary, not UTF-8, a broken gzip)."""
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass
+class OverlongLine:
+    """In place of a line longer than a reader's limit: its length in bytes. Its bytes
+    were read past in blocks, never held whole."""
+
+    size: int
+
+
+_BLOCK_BYTES = 64 * 1024
+
+
+def log_lines(stream: BinaryIO, name: str = "the file", *, max_line_bytes: int | None = None,
+              digest=None) -> Iterator[bytes | OverlongLine]:
+    """The lines of a log as bytes, from a binary stream, plain or gzipped: told by its first
+    two bytes, not by its name, so an upload, an API post, the command line and a replay
+    recording read alike. LogFileError (naming `name`) when gzip data is broken.
+
+    With `max_line_bytes`, a longer line comes as an OverlongLine and memory stays bounded
+    whatever the file holds; `digest` (a hashlib object) is fed every byte read."""
+    head = stream.read(2)
+    if stream.seekable():
+        stream.seek(0)
+        body = stream
+    else:
+        body = io.BufferedReader(_Prepended(head, stream))
+    source = gzip.GzipFile(fileobj=body, mode="rb") if head == GZIP_MAGIC else body
+    try:
+        if max_line_bytes is None and digest is None:
+            yield from source
+        else:
+            yield from _bounded_lines(source, max_line_bytes, digest)
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise LogFileError(f"{name} is not a readable gzip file") from None
+
+
+def _bounded_lines(source: BinaryIO, limit: int | None, digest) -> Iterator[bytes | OverlongLine]:
+    """`source`'s lines, each with its newline, read in blocks; one longer than `limit`
+    comes as OverlongLine, its bytes dropped on the way."""
+    limit = limit if limit is not None else float("inf")
+    pending = b""
+    overlong: OverlongLine | None = None
+    while block := source.read(_BLOCK_BYTES):
+        if isinstance(block, str):  # a text stream: its lines come as UTF-8 bytes like any other's
+            block = block.encode("utf-8", "surrogatepass")
+        if digest is not None:
+            digest.update(block)
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
+            piece, start = block[start:end + 1], end + 1
+            if overlong is not None:
+                overlong.size += len(piece)
+                yield overlong
+                overlong = None
+            elif len(pending) + len(piece) > limit:
+                yield OverlongLine(len(pending) + len(piece))
+            else:
+                yield pending + piece
+            pending = b""
+        rest = block[start:]
+        if overlong is not None:
+            overlong.size += len(rest)
+        elif len(pending) + len(rest) > limit:
+            overlong, pending = OverlongLine(len(pending) + len(rest)), b""
+        else:
+            pending += rest
+    if overlong is not None:
+        yield overlong
+    elif pending:
+        yield pending
+
+
+class _Prepended(io.RawIOBase):
+    """A stream that cannot seek, its first bytes read already and given back."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._head or self._rest.read(len(buffer))
+        data, self._head = data[:len(buffer)], data[len(buffer):]
+        buffer[:len(data)] = data
+        return len(data)
+
+
 @dataclass(frozen=True)
 class LogFile:
     """What `read_log_file` found: the records, and each unreadable line with its reason."""
@@ -248,26 +347,33 @@ class LogFile:
 
 
 def read_log_file(path: str | PathLike) -> LogFile:
-    """Scan a log file, gzipped (name ending `.gz`) or plain.
+    """Scan a log file, gzipped or plain (see `log_lines`).
 
-    OSError when it cannot be opened; LogFileError when it is not UTF-8 text (or not
-    gzip data despite its name). Malformed lines are kept in `bad_lines`, never raised.
+    OSError when it cannot be opened; LogFileError when it is not UTF-8 text (or broken
+    gzip data). Malformed lines are kept in `bad_lines`, never raised.
     """
-    opener = gzip.open if str(path).endswith(".gz") else open
     records: list[Record] = []
     bad: list[tuple[int, LogLineError]] = []
     try:
-        with opener(path, "rt", encoding="utf-8") as stream:
-            for lineno, item in scan_log(stream):
+        with open(path, "rb") as stream:
+            lines = (line.decode("utf-8") for line in log_lines(stream, str(path)))
+            for lineno, item in scan_log(lines):
                 if isinstance(item, Record):
                     records.append(item)
                 else:
                     bad.append((lineno, item))
     except UnicodeDecodeError:
         raise LogFileError(f"{path} is not a UTF-8 text log") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error):
-        raise LogFileError(f"{path} is not a readable gzip file") from None
     return LogFile(records, bad)
+
+
+def read_history(path: str | PathLike) -> list[Record]:
+    """The records of a log that a tuning run appends to, none when it does not exist yet:
+    the history `engine.tune` resumes from."""
+    try:
+        return read_log_file(path).records
+    except FileNotFoundError:
+        return []
 
 
 def write_records(stream: TextIO, records: Iterable[Record]) -> int:
