@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
 from .models import Job, JobRun
 from .progress import job_progress, job_summary
-from .submission import SEED_MAX, check_idempotency_key, check_request, submit_job
+from .submission import SEED_MAX, check_idempotency_key, check_remeasure_request, check_request, submit_job
 
 
 class JobRequestSerializer(serializers.Serializer):
@@ -31,9 +31,32 @@ class JobRequestSerializer(serializers.Serializer):
     gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models, e.g. [\"h200\"]")
     seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=SEED_MAX)
     private = serializers.BooleanField(default=False, help_text="only you and staff read the job's records")
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                     help_text="distinct configs confirmed when the run ends (0: none; default 5)")
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                      help_text="interleaved confirmation rounds (at least 5)")
 
     def validate(self, data):
         return check_request(**data)
+
+
+class RemeasureRequestSerializer(serializers.Serializer):
+    """`{"kind": "remeasure", ...}`: configs measured again by the confirmation protocol."""
+
+    kind = serializers.ChoiceField(choices=["remeasure"])
+    workload = serializers.IntegerField(help_text="workload id")
+    from_batch = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                          help_text="an import batch: its best configs of the workload")
+    from_device = serializers.CharField(required=False, allow_null=True, default=None,
+                                        help_text="a GPU model: the top-k configs of its leaderboard")
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None)
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None)
+    gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models to measure on")
+
+    def validate(self, data):
+        data = dict(data)
+        data.pop("kind")
+        return check_remeasure_request(**data)
 
 
 class JobPages(PageNumberPagination):
@@ -58,6 +81,8 @@ class JobListCreate(APIView):
     @extend_schema(
         operation_id="jobs_create",
         request=JobRequestSerializer,
+        description="A tuning job; or, with `\"kind\": \"remeasure\"` (RemeasureRequestSerializer's fields), "
+                    "a re-measure job.",
         parameters=[OpenApiParameter(
             "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
             description="any string of yours (at most 128 characters): a retry with the same key returns "
@@ -71,7 +96,8 @@ class JobListCreate(APIView):
         },
     )
     def post(self, request):
-        serializer = JobRequestSerializer(data=request.data)
+        is_remeasure = isinstance(request.data, dict) and request.data.get("kind") == "remeasure"
+        serializer = (RemeasureRequestSerializer if is_remeasure else JobRequestSerializer)(data=request.data)
         serializer.is_valid(raise_exception=True)
         key = check_idempotency_key(request.headers.get("Idempotency-Key", ""))
         submission = submit_job(request.user, serializer.validated_data, idempotency_key=key)

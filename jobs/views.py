@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm
+from .forms import CustomKernelForm, JobForm, RemeasureForm
 from .models import CustomKernel, Job, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
@@ -32,21 +32,31 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": jobs[:200]})
 
 
-@login_required
-def submit(request):
-    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    form = JobForm(request.POST or None, initial=request.GET.dict())
+def _submit(request, form, template: str):
+    """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
         submission = submit_job(request.user, form.request, form.cleaned_data["idempotency_key"])
         if submission.queue_errors:
             # The form again, with its key: submitting it once more returns this job.
             context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors}
-            return render(request, "jobs/submit.html", context, status=503)
+            return render(request, template, context, status=503)
         messages.success(request, f"Job {submission.job.pk} is queued." if submission.created
                          else f"Job {submission.job.pk} was submitted already; here it is.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/submit.html", {"form": form}, status=status)
+    return render(request, template, {"form": form}, status=status)
+
+
+@login_required
+def submit(request):
+    # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html")
+
+
+@login_required
+def remeasure(request):
+    # A leaderboard's "re-measure" link prefills the workload and the GPU.
+    return _submit(request, RemeasureForm(request.POST or None, initial=request.GET.dict()), "jobs/remeasure.html")
 
 
 @login_required

@@ -16,7 +16,7 @@ def fill_digests(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("records", "0004_workload_bytes_moved"),
+        ("records", "0006_config_and_confirmation_indexes"),
     ]
 
     operations = [

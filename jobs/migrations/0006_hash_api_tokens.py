@@ -14,7 +14,7 @@ def hash_keys(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0004_job_idempotency_key"),
+        ("jobs", "0005_job_idempotency_key"),
         ("authtoken", "0004_alter_tokenproxy_options"),
     ]
 

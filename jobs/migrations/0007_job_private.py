@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0005_hash_api_tokens'),
+        ('jobs', '0006_hash_api_tokens'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0003_jobrun_figures_from_records'),
+        ('jobs', '0004_remeasure_and_confirmations'),
         ('records', '0004_workload_bytes_moved'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
