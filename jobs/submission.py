@@ -194,13 +194,12 @@ def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str
 
 def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | None:
     online = online_devices()
-    workload_key = [*Workload.key_of(task_name, args)]
     for model in gpus:
         workers = online.get(model)
         if not workers:
             known = ", ".join(sorted(online)) or "none"
             return f"no GPU of model {model!r} is online (online now: {known})"
-        if not any(w.is_replay is False or workload_key in w.workloads for w in workers):
+        if not any(w.serves(task_name, args) for w in workers):
             return (
                 f"{model} is a replay device: it answers only for the workloads in its recording, "
                 f"and this workload is not one of them"

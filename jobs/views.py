@@ -3,18 +3,22 @@ the workers page, the profile page with the API token, and custom kernels (list,
 for staff, detail). Each view authorises, calls one jobs/ function and renders."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from records.permissions import public_read
+from records.sorting import sorting_from
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm, RemeasureForm
+from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
@@ -26,31 +30,44 @@ def _job_for(request, pk: int) -> Job:
     return get_object_or_404(Job.objects.visible_to(request.user).select_related("workload", "owner"), pk=pk)
 
 
+JOB_COLUMNS = {"job": "id", "state": "state", "task": "workload__task_name", "tuner": "tuner",
+               "budget": "n_trial", "submitted": "created_at"}
+
+
 @login_required
 def job_list(request):
-    jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related("runs__device")
-    return render(request, "jobs/list.html", {"jobs": jobs[:200]})
+    sorting = sorting_from(request.GET, JOB_COLUMNS)
+    runs = Prefetch("runs", JobRun.objects.select_related("device", "best_record"))
+    jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(runs)
+    return render(request, "jobs/list.html", {
+        "jobs": sorting.queryset(jobs)[:200], "sorting": sorting, "sort_error": sorting.error,
+    }, status=400 if sorting.error else 200)
 
 
-def _submit(request, form, template: str):
+def _submit(request, form, template: str, extra: dict | None = None):
     """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
         submission = submit_job(request.user, form.request, form.cleaned_data["idempotency_key"])
         if submission.queue_errors:
             # The form again, with its key: submitting it once more returns this job.
-            context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors}
+            context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors, **(extra or {})}
             return render(request, template, context, status=503)
-        messages.success(request, f"Job {submission.job.pk} is queued." if submission.created
-                         else f"Job {submission.job.pk} was submitted already; here it is.")
+        if submission.created:
+            # Said in the past tense: the message stays on the page while the job moves on.
+            gpus = ", ".join(run.device.model for run in submission.job.runs.select_related("device"))
+            messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
+        else:
+            messages.info(request, f"Job {submission.job.pk} was submitted already; here it is.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
-    return render(request, template, {"form": form}, status=status)
+    return render(request, template, {"form": form, **(extra or {})}, status=status)
 
 
 @login_required
 def submit(request):
     # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html")
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html",
+                   {"presets": preset_availability()})
 
 
 @login_required
@@ -91,8 +108,10 @@ def workers(request):
 def profile(request):
     # The new key is shown in this one answer only: just its hash is kept.
     new_key = issue_token(request.user) if request.method == "POST" else None
+    online = sorted({worker.queue for worker in Worker.objects.online()})
     return render(request, "jobs/profile.html", {
         "token": Token.objects.filter(user=request.user).first(), "new_key": new_key,
+        "example_gpus": json.dumps(online[:1] or ["GPU-MODEL"]), "online_gpus": online,
     })
 
 

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 
-from .compare import DeviceComparison, WorkloadComparison
+from .compare import DeviceComparison, RecordsComparison, WorkloadComparison
 from .diffs import ConfigDiff
 from .models import MeasurementRecord
 from .speedups import SpeedupTable
@@ -143,6 +143,19 @@ def workload_compare_table(comparison: WorkloadComparison) -> Table:
         ["gflops"] + [gflops(best.gflops) for best in comparison.bests] + [""],
     ]
     rows += [[knob.name] + [_json_or_empty(v) for v in knob.values] + [knob.differs] for knob in comparison.knobs]
+    return header, rows
+
+
+def records_compare_table(comparison: RecordsComparison, only_differences: bool) -> Table:
+    header = ["row"] + [f"record_{record.pk}" for record in comparison.records] + ["differs"]
+    rows = [
+        ["gpu"] + [record.device.model for record in comparison.records] + [""],
+        ["workload_id"] + [record.workload_id for record in comparison.records] + [""],
+        ["time_us"] + [usec(record.mean_cost) for record in comparison.records] + [""],
+        ["time_over_first"] + ["" if r is None else f"{r:.3f}" for r in comparison.ratios()] + [""],
+    ]
+    rows += [[knob.name] + [_json_or_empty(v) for v in knob.values] + [knob.differs]
+             for knob in comparison.shown_knobs(only_differences)]
     return header, rows
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from .models import Device, MeasurementRecord, Workload, valid_filter
+from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
 from .visibility import PUBLIC, records_q
 
 _VALID = valid_filter("records__")
@@ -31,25 +31,46 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
+SUMMARY_COLUMNS = ("record_count", "valid_count", "best_gflops")
+
+
 def summarize(workloads: QuerySet, viewer=PUBLIC) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS,
-    of the records `viewer` may read.
+    """`workloads` with how many records (and valid ones) each has and its best GFLOPS, of
+    the records `viewer` may read, in their order (summarized already, they come back as they are).
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
+    if "record_count" in workloads.query.annotations:
+        return workloads
     counted = _counted(viewer)
     return workloads.annotate(
         record_count=Count("records", filter=counted),
         valid_count=Count("records", filter=_VALID & counted),
         best_gflops=Max("records__gflops", filter=_VALID & counted),
-    ).order_by("task_name", "id")
+    )
+
+
+def dashboard_workloads(search: str, sorting, viewer=PUBLIC) -> QuerySet:
+    """The dashboard's workloads matching `search`, in `sorting`'s order. Ordering by a count
+    or a best means summarizing every workload's records (seconds with a million); any other
+    order leaves that to `workload_rows`, for one page."""
+    workloads = search_workloads(search)
+    if sorting.column is not None and sorting.columns[sorting.column] in SUMMARY_COLUMNS:
+        workloads = summarize(workloads, viewer)
+    return sorting.queryset(workloads, tiebreak=("task_name", "id"))
 
 
 def workload_rows(page_of_workloads, viewer=PUBLIC) -> list[tuple[Workload, list[Device]]]:
-    """A dashboard page: each workload summarized, with the GPUs that have records of it."""
+    """A dashboard page, in the page's order: each workload summarized, with the GPUs that
+    have records of it and the GPU of its best GFLOPS (`best_gpu`), of what `viewer` may read."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids, viewer)
-    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids), viewer)]
+    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
+    fastest = MeasurementRecord.objects.visible_to(viewer).filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
+    summarized = summarize(Workload.objects.filter(pk__in=ids), viewer).annotate(
+        best_gpu=Subquery(fastest.values("device__model")[:1]))
+    by_id = {workload.pk: workload for workload in summarized}
+    return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 
 
 def task_summaries(viewer=PUBLIC) -> list[dict]:

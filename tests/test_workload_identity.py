@@ -53,8 +53,8 @@ def test_workloads_that_differ_only_in_long_args_are_two(db):
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_existing_workloads_their_digest():
     executor = MigrationExecutor(connection)
-    executor.migrate([("records", "0006_config_and_confirmation_indexes")])
-    old_apps = executor.loader.project_state([("records", "0006_config_and_confirmation_indexes")]).apps
+    executor.migrate([("records", "0007_fill_conv2d_bytes_moved")])
+    old_apps = executor.loader.project_state([("records", "0007_fill_conv2d_bytes_moved")]).apps
     args_json = canonical_args([["TENSOR", [1, 512, 7, 7], "float32"]])
     pk = old_apps.get_model("records", "Workload").objects.create(task_name="conv2d_nchw.cuda", args_json=args_json).pk
 

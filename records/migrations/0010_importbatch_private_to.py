@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('records', '0008_device_model_slug'),
+        ('records', '0009_device_model_slug'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -16,7 +16,7 @@ def fill_digests(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("records", "0006_config_and_confirmation_indexes"),
+        ("records", "0007_fill_conv2d_bytes_moved"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('records', '0007_workload_args_digest'),
+        ('records', '0008_workload_args_digest'),
     ]
 
     operations = [
