@@ -107,10 +107,11 @@ def workers(request):
 @login_required
 def profile(request):
     # The new key is shown in this one answer only: just its hash is kept.
+    replaced = Token.objects.filter(user=request.user).exists()
     new_key = issue_token(request.user) if request.method == "POST" else None
     online = sorted({worker.queue for worker in Worker.objects.online()})
     return render(request, "jobs/profile.html", {
-        "token": Token.objects.filter(user=request.user).first(), "new_key": new_key,
+        "token": Token.objects.filter(user=request.user).first(), "new_key": new_key, "replaced": replaced,
         "example_gpus": json.dumps(online[:1] or ["GPU-MODEL"]), "online_gpus": online,
     })
 

@@ -43,6 +43,8 @@ def pages(w) -> dict[str, str]:
         "record page": f"/records/{secret}/", "api record": f"/api/records/{secret}/",
         "import page": f"/imports/{batch}/", "batch download": f"/export/records.log?batch={batch}",
         "diff": f"/diff/?a={public}&b={secret}", "api diff": f"/api/diff/?a={public}&b={secret}",
+        "compare records": f"/compare/records/?r={public}&r={secret}", "knobs": f"/leaderboard/{wl}/knobs/",
+        "roofline": "/roofline/?device=h200", "speedups": "/speedups/?device=h200",
     }
 
 
