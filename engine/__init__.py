@@ -22,13 +22,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     # logs
     "engine.logfile": ("ErrorNo", "Record", "LogLineError", "LegacyLineError", "LogFileError", "canonical_args",
                        "format_record", "log_lines", "scan_log", "read_log_file", "read_history", "write_records",
-                       "make_target", "target_model", "pick_best"),
+                       "make_target", "target_model", "pick_best", "MODEL_SLUG", "OverlongLine"),
     "engine.baselines": ("PROVIDERS", "DEFAULT_CONFIG_BASELINE", "baseline_provider_of", "baseline_version"),
     # measuring
     "engine.measure": ("DeviceInfo", "MeasureResult", "Measurer", "make_measurer"),
     "engine.replay": ("ReplayMeasurer", "PacedReplayMeasurer", "RecordingError", "load_recording", "recording_model",
                       "restrict_to_recording"),
     "engine.synthetic": ("synthetic_recording",),
+    "engine.jsontext": ("parse_json", "UnreadableJSON"),
     # confirmations and the code a record measured
     "engine.confirm": ("MIN_ROUNDS", "Confirmation", "Contender", "ReplayStopwatch", "Role", "Spread", "Stopwatch",
                        "Timing", "Unready", "confirm_contenders", "contenders_for", "entities_of", "top_k_distinct"),

@@ -18,12 +18,16 @@ from enum import IntEnum
 from os import PathLike
 from typing import Any, BinaryIO, Iterable, Iterator, TextIO
 
+from . import jsontext
+
 LOG_VERSION = 0.2
 PRODUCER = "tunerweb-0.1"
 ERROR_COST = 1e9
 UNKNOWN_MODEL = "unknown"
 
 _MODEL_RE = re.compile(r"(?:^|\s)-model=(\S+)")
+# GPU model names become URLs, queue names and file names: lower-case slugs only.
+MODEL_SLUG = re.compile(r"[a-z0-9._-]+")
 
 
 class ErrorNo(IntEnum):
@@ -136,9 +140,11 @@ def parse_line(text: str) -> Record | None:
     if not text or text.startswith("#"):
         return None
     try:
-        row = json.loads(text)
+        row = jsontext.parse_json(text)
     except json.JSONDecodeError as exc:
         raise LogLineError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except jsontext.UnreadableJSON as exc:
+        raise LogLineError(str(exc)) from None
     _require(isinstance(row, dict), "not a JSON object")
     if "v" in row and "i" in row:
         raise LegacyLineError(f"version {row.get('v')} record (only version 0.2 is read)")
@@ -151,6 +157,9 @@ def parse_line(text: str) -> Record | None:
     _require(isinstance(inp, list) and len(inp) == 4, "input is not [target, task_name, args, kwargs]")
     target, task_name, args, kwargs = inp
     _require(isinstance(target, str) and target.strip() != "", "input target is not a string")
+    model = target_model(target)
+    if not MODEL_SLUG.fullmatch(model):
+        raise LogLineError(f"GPU model {model[:60]!r} in the target is not a slug of a-z, 0-9, '.', '_' and '-'")
     _require(isinstance(task_name, str) and task_name.strip() != "", "input task name is not a string")
     _require(isinstance(args, list), "input args is not a list")
     _require(isinstance(kwargs, dict), "input kwargs is not an object")
@@ -242,23 +251,75 @@ class LogFileError(ValueError):
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def log_lines(stream: BinaryIO, name: str = "the file") -> Iterator[bytes]:
+@dataclass
+class OverlongLine:
+    """In place of a line longer than a reader's limit: its length in bytes. Its bytes
+    were read past in blocks, never held whole."""
+
+    size: int
+
+
+_BLOCK_BYTES = 64 * 1024
+
+
+def log_lines(stream: BinaryIO, name: str = "the file", *, max_line_bytes: int | None = None,
+              digest=None) -> Iterator[bytes | OverlongLine]:
     """The lines of a log as bytes, from a binary stream, plain or gzipped: told by its first
     two bytes, not by its name, so an upload, an API post, the command line and a replay
-    recording read alike. LogFileError (naming `name`) when gzip data is broken."""
+    recording read alike. LogFileError (naming `name`) when gzip data is broken.
+
+    With `max_line_bytes`, a longer line comes as an OverlongLine and memory stays bounded
+    whatever the file holds; `digest` (a hashlib object) is fed every byte read."""
     head = stream.read(2)
     if stream.seekable():
         stream.seek(0)
         body = stream
     else:
         body = io.BufferedReader(_Prepended(head, stream))
-    if head != GZIP_MAGIC:
-        yield from body
-        return
+    source = gzip.GzipFile(fileobj=body, mode="rb") if head == GZIP_MAGIC else body
     try:
-        yield from gzip.GzipFile(fileobj=body, mode="rb")
+        if max_line_bytes is None and digest is None:
+            yield from source
+        else:
+            yield from _bounded_lines(source, max_line_bytes, digest)
     except (gzip.BadGzipFile, EOFError, zlib.error):
         raise LogFileError(f"{name} is not a readable gzip file") from None
+
+
+def _bounded_lines(source: BinaryIO, limit: int | None, digest) -> Iterator[bytes | OverlongLine]:
+    """`source`'s lines, each with its newline, read in blocks; one longer than `limit`
+    comes as OverlongLine, its bytes dropped on the way."""
+    limit = limit if limit is not None else float("inf")
+    pending = b""
+    overlong: OverlongLine | None = None
+    while block := source.read(_BLOCK_BYTES):
+        if isinstance(block, str):  # a text stream: its lines come as UTF-8 bytes like any other's
+            block = block.encode("utf-8", "surrogatepass")
+        if digest is not None:
+            digest.update(block)
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
+            piece, start = block[start:end + 1], end + 1
+            if overlong is not None:
+                overlong.size += len(piece)
+                yield overlong
+                overlong = None
+            elif len(pending) + len(piece) > limit:
+                yield OverlongLine(len(pending) + len(piece))
+            else:
+                yield pending + piece
+            pending = b""
+        rest = block[start:]
+        if overlong is not None:
+            overlong.size += len(rest)
+        elif len(pending) + len(rest) > limit:
+            overlong, pending = OverlongLine(len(pending) + len(rest)), b""
+        else:
+            pending += rest
+    if overlong is not None:
+        yield overlong
+    elif pending:
+        yield pending
 
 
 class _Prepended(io.RawIOBase):

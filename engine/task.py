@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from . import jsontext
 from .logfile import canonical_args
 from .space import ConfigEntity, ConfigSpace
 from .ops import BadArgs, DeviceLimits, Template, get_template
@@ -45,9 +46,11 @@ def args_from_json(text: str) -> list:
     """Workload args typed as JSON text, as in a log's `input`; BadArgs with a readable reason.
     The command line, the job form and baseline files all read typed args through here."""
     try:
-        args = json.loads(text)
+        args = jsontext.parse_json(text)
     except json.JSONDecodeError as exc:
         raise BadArgs(f"args are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except jsontext.UnreadableJSON as exc:
+        raise BadArgs(f"args are refused: {exc}") from None
     if not isinstance(args, list):
         raise BadArgs("args must be a JSON list, as in a log's input, e.g. [[\"TENSOR\", [1, 512, 7, 7], \"float32\"], ...]")
     return args

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
 from .models import Job, JobRun
 from .progress import job_progress, job_summary
-from .submission import check_remeasure_request, check_request, submit_job
+from .submission import SEED_MAX, check_idempotency_key, check_remeasure_request, check_request, submit_job
 
 
 class JobRequestSerializer(serializers.Serializer):
@@ -29,7 +29,8 @@ class JobRequestSerializer(serializers.Serializer):
     n_trial = serializers.IntegerField(help_text="trial budget per GPU")
     early_stopping = serializers.IntegerField(required=False, allow_null=True, default=None)
     gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models, e.g. [\"h200\"]")
-    seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=SEED_MAX)
+    private = serializers.BooleanField(default=False, help_text="only you and staff read the job's records")
     top_k = serializers.IntegerField(required=False, allow_null=True, default=None,
                                      help_text="distinct configs confirmed when the run ends (0: none; default 5)")
     rounds = serializers.IntegerField(required=False, allow_null=True, default=None,
@@ -82,23 +83,30 @@ class JobListCreate(APIView):
         request=JobRequestSerializer,
         description="A tuning job; or, with `\"kind\": \"remeasure\"` (RemeasureRequestSerializer's fields), "
                     "a re-measure job.",
+        parameters=[OpenApiParameter(
+            "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
+            description="any string of yours (at most 128 characters): a retry with the same key returns "
+                        "the job the first request made instead of making another",
+        )],
         responses={
             201: OpenApiTypes.OBJECT,
-            400: OpenApiResponse(description="a field is wrong; the body names it and says why"),
-            503: OpenApiResponse(description="the job is saved and queued, but the task queue is unreachable"),
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the job an earlier request with this Idempotency-Key made"),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="a field is wrong; the body names it and says why"),
+            503: OpenApiResponse(OpenApiTypes.OBJECT, description="the job is saved and queued, but the task queue is unreachable"),
         },
     )
     def post(self, request):
         is_remeasure = isinstance(request.data, dict) and request.data.get("kind") == "remeasure"
         serializer = (RemeasureRequestSerializer if is_remeasure else JobRequestSerializer)(data=request.data)
         serializer.is_valid(raise_exception=True)
-        submission = submit_job(request.user, serializer.validated_data)
+        key = check_idempotency_key(request.headers.get("Idempotency-Key", ""))
+        submission = submit_job(request.user, serializer.validated_data, idempotency_key=key)
         body = job_progress(submission.job)
         if submission.queue_errors:
             return Response(
                 {"detail": " ".join(submission.queue_errors), "job": body}, status=status.HTTP_503_SERVICE_UNAVAILABLE
             )
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK)
 
 
 class JobDetail(APIView):

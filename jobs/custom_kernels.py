@@ -12,7 +12,8 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from engine import CUSTOM_TEMPLATE, MAX_SOURCE_CHARS, CustomParams, SpecError, canonical_args, parse_spec
+from engine import (CUSTOM_TEMPLATE, MAX_SOURCE_CHARS, CustomParams, SpecError, UnreadableJSON, canonical_args,
+                    parse_json, parse_spec)
 from records.custom_specs import KernelSummary
 from records.models import Workload
 
@@ -38,9 +39,11 @@ class CustomKernelError(ValueError):
 def spec_from_fields(source: str, spec_text: str) -> dict:
     """The spec from the form: its JSON, with the source from its own field when given."""
     try:
-        spec = json.loads(spec_text)
+        spec = parse_json(spec_text)
     except json.JSONDecodeError as exc:
         raise CustomKernelError("spec", f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except UnreadableJSON as exc:
+        raise CustomKernelError("spec", f"refused: {exc}") from None
     if not isinstance(spec, dict):
         raise CustomKernelError("spec", "must be a JSON object")
     if source.strip():
@@ -90,8 +93,8 @@ def add_custom_kernel(user, name: str, spec) -> CustomKernel:
 
 def stored_kernel_for(args: list) -> CustomKernel | None:
     """The custom kernel staff added whose args these are, or None."""
-    task_name, args_json = Workload.key_of(CUSTOM_TEMPLATE, args)
-    return CustomKernel.objects.filter(workload__task_name=task_name, workload__args_json=args_json).first()
+    workload = Workload.find(CUSTOM_TEMPLATE, args)
+    return CustomKernel.objects.filter(workload=workload).first() if workload else None
 
 
 def summarize(kernel: CustomKernel) -> KernelSummary:

@@ -2,14 +2,16 @@
 themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
+import uuid
+
 from django import forms
 from django.conf import settings
 
 from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
-from .models import CustomKernel
-from .submission import JobRequest, check_remeasure_request, check_request, online_devices
+from .models import IDEMPOTENCY_KEY_CHARS, CustomKernel
+from .submission import JobRequest, check_idempotency_key, check_remeasure_request, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
 
@@ -57,9 +59,14 @@ class JobRequestForm(forms.Form):
     """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
     the GPUs online now; `request` holds it once the form is valid."""
 
+    # Made when the form is shown and posted back with it: submitting twice (a retry
+    # after "the task queue is unreachable", a double click) returns the first job.
+    idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=IDEMPOTENCY_KEY_CHARS)
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["gpus"].choices = gpu_choices()
+        self.fields["idempotency_key"].initial = uuid.uuid4().hex
         self.request: JobRequest | None = None
 
     def check(self, data: dict) -> JobRequest:
@@ -69,6 +76,7 @@ class JobRequestForm(forms.Form):
         data = super().clean()
         if not self.errors:
             self.request = self.check(data)
+            data["idempotency_key"] = check_idempotency_key(data.get("idempotency_key", ""))
         return data
 
 
@@ -90,6 +98,9 @@ class JobForm(JobRequestForm):
         "interleaved with the vendor baseline and the default config (0: none; empty: the site's default)",
     )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
+    private = forms.BooleanField(
+        required=False, label="Private", help_text="only you and staff see this job's records, on every page and download",
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -122,7 +133,7 @@ class JobForm(JobRequestForm):
         return check_request(
             template=data.get("template", ""), preset=data.get("preset", ""), args=args,
             tuner=data.get("tuner", ""), n_trial=data.get("n_trial"), gpus=data.get("gpus"),
-            early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
+            early_stopping=data.get("early_stopping"), top_k=data.get("top_k"), private=data.get("private", False),
         )
 
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.urls import reverse
 from django.utils import timezone
 
@@ -33,6 +33,7 @@ class State(models.TextChoices):
 
 
 ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+IDEMPOTENCY_KEY_CHARS = 128
 
 
 class JobQuerySet(models.QuerySet):
@@ -62,6 +63,13 @@ class Job(models.Model):
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
     seed = models.BigIntegerField(null=True, blank=True)
+    private = models.BooleanField(
+        default=False, help_text="its records (leaderboards, downloads, imports) are read only by its owner and staff",
+    )
+    idempotency_key = models.CharField(
+        max_length=IDEMPOTENCY_KEY_CHARS, blank=True,
+        help_text="the client's Idempotency-Key: a retry with the same key returns this job instead of a new one",
+    )
     top_k = models.PositiveSmallIntegerField(
         default=5, help_text="distinct configs confirmed after tuning (0: none), or re-measured from a leaderboard"
     )
@@ -80,6 +88,12 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+                name="one_job_per_idempotency_key",
+            ),
+        ]
 
     def __str__(self) -> str:
         if self.kind == JobKind.REMEASURE:
@@ -130,6 +144,10 @@ class Job(models.Model):
 class WorkerQuerySet(models.QuerySet):
     def online(self) -> "WorkerQuerySet":
         return self.filter(last_heartbeat__gte=stale_before())
+
+    def last_seen(self, queue: str):
+        """The last heartbeat of any worker of `queue`, or None if none ever beat."""
+        return self.filter(queue=queue).aggregate(seen=Max("last_heartbeat"))["seen"]
 
 
 class Worker(models.Model):
@@ -187,6 +205,12 @@ class JobRunQuerySet(models.QuerySet):
         """Runs with what their headline figures read, in this one query: the GPU, the
         best record, and the records counted (a list of runs then reads no more)."""
         return self.select_related("device", "best_record").annotate(record_count=Count("batch__records"))
+
+    def waiting_for_workers(self) -> list[tuple["JobRun", str]]:
+        """Active runs waiting for a worker of their GPU model, with what they wait for."""
+        active = self.filter(state__in=ACTIVE_STATES).select_related("device", "job")
+        found = ((run, run.waiting_for_worker()) for run in active)
+        return [(run, waiting) for run, waiting in found if waiting]
 
 
 class JobRun(models.Model):
@@ -261,6 +285,22 @@ class JobRun(models.Model):
         if self.state != State.CANCELLED or self.claim_token is None:
             return True
         return self.heartbeat_at is None or self.heartbeat_at < stale_before()
+
+    def waiting_for_worker(self) -> str | None:
+        """What an active run waits for when no worker of its GPU model has been online for
+        longer than TUNERWEB_WORKER_WAIT_SECONDS (without it a run under a worker that died
+        reads "running" for ever); None while one is online, or the wait is still short."""
+        if self.state not in ACTIVE_STATES:
+            return None
+        seen = Worker.objects.last_seen(self.queue)
+        if seen is not None and seen >= stale_before():
+            return None
+        since = seen or self.job.created_at
+        if timezone.now() - since <= timedelta(seconds=settings.TUNERWEB_WORKER_WAIT_SECONDS):
+            return None
+        if seen is None:
+            return f"waiting for a worker of model {self.queue}; none has been online"
+        return f"waiting for a worker of model {self.queue}; none online since {seen:%Y-%m-%d %H:%M:%S} UTC"
 
     def records(self):
         """This run's measurements, in the order they were stored."""

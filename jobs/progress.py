@@ -22,10 +22,11 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    board = run.job.workload.records.filter(device=run.device).best()
+    readable = run.job.workload.records.visible_to(run.job.owner)  # who may see the job sees what its owner may
+    board = readable.filter(device=run.device).best()
     if board is not None and board.pk != best.pk:
         return board
-    return run.job.workload.records.exclude(device=run.device).best()
+    return readable.exclude(device=run.device).best()
 
 
 def run_summary(run: JobRun) -> dict:
@@ -78,6 +79,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             for i, r in enumerate(trials)
         ],
         "worker": str(run.worker) if run.worker else None,
+        "waiting_for_worker": run.waiting_for_worker(),
         "attempts": run.attempts,
         "started_at": _time(run.started_at),
         "finished_at": _time(run.finished_at),
@@ -140,6 +142,7 @@ def job_summary(job: Job, runs=None) -> dict:
         "tuner": job.tuner,
         "n_trial": job.n_trial,
         "early_stopping": job.early_stopping,
+        "private": job.private,
         "created_at": _time(job.created_at),
         "url": job.get_absolute_url(),
         "runs": [run_summary(run) for run in runs],

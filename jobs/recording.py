@@ -29,11 +29,13 @@ class RunCancelled(StopTuning):
 
 def open_batch(run: JobRun, field: str = "batch", source: str = ImportBatch.Source.ENGINE,
                prefix: str = "job") -> ImportBatch:
-    """The ImportBatch in `run.<field>` (its tuning records, or its confirmations), made on first use."""
+    """The ImportBatch in `run.<field>` (its tuning records, or its confirmations), made on first use;
+    a private job's batches are read only by its owner and staff."""
     batch = getattr(run, field)
     if batch is None:
         batch = ImportBatch.objects.create(
             file_name=f"{prefix}-{run.job_id}-{run.device.model}.log", source=source, created_by=run.job.owner,
+            private_to=run.job.owner if run.job.private else None,
         )
         setattr(run, field, batch)
         JobRun.objects.filter(pk=run.pk).update(**{field: batch})

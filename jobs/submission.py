@@ -3,9 +3,9 @@
 The form and the API both call `check_request` (one set of rules, one set of messages)
 and `submit_job`. Runs are sent to the broker only after the job is committed
 (pretix's TransactionAwareTask), so a worker never looks for a row that is not there.
-A broker that is down is retried once and then reported, never swallowed: the job
-stays queued in the database and `requeue_orphans` sends it when a worker starts or
-beats.
+A broker that is down is retried once and then reported within a second, never
+swallowed: the job stays queued in the database and `requeue_orphans` sends it when a
+worker starts or beats. A client's Idempotency-Key makes a retry return that job.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -26,13 +26,15 @@ from engine import (CUSTOM_TEMPLATE as CUSTOM, KERNEL_TUNER_TEMPLATE as KERNEL_T
 from records.models import Device, ImportBatch, Workload
 
 from .custom_kernels import stored_kernel_for
-from .models import Job, JobKind, JobRun, State, Worker, stale_before
+from .models import IDEMPOTENCY_KEY_CHARS, Job, JobKind, JobRun, State, Worker, stale_before
 
 log = logging.getLogger(__name__)
 
 # Retry a failed publish once, quickly, then tell the person.
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_RUN_TASK = "jobs.run_tuning_job"  # the Celery task's name (jobs/tasks.py), not a template's
+# The tuners seed NumPy's generators, which take 32-bit seeds.
+SEED_MAX = 2**32 - 1
 
 
 MAX_TOP_K = 50
@@ -51,6 +53,7 @@ class JobRequest:
     preset: str = ""
     early_stopping: int | None = None
     seed: int | None = None
+    private: bool = False
     kind: str = JobKind.TUNE
     top_k: int = 5
     rounds: int = 5
@@ -62,6 +65,7 @@ class JobRequest:
 class Submission:
     job: Job
     queue_errors: list[str] = field(default_factory=list)
+    created: bool = True  # False: an earlier request with the same Idempotency-Key made the job
 
 
 def online_devices() -> dict[str, list[Worker]]:
@@ -122,7 +126,7 @@ def check_remeasure_request(*, workload, gpus, from_batch=None, from_device=None
 
 def check_request(
     *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None,
-    top_k=None, rounds=None,
+    top_k=None, rounds=None, private: bool = False,
 ) -> JobRequest:
     """The request as a JobRequest, or ValidationError naming each bad field and why."""
     errors: dict[str, str] = {}
@@ -135,6 +139,8 @@ def check_request(
         errors["n_trial"] = f"the trial budget must be a whole number from 1 to {limit}"
     if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
         errors["early_stopping"] = "early stopping must be a positive number of trials, or empty for none"
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX):
+        errors["seed"] = f"the seed must be a whole number from 0 to {SEED_MAX} (2^32 - 1), or empty for a random one"
     gpu_list = list(gpus or [])
     if not gpu_list:
         errors["gpus"] = "choose at least one GPU model"
@@ -147,6 +153,7 @@ def check_request(
     return JobRequest(
         task_name=task_name, args=task_args, tuner=tuner, n_trial=n_trial, gpus=sorted(set(gpu_list)),
         preset=preset or "", early_stopping=early_stopping, seed=seed, top_k=top_k, rounds=rounds,
+        private=bool(private),
     )
 
 
@@ -203,23 +210,55 @@ def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | N
     return None
 
 
-def submit_job(user, request: JobRequest) -> Submission:
+def submit_job(user, request: JobRequest, idempotency_key: str = "") -> Submission:
     """Create the job and one run per GPU model; send the runs once committed.
 
+    With an `idempotency_key` this user sent before, no second job is made: the first
+    one is returned (`created` False) and its runs the broker never got are sent again.
     Inside an outer transaction the runs are sent when it commits, and their
     queue errors, if any, are only logged.
     """
-    with transaction.atomic():
-        workload, _note = Workload.objects.catalog().workload(request.task_name, request.args)
-        job = Job.objects.create(
-            owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
-            early_stopping=request.early_stopping, seed=request.seed, kind=request.kind, top_k=request.top_k,
-            rounds=request.rounds, from_batch=request.from_batch, from_device=request.from_device,
-        )
-        runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
-        submission = Submission(job)
-        transaction.on_commit(lambda: submission.queue_errors.extend(send_runs(runs)))
+    if idempotency_key:
+        earlier = _job_with_key(user, idempotency_key)
+        if earlier is not None:
+            return _resend(earlier)
+    try:
+        with transaction.atomic():
+            workload, _note = Workload.objects.catalog().workload(request.task_name, request.args)
+            job = Job.objects.create(
+                owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
+                early_stopping=request.early_stopping, seed=request.seed, kind=request.kind, top_k=request.top_k,
+                rounds=request.rounds, from_batch=request.from_batch, from_device=request.from_device,
+                private=request.private, idempotency_key=idempotency_key,
+            )
+            runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
+            submission = Submission(job)
+            transaction.on_commit(lambda: submission.queue_errors.extend(send_runs(runs)))
+    except IntegrityError:
+        # The same key sent twice at once: the other request made the job.
+        earlier = _job_with_key(user, idempotency_key) if idempotency_key else None
+        if earlier is None:
+            raise
+        return _resend(earlier)
     return submission
+
+
+def check_idempotency_key(key: str) -> str:
+    """The key as sent, or ValidationError: printable ASCII, at most IDEMPOTENCY_KEY_CHARS."""
+    if not key.isascii() or not key.isprintable() or len(key) > IDEMPOTENCY_KEY_CHARS:
+        raise ValidationError(
+            {"idempotency_key": f"the Idempotency-Key must be printable ASCII of at most {IDEMPOTENCY_KEY_CHARS} characters"}
+        )
+    return key.strip()
+
+
+def _job_with_key(user, key: str) -> Job | None:
+    return Job.objects.filter(owner=user, idempotency_key=key).first()
+
+
+def _resend(job: Job) -> Submission:
+    unsent = list(job.runs.filter(state=State.QUEUED, enqueued_at__isnull=True).select_related("device"))
+    return Submission(job, queue_errors=send_runs(unsent), created=False)
 
 
 def send_runs(runs: list[JobRun]) -> list[str]:
@@ -242,9 +281,11 @@ def send_run(run: JobRun) -> None:
     url = settings.CELERY_BROKER_URL
     try:
         with current_app.connection_for_write(url) as connection:
+            # ignore_result: with a result backend Celery would subscribe to the task's
+            # result first, and a Redis that is down then holds the request for 19 s.
             current_app.send_task(
                 CELERY_RUN_TASK, args=(run.pk,), queue=run.queue, connection=connection,
-                retry=True, retry_policy=PUBLISH_RETRY,
+                retry=True, retry_policy=PUBLISH_RETRY, ignore_result=True,
             )
     except (OperationalError, OSError) as exc:
         raise QueueUnavailable(

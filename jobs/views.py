@@ -22,7 +22,7 @@ from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
-from .tokens import token_for
+from .tokens import issue_token
 
 
 def _job_for(request, pk: int) -> Job:
@@ -47,13 +47,17 @@ def job_list(request):
 def _submit(request, form, template: str, extra: dict | None = None):
     """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
-        submission = submit_job(request.user, form.request)
-        for error in submission.queue_errors:
-            messages.error(request, error)
-        if not submission.queue_errors:
+        submission = submit_job(request.user, form.request, form.cleaned_data["idempotency_key"])
+        if submission.queue_errors:
+            # The form again, with its key: submitting it once more returns this job.
+            context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors, **(extra or {})}
+            return render(request, template, context, status=503)
+        if submission.created:
             # Said in the past tense: the message stays on the page while the job moves on.
             gpus = ", ".join(run.device.model for run in submission.job.runs.select_related("device"))
             messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
+        else:
+            messages.info(request, f"Job {submission.job.pk} was submitted already; here it is.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
     return render(request, template, {"form": form, **(extra or {})}, status=status)
@@ -97,21 +101,18 @@ def cancel(request, pk: int):
 @public_read
 def workers(request):
     rows = Worker.objects.select_related("device")
-    return render(request, "jobs/workers.html", {"workers": rows})
+    return render(request, "jobs/workers.html", {"workers": rows, "waiting": JobRun.objects.waiting_for_workers()})
 
 
 @login_required
 def profile(request):
-    if request.method == "POST":
-        had_one = Token.objects.filter(user=request.user).exists()
-        token_for(request.user, renew=True)
-        messages.success(request, "A new API token is made; the old one no longer works." if had_one
-                         else "Your API token is made.")
-        return redirect("jobs:profile")
+    # The new key is shown in this one answer only: just its hash is kept.
+    replaced = Token.objects.filter(user=request.user).exists()
+    new_key = issue_token(request.user) if request.method == "POST" else None
     online = sorted({worker.queue for worker in Worker.objects.online()})
     return render(request, "jobs/profile.html", {
-        "token": Token.objects.filter(user=request.user).first(), "example_gpus": json.dumps(online[:1] or ["GPU-MODEL"]),
-        "online_gpus": online,
+        "token": Token.objects.filter(user=request.user).first(), "new_key": new_key, "replaced": replaced,
+        "example_gpus": json.dumps(online[:1] or ["GPU-MODEL"]), "online_gpus": online,
     })
 
 

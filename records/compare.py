@@ -9,6 +9,7 @@ from .diffs import knob_names, knobs_as_tuned
 from .models import Device, Workload
 from .speedups import device_bests, geomean, rounds_of
 from .standings import Ratio, Standing, workload_bests
+from .visibility import PUBLIC
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ class WorkloadComparison:
         return [record.device for record in self.bests]
 
 
-def compare_workload(workload: Workload) -> WorkloadComparison:
+def compare_workload(workload: Workload, viewer=PUBLIC) -> WorkloadComparison:
     """Each GPU's best config of `workload`, knob rows aligned across GPUs."""
-    bests = workload_bests(workload)
+    bests = workload_bests(workload, viewer=viewer)
     defaults = workload.knob_defaults()
     tuned = [knobs_as_tuned(best.record, defaults) for best in bests]
     knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
@@ -76,10 +77,10 @@ class DeviceComparison:
         return geomean(row.speedup for row in self.rows)
 
 
-def compare_devices(device_a: Device, device_b: Device) -> DeviceComparison:
+def compare_devices(device_a: Device, device_b: Device, viewer=PUBLIC) -> DeviceComparison:
     """Every workload both GPUs have a best for, with b's speedup over a."""
     hashes = CodeHashes()
-    bests_a, bests_b = device_bests(device_a, hashes), device_bests(device_b, hashes)
+    bests_a, bests_b = device_bests(device_a, hashes, viewer), device_bests(device_b, hashes, viewer)
     rows = [
         HeadToHeadRow(workload=best_a.workload, best_a=best_a, best_b=bests_b[workload_id])
         for workload_id, best_a in bests_a.items()

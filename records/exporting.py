@@ -8,8 +8,8 @@ import back into tunerweb and load in TVM's `apply_history_best` unchanged.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
 
 from django.db.models import QuerySet
 from django.utils.text import slugify
@@ -17,6 +17,7 @@ from django.utils.text import slugify
 from engine import format_record
 
 from .models import Device, ImportBatch, MeasurementRecord, Workload
+from .visibility import PUBLIC
 
 ITERATOR_CHUNK = 2000
 
@@ -53,15 +54,17 @@ class ExportFilter:
     device: str | None = None
     batch: int | None = None
     task: str | None = None
+    viewer: Any = field(default=PUBLIC, compare=False)  # whose records (records.visibility)
 
     @classmethod
-    def from_params(cls, params: Mapping) -> "ExportFilter":
+    def from_params(cls, params: Mapping, viewer=PUBLIC) -> "ExportFilter":
         """From query parameters or command options; raises ExportFilterError."""
         found = cls(
             workload=_optional_int(params, "workload"),
             device=_optional_name(params, "device"),
             batch=_optional_int(params, "batch"),
             task=_optional_name(params, "task"),
+            viewer=viewer,
         )
         found.check_targets_exist()
         return found
@@ -71,13 +74,13 @@ class ExportFilter:
             raise UnknownFilterTarget(f"no workload with id {self.workload}")
         if self.device is not None and not Device.objects.filter(model=self.device).exists():
             raise UnknownFilterTarget(f"no GPU model {self.device!r}")
-        if self.batch is not None and not ImportBatch.objects.filter(pk=self.batch).exists():
+        if self.batch is not None and not ImportBatch.objects.visible_to(self.viewer).filter(pk=self.batch).exists():
             raise UnknownFilterTarget(f"no import batch with id {self.batch}")
         if self.task is not None and not Workload.objects.filter(task_name=self.task).exists():
             raise UnknownFilterTarget(f"no workload of task {self.task!r}")
 
     def records(self) -> QuerySet:
-        records = MeasurementRecord.objects.all()
+        records = MeasurementRecord.objects.visible_to(self.viewer)
         if self.workload is not None:
             records = records.filter(workload_id=self.workload)
         if self.device is not None:

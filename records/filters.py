@@ -10,6 +10,7 @@ from engine import ErrorNo
 from .environments import GROUPABLE, environment_filter
 from .leaderboards import search_workloads
 from .models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
+from .visibility import PUBLIC
 
 
 def task_choices() -> list[tuple[str, str]]:
@@ -126,9 +127,18 @@ class DiffForm(forms.Form):
     b = _record_field("Record B")
     only = forms.BooleanField(required=False, label="Differences only")
 
+    def __init__(self, *args, viewer=PUBLIC, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("a", "b"):  # a record `viewer` may not read is no record at all
+            self.fields[name].queryset = self.fields[name].queryset.visible_to(viewer)
+
 
 class CompareRecordsForm(forms.Form):
     """`?r=ID&r=ID...`: the records ticked on a table, compared in the order given."""
+
+    def __init__(self, *args, viewer=PUBLIC, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["r"].queryset = self.fields["r"].queryset.visible_to(viewer)  # another's private record is no record
 
     MAX_RECORDS = 20
     r = forms.ModelMultipleChoiceField(

@@ -20,11 +20,14 @@ from typing import BinaryIO, Iterable, Iterator
 
 from django.db import transaction
 
-from engine import LegacyLineError, LogFileError, LogLineError, Record, canonical_args, format_record, log_lines, scan_log
+from engine import (LegacyLineError, LogFileError, LogLineError, OverlongLine, Record, canonical_args, format_record,
+                    log_lines, scan_log)
 
 from .models import BIGINT_MAX, Catalog, Device, ImportBatch, MeasurementRecord, Workload
 
 CHUNK_SIZE = 2000
+# A longer line is malformed, unread: a custom kernel's whole spec is a few hundred KB.
+MAX_LINE_BYTES = 1024 * 1024
 MAX_PROBLEMS = 300
 # Duplicates noted by line (which line or record they repeat): the first few are enough to see why.
 MAX_DUPLICATE_NOTES = 20
@@ -91,22 +94,33 @@ def storage_problem(record: Record, line: str) -> str | None:
 
 
 class _Reader:
-    """Lines as text, with the file's sha256, its line count and the lines that
-    were not UTF-8 (decoded with replacement characters so numbering holds)."""
+    """Lines as text, with the file's sha256, its line count, the lines that were not
+    UTF-8 (decoded with replacement characters so numbering holds) and the lines longer
+    than MAX_LINE_BYTES (from a stream, `log_lines` never holds one whole).
 
-    def __init__(self, lines: Iterable[str | bytes]) -> None:
+    `digest`, when given, is the sha256 that `log_lines` fed while reading the stream."""
+
+    def __init__(self, lines: Iterable[str | bytes | OverlongLine], digest=None) -> None:
         self._lines = lines
-        self.sha256 = hashlib.sha256()
+        self.sha256 = digest or hashlib.sha256()
+        self._hash_lines = digest is None
         self.count = 0
         self.undecodable: set[int] = set()
+        self.overlong: dict[int, int] = {}  # line number: its length in bytes
 
     def __iter__(self) -> Iterator[str]:
         for self.count, raw in enumerate(self._lines, start=1):
+            if not isinstance(raw, OverlongLine) and self._hash_lines:
+                self.sha256.update(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
+            if not isinstance(raw, OverlongLine) and len(raw) > MAX_LINE_BYTES:
+                raw = OverlongLine(len(raw))
+            if isinstance(raw, OverlongLine):
+                self.overlong[self.count] = raw.size
+                yield "overlong line"  # not JSON: the parser reports it, take() says why
+                continue
             if isinstance(raw, str):
-                self.sha256.update(raw.encode("utf-8", "surrogatepass"))
                 text = raw
             else:
-                self.sha256.update(raw)
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -157,6 +171,10 @@ class _Importer:
             self.note(lineno, reason)
 
     def take(self, lineno: int, item: Record | LogLineError) -> None:
+        if lineno in self.reader.overlong:
+            self.malformed += 1
+            self.note(lineno, f"the line is {self.reader.overlong[lineno]} bytes, longer than the {MAX_LINE_BYTES} bytes a line may be")
+            return
         if lineno in self.reader.undecodable:
             self.malformed += 1
             self.note(lineno, "binary data or not UTF-8 text")
@@ -248,16 +266,18 @@ def import_log(
     """Import one log (lines, or a binary stream, plain or gzipped, read by the engine's
     `log_lines`); see the module docstring. Raises NotALogError, changing nothing, for a
     file that is not a log."""
+    digest = None
     if hasattr(lines, "read"):
-        lines = log_lines(lines, file_name)
+        digest = hashlib.sha256()
+        lines = log_lines(lines, file_name, max_line_bytes=MAX_LINE_BYTES, digest=digest)
     try:
-        return _import(lines, file_name, user, source)
+        return _import(lines, file_name, user, source, digest)
     except LogFileError as exc:  # a broken gzip, found while reading: nothing was kept
         raise NotALogError(str(exc)) from None
 
 
-def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> ImportBatch:
-    reader = _Reader(lines)
+def _import(lines: Iterable[str | bytes | OverlongLine], file_name: str, user, source: str, digest) -> ImportBatch:
+    reader = _Reader(lines, digest)
     items = scan_log(reader)
     head = _sniff(items, reader, file_name)
     with transaction.atomic():

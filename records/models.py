@@ -1,24 +1,30 @@
 """Devices, workloads, measurement records, baselines and the imports they came from."""
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 
-from engine import (PROVIDERS, BadArgs, ErrorNo, Record, UnknownTemplate, canonical_args, create_task, describe_workload,
-                    make_target)
+from engine import (MODEL_SLUG, PROVIDERS, BadArgs, ErrorNo, Record, UnknownTemplate, canonical_args, create_task,
+                    describe_workload, make_target)
 
 from .custom_specs import KernelSummary, kernel_summary
+from .visibility import batches_q, records_q
 
 
 class Device(models.Model):
     """A GPU model as written in a target's `-model=` (TopHub's `v100`, our `h200`)."""
 
-    model = models.SlugField(max_length=64, unique=True, help_text="the target's -model= value")
+    model = models.CharField(
+        max_length=64, unique=True, help_text="the target's -model= value",
+        validators=[RegexValidator(f"^{MODEL_SLUG.pattern}$", "a GPU model is a slug of a-z, 0-9, '.', '_' and '-'")],
+    )
     name = models.CharField(max_length=128, blank=True, help_text="marketing name, e.g. NVIDIA H200")
     compute_capability = models.CharField(max_length=8, blank=True)
     sm_count = models.PositiveIntegerField(null=True, blank=True)
@@ -39,6 +45,12 @@ class Device(models.Model):
     @property
     def target(self) -> str:
         return make_target(self.model)
+
+
+def args_digest(args_json: str) -> str:
+    """A workload's identity beside its task name: the sha256 of its canonical args, since
+    an index on the args themselves caps their size (PostgreSQL's at about 2.7 KB)."""
+    return hashlib.sha256(args_json.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 BIGINT_MAX = 2**63 - 1
@@ -70,7 +82,8 @@ class Catalog:
         if key not in self._workloads:
             flops, bytes_moved, note = _counts_or_note(task_name, args)
             workload, created = Workload.objects.get_or_create(
-                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": bytes_moved})
+                task_name=key[0], args_digest=args_digest(key[1]),
+                defaults={"args_json": key[1], "flops": flops, "bytes_moved": bytes_moved})
             self._workloads[key] = workload
             note = note if created else None
         self._by_repr[quick] = self._workloads[key]
@@ -98,7 +111,9 @@ class Workload(models.Model):
     """A task and its arguments, as in a log's `input`: one operator shape."""
 
     task_name = models.CharField(max_length=128, db_index=True)
-    args_json = models.TextField(help_text="canonical JSON of the task's args")
+    args_json = models.TextField(help_text="canonical JSON of the task's args, whole")
+    args_digest = models.CharField(max_length=64, db_index=True, editable=False,
+                                   help_text="sha256 of args_json: what tells workloads apart")
     flops = models.BigIntegerField(null=True, blank=True, help_text="floating-point operations of one run")
     bytes_moved = models.BigIntegerField(
         null=True, blank=True, help_text="bytes one run must read and write at the least (memory-bound templates)")
@@ -109,11 +124,15 @@ class Workload(models.Model):
     class Meta:
         ordering = ["task_name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["task_name", "args_json"], name="unique_workload"),
+            models.UniqueConstraint(fields=["task_name", "args_digest"], name="unique_workload_digest"),
         ]
 
     def __str__(self) -> str:
         return f"{self.task_name} {self.shape_summary}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.args_digest = args_digest(self.args_json)
+        super().save(*args, **kwargs)
 
     @property
     def args(self) -> list:
@@ -151,7 +170,7 @@ class Workload(models.Model):
     def same_shape(self):
         """Other tasks' workloads with exactly these args: TopHub tuned C12 only as
         `conv2d_nchw_winograd.cuda`, so its direct-convolution leaderboard points there."""
-        return Workload.objects.filter(args_json=self.args_json).exclude(pk=self.pk).order_by("task_name")
+        return Workload.objects.filter(args_digest=self.args_digest).exclude(pk=self.pk).order_by("task_name")
 
     def gflops(self, seconds: float | None) -> float | None:
         if not self.flops or not seconds:
@@ -161,6 +180,16 @@ class Workload(models.Model):
     @classmethod
     def key_of(cls, task_name: str, args: list) -> tuple[str, str]:
         return task_name, canonical_args(args)
+
+    @classmethod
+    def find(cls, task_name: str, args: list) -> "Workload | None":
+        """The stored workload of this task and args, or None."""
+        return cls.objects.filter(task_name=task_name, args_digest=args_digest(canonical_args(args))).first()
+
+
+class ImportBatchQuerySet(models.QuerySet):
+    def visible_to(self, viewer) -> "ImportBatchQuerySet":
+        return self.filter(batches_q(viewer))
 
 
 class ImportBatch(models.Model):
@@ -192,6 +221,12 @@ class ImportBatch(models.Model):
     legacy_skipped = models.PositiveIntegerField(default=0, help_text="version 0.1 lines")
     malformed = models.PositiveIntegerField(default=0)
     problems = models.JSONField(default=list, blank=True, help_text="[{line, reason}], the first few hundred")
+    private_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="only this user and staff read this batch and its records (a private tuning job's)",
+    )
+
+    objects = ImportBatchQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -235,6 +270,10 @@ def valid_filter(prefix: str = "") -> Q:
 
 
 class RecordQuerySet(models.QuerySet):
+    def visible_to(self, viewer) -> "RecordQuerySet":
+        """The records `viewer` may read (records.visibility)."""
+        return self.filter(records_q(viewer))
+
     def valid(self) -> "RecordQuerySet":
         return self.filter(valid_filter())
 

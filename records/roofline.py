@@ -16,6 +16,7 @@ from django.db.models import Case, ExpressionWrapper, F, FloatField, Q, Value, W
 from django.db.models.functions import Cast, Coalesce, Least
 
 from .models import Device, MeasurementRecord
+from .visibility import PUBLIC
 
 REPLAY_SUFFIX = "-replay"
 
@@ -112,10 +113,10 @@ class Roofline:
         return self.peak.gflops / self.peak.bandwidth if self.peak else None
 
 
-def roofline(device: Device) -> Roofline:
-    """Each workload's best on `device` at its arithmetic intensity, under the GPU's roofs."""
+def roofline(device: Device, viewer=PUBLIC) -> Roofline:
+    """Each workload's best on `device` (of what `viewer` may read) at its arithmetic intensity, under the GPU's roofs."""
     points, without, peak = [], [], peak_of(device)
-    for best in MeasurementRecord.objects.filter(device=device).best_per_gpu():
+    for best in MeasurementRecord.objects.visible_to(viewer).filter(device=device).best_per_gpu():
         intensity = intensity_of(best.workload)
         if intensity is None or best.gflops is None:
             without.append(best)

@@ -16,6 +16,7 @@ from engine import Spread
 from .code_status import CodeHashes
 from .models import Baseline, Device, MeasurementRecord, Workload
 from .standings import Ratio, Standing, device_best
+from .visibility import PUBLIC
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -80,20 +81,21 @@ class SpeedupTable:
         return geomean(c.value for c in colds) if colds and all(colds) else None
 
 
-def device_bests(device: Device, hashes: CodeHashes | None = None) -> dict[int, Standing]:
-    """Workload id -> the GPU's best of it, for every workload it has records of."""
+def device_bests(device: Device, hashes: CodeHashes | None = None, viewer=PUBLIC) -> dict[int, Standing]:
+    """Workload id -> the GPU's best of it, for every workload it has records of (that `viewer` may read)."""
     hashes = hashes or CodeHashes()
-    ids = MeasurementRecord.objects.filter(device=device).valid().order_by().values("workload_id").distinct()
+    readable = MeasurementRecord.objects.visible_to(viewer).filter(device=device)
+    ids = readable.valid().order_by().values("workload_id").distinct()
     bests = {}
     for workload in Workload.objects.filter(pk__in=ids):
-        best = device_best(workload, device, hashes)
+        best = device_best(workload, device, hashes, viewer=viewer)
         if best is not None:
             bests[workload.pk] = best
     return bests
 
 
-def speedup_table(device: Device, provider: str) -> SpeedupTable:
-    bests = device_bests(device)
+def speedup_table(device: Device, provider: str, viewer=PUBLIC) -> SpeedupTable:
+    bests = device_bests(device, viewer=viewer)
     baselines = {
         b.workload_id: b
         for b in Baseline.objects.filter(device=device, provider=provider).select_related("workload", "device")

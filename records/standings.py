@@ -27,6 +27,7 @@ from engine import Spread
 
 from .code_status import CodeHashes, CodeStatus
 from .models import Device, MeasurementRecord, Workload
+from .visibility import PUBLIC
 
 Kind, Cache = MeasurementRecord.Kind, MeasurementRecord.Cache
 GROUP_FIELDS = ("device_id", "config_index", "code_hash")
@@ -121,8 +122,9 @@ class GroupRows:
     warm rows through the (workload, device, config) index, cold ones through the
     confirmations' index; a group's exact key is matched here, not in SQL."""
 
-    def __init__(self, workload: Workload) -> None:
+    def __init__(self, workload: Workload, viewer=PUBLIC) -> None:
         self.workload = workload
+        self.viewer = viewer  # whose records (records.visibility)
         self._rows: dict[tuple, list[MeasurementRecord]] = {}
 
     def of(self, keys: Iterable[tuple]) -> dict[tuple, list[MeasurementRecord]]:
@@ -138,7 +140,7 @@ class GroupRows:
         for device_id, config_index, _ in keys:
             by_device.setdefault(device_id, set()).add(config_index)
         narrow = reduce(or_, (Q(device_id=d, config_index__in=indexes) for d, indexes in by_device.items()))
-        mine = MeasurementRecord.objects.filter(workload=self.workload).valid()
+        mine = MeasurementRecord.objects.visible_to(self.viewer).filter(workload=self.workload).valid()
         rows = list(mine.filter(narrow, cache=Cache.WARM))
         rows += mine.filter(narrow, kind=Kind.CONFIRMATION, cache=Cache.COLD)
         for key in keys:
@@ -165,11 +167,11 @@ class Group:
         return (self.device_id, self.config_index, self.code_hash)
 
 
-def workload_groups(workload: Workload) -> list[Group]:
-    """Every group of the workload, fastest first, in one aggregate query (a page's bests and
-    its ranked table both read this list)."""
+def workload_groups(workload: Workload, viewer=PUBLIC) -> list[Group]:
+    """Every group of the workload (of the records `viewer` may read), fastest first, in one
+    aggregate query (a page's bests and its ranked table both read this list)."""
     query = (
-        MeasurementRecord.objects.filter(workload=workload, cache=Cache.WARM).valid()
+        MeasurementRecord.objects.visible_to(viewer).filter(workload=workload, cache=Cache.WARM).valid()
         .order_by().values_list(*GROUP_FIELDS).annotate(n=Count("*"), low=Min("mean_cost"), high=Max("mean_cost"))
         .order_by("low", "device_id", "config_index")
     )
@@ -190,10 +192,10 @@ def standings_of(workload: Workload, groups: Iterable[Group], hashes: CodeHashes
     return [standing_of(workload, devices[key[0]], found[key], hashes) for key in keys if key in found]
 
 
-def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
+def confirmed_keys(workload: Workload, viewer=PUBLIC) -> dict[int, list[tuple]]:
     """Device id -> the group keys of its confirmations of `workload` (an indexed query)."""
     found: dict[int, list[tuple]] = {}
-    keys = MeasurementRecord.objects.filter(workload=workload, kind=Kind.CONFIRMATION).valid()
+    keys = MeasurementRecord.objects.visible_to(viewer).filter(workload=workload, kind=Kind.CONFIRMATION).valid()
     for key in keys.order_by().values_list(*GROUP_FIELDS).distinct():
         found.setdefault(key[0], []).append(key)
     return found
@@ -201,12 +203,12 @@ def confirmed_keys(workload: Workload) -> dict[int, list[tuple]]:
 
 def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_changed: bool = False,
                 groups: list[Group] | None = None, confirmed: dict[int, list[tuple]] | None = None,
-                rows: GroupRows | None = None) -> Standing | None:
+                rows: GroupRows | None = None, viewer=PUBLIC) -> Standing | None:
     """The GPU's best config of `workload`: lowest confirmed median where it has
     confirmations, else lowest median of tuning measurements; with its tie count.
     `groups`, `confirmed` and `rows` (the workload's, when the caller has them) spare queries."""
-    confirmed = confirmed_keys(workload) if confirmed is None else confirmed
-    rows = rows or GroupRows(workload)
+    confirmed = confirmed_keys(workload, viewer) if confirmed is None else confirmed
+    rows = rows or GroupRows(workload, viewer)
     if confirmed.get(device.pk):
         keys = confirmed[device.pk]
         found = rows.of(keys)
@@ -216,7 +218,7 @@ def device_best(workload: Workload, device: Device, hashes: CodeHashes, show_cha
             best = min(eligible, key=_order)
             best.ties = sum(1 for s in eligible if s is not best and s.overlaps(best))
             return best
-    groups = workload_groups(workload) if groups is None else groups
+    groups = workload_groups(workload, viewer) if groups is None else groups
     mine = [g for g in groups if g.device_id == device.pk]
     return _best_of_tuning(workload, device, mine, hashes, show_changed, rows)
 
@@ -264,12 +266,13 @@ class Leaderboard:
 
 
 def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeHashes | None = None,
-                   groups: list[Group] | None = None, rows: GroupRows | None = None) -> list[Standing]:
-    """Each GPU's best of `workload`, fastest first; each marked when it ties with the first."""
+                   groups: list[Group] | None = None, rows: GroupRows | None = None, viewer=PUBLIC) -> list[Standing]:
+    """Each GPU's best of `workload` (among what `viewer` may read), fastest first; each marked
+    when it ties with the first."""
     hashes = hashes or CodeHashes()
-    groups = workload_groups(workload) if groups is None else groups
-    rows = rows or GroupRows(workload)
-    confirmed = confirmed_keys(workload)
+    groups = workload_groups(workload, viewer) if groups is None else groups
+    rows = rows or GroupRows(workload, viewer)
+    confirmed = confirmed_keys(workload, viewer)
     first: dict[int, list[tuple]] = {}
     for group in groups:  # every GPU's first chunk, read in one go
         keys = first.setdefault(group.device_id, [])
@@ -278,7 +281,7 @@ def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeH
     # ... with the ranked table's first page (what a leaderboard page shows below the bests).
     page = [group.key for group in groups[:FIRST_PAGE]]
     rows.of([key for keys in [*first.values(), *confirmed.values(), page] for key in keys])
-    bests = [device_best(workload, device, hashes, show_changed, groups, confirmed, rows)
+    bests = [device_best(workload, device, hashes, show_changed, groups, confirmed, rows, viewer)
              for device in Device.objects.filter(pk__in=list(first))]
     bests = sorted((b for b in bests if b is not None), key=_order)
     for other in bests[1:]:
@@ -286,9 +289,9 @@ def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeH
     return bests
 
 
-def leaderboard(workload: Workload, show_changed: bool = False) -> Leaderboard:
-    groups, rows = workload_groups(workload), GroupRows(workload)
-    bests = workload_bests(workload, show_changed, groups=groups, rows=rows)
+def leaderboard(workload: Workload, show_changed: bool = False, viewer=PUBLIC) -> Leaderboard:
+    groups, rows = workload_groups(workload, viewer), GroupRows(workload, viewer)
+    bests = workload_bests(workload, show_changed, groups=groups, rows=rows, viewer=viewer)
     return Leaderboard(workload=workload, bests=bests, groups=groups, rows=rows, show_changed=show_changed)
 
 

@@ -24,6 +24,7 @@ from engine import create_task
 from engine.logfile import write_records
 from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
+from tunerweb.up import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # Two test runs on one machine stay apart when each names its own database.
@@ -60,6 +61,46 @@ def redis_url(settings):
     client.close()
 
 
+class RedisProcess:
+    """A redis-server of this test's own on a free port, to take down and bring back."""
+
+    def __init__(self, port: int, data_dir: Path) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.data_dir = data_dir
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        wait_for(lambda: _answers(client), timeout=10, what=f"redis-server on port {self.port}")
+        client.close()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def _answers(client) -> bool:
+    try:
+        return client.ping()
+    except redis.ConnectionError:
+        return False
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A running redis-server of the test's own (RedisProcess), stopped at the end."""
+    server = RedisProcess(free_port(), tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def recording_path(tmp_path_factory) -> Path:
     """A deterministic replay recording of the C12 preset (the seed tutorial's workload)."""
@@ -69,6 +110,18 @@ def recording_path(tmp_path_factory) -> Path:
     with gzip.open(path, "wt", encoding="utf-8") as stream:
         write_records(stream, records)
     return path
+
+
+# A job the replay recording can answer: the API's body, the form's fields.
+C12_JOB = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 20, "gpus": [REPLAY_QUEUE]}
+
+
+@pytest.fixture
+def replay_gpu(recording_path):
+    """A replay worker that is online (its row, freshly beating; no process needed here)."""
+    from jobs.worker import register, replay_config
+
+    return register(replay_config(recording_path))
 
 
 def database_url() -> str:

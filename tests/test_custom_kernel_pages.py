@@ -12,7 +12,7 @@ from engine.workloads import PRESETS
 from jobs.custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, add_custom_kernel
 from jobs.models import CustomKernel, Job
 from jobs.submission import check_request
-from jobs.tokens import token_for
+from jobs.tokens import issue_token
 from records.models import Workload
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +105,7 @@ def test_a_source_over_the_size_cap_is_refused_by_the_form(staff_client):
 def test_a_spec_over_the_size_cap_is_refused_by_the_api(client, staff):
     padding = "// " + "x" * MAX_SPEC_CHARS + "\n"
     response = client.post("/api/custom-kernels/", {"name": "big", "spec": full_spec(source=SOURCE + padding)},
-                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {token_for(staff).key}")
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {issue_token(staff)}")
 
     assert response.status_code == 400
     assert f"more than {MAX_SPEC_CHARS}" in response.json()["spec"][0]
@@ -135,7 +135,7 @@ def test_an_anonymous_visitor_is_sent_to_log_in(client, kernel):
 
 def test_staff_add_a_kernel_through_the_api_with_a_token(client, staff):
     response = client.post("/api/custom-kernels/", {"name": "saxpy", "spec": full_spec()}, content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Token {token_for(staff).key}")
+                           HTTP_AUTHORIZATION=f"Token {issue_token(staff)}")
 
     assert response.status_code == 201
     kernel = CustomKernel.objects.get()
@@ -144,7 +144,7 @@ def test_staff_add_a_kernel_through_the_api_with_a_token(client, staff):
 
 def test_the_api_names_the_spec_field_that_is_wrong(client, staff):
     response = client.post("/api/custom-kernels/", {"name": "saxpy", "spec": full_spec(tune_params=[])},
-                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {token_for(staff).key}")
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {issue_token(staff)}")
 
     assert response.status_code == 400
     assert "custom kernel spec: tune_params" in response.json()["spec"][0]
@@ -153,7 +153,7 @@ def test_the_api_names_the_spec_field_that_is_wrong(client, staff):
 
 def test_the_api_refuses_alice_and_anonymous_callers(client, alice):
     as_alice = client.post("/api/custom-kernels/", {"name": "saxpy", "spec": full_spec()},
-                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {token_for(alice).key}")
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Token {issue_token(alice)}")
     anonymous = client.post("/api/custom-kernels/", {"name": "saxpy", "spec": full_spec()},
                             content_type="application/json")
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+from jobs.tokens import issue_token
 from rest_framework.test import APIClient
 
 from engine.logfile import canonical_args, pick_best, read_records
@@ -166,7 +166,7 @@ def test_downloads_need_a_login_when_reads_are_not_public(client, settings, alic
 @pytest.fixture
 def token_client(alice) -> APIClient:
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(alice)}")
     return api
 
 

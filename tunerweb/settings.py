@@ -2,6 +2,7 @@
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -16,8 +17,22 @@ DEBUG = envbool("DEBUG", False)
 # Without SECRET_KEY a fresh machine still starts: a key is made once and kept in
 # var/secret-key, so every process (web, workers) and every restart shares it.
 SECRET_KEY = envstr("SECRET_KEY", "") or private_file(VAR_DIR / "secret-key", lambda: secrets.token_urlsafe(50))
-ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+# Tests add Django's `testserver` themselves (setup_test_environment); a server never needs it.
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+# Behind HTTPS, TUNERWEB_HTTPS=true turns on the redirect, secure cookies and HSTS together
+# (each can still be set on its own); `manage.py check --deploy` then passes.
+TUNERWEB_HTTPS = envbool("TUNERWEB_HTTPS", False)
+SECURE_SSL_REDIRECT = envbool("TUNERWEB_SSL_REDIRECT", TUNERWEB_HTTPS)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = envbool("TUNERWEB_SECURE_COOKIES", TUNERWEB_HTTPS)
+SECURE_HSTS_SECONDS = envint("TUNERWEB_HSTS_SECONDS", 365 * 24 * 3600 if TUNERWEB_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("TUNERWEB_HSTS_INCLUDE_SUBDOMAINS", TUNERWEB_HTTPS)
+# Preloading is a promise to browsers that is slow to take back: only when asked.
+SECURE_HSTS_PRELOAD = envbool("TUNERWEB_HSTS_PRELOAD", False)
+# The header a TLS-terminating proxy sets, e.g. X-Forwarded-Proto; trust it only behind one.
+_proxy_header = envstr("TUNERWEB_PROXY_SSL_HEADER", "")
+SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https") if _proxy_header else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -33,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "axes",
     "records",
     "jobs",
 ]
@@ -40,6 +56,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "tunerweb.errors.ErrorMiddleware",
     "records.uploads.UploadSizeLimitMiddleware",  # before CSRF, which reads the body
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -47,7 +64,17 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
+
+# Login throttling (django-axes): after TUNERWEB_LOGIN_FAILURES wrong passwords for one user
+# from one address, that pair is refused for TUNERWEB_LOGIN_COOLOFF_MINUTES, right password or not.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("TUNERWEB_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("TUNERWEB_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "tunerweb.urls"
 TEMPLATES = [
@@ -68,7 +95,11 @@ WSGI_APPLICATION = "tunerweb.wsgi.application"
 
 _default_db = f"sqlite:///{VAR_DIR / 'tunerweb.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(envstr("DATABASE_URL", _default_db), conn_max_age=60)}
+    # A connection is kept per server thread (gunicorn's workers x threads bound them) and
+    # checked before reuse, so a database restart costs one failed check, not an error.
+    DATABASES = {"default": dj_database_url.parse(
+        envstr("DATABASE_URL", _default_db), conn_max_age=envint("TUNERWEB_DB_CONN_MAX_AGE", 60), conn_health_checks=True,
+    )}
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -112,7 +143,7 @@ TUNERWEB_PUBLIC_READ = envbool("TUNERWEB_PUBLIC_READ", True)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["records.permissions.ReadPublicWriteAuthenticated"],
@@ -120,6 +151,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "tunerweb.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "tunerweb.errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "tunerweb API",
@@ -150,6 +187,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("TUNERWEB_VISIBI
 # taken over by another worker of that GPU model.
 TUNERWEB_WORKER_HEARTBEAT_SECONDS = envint("TUNERWEB_WORKER_HEARTBEAT_SECONDS", 5)
 TUNERWEB_WORKER_STALE_SECONDS = envint("TUNERWEB_WORKER_STALE_SECONDS", 30)
+# A queued or running job whose GPU model has had no worker online for this long says so.
+TUNERWEB_WORKER_WAIT_SECONDS = envint("TUNERWEB_WORKER_WAIT_SECONDS", 60)
 # Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
 TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
 TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)

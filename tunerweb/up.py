@@ -2,8 +2,10 @@
 tuning worker per GPU (or a replay worker where there is no GPU) and the dashboard;
 stop everything cleanly on Ctrl-C.
 
-Run as `python -m tunerweb.up [--host H] [--port P]`. The processes it starts are
-listed in `Stack`; each is stopped, in reverse order, when any one exits or on Ctrl-C.
+Run as `python -m tunerweb.up [--host H] [--port P] [--dev-server]`. The dashboard is
+gunicorn (static files through whitenoise); `--dev-server` runs Django's development
+server instead. The processes it starts are listed in `Stack`; each is stopped, in
+reverse order, when any one exits or on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ ADMIN_USER = "admin"
 # H5's real H200 recording when it is committed; else a synthetic one is made in var/.
 RECORDINGS = [ROOT / "tests" / "data" / "c12_h200_recording.log.gz"]
 REPLAY_PACE = "0.05"  # seconds per replayed config, so progress is there to watch
+WEB_THREADS = 8
 
 
 class Stack:
@@ -87,6 +90,22 @@ def reachable(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now (for test and benchmark servers)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout: float = 30) -> None:
+    """Until something listens at host:port, so the URL printed answers at once."""
+    deadline = time.monotonic() + timeout
+    while not reachable(host, port):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the web server did not start listening on {host}:{port} within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 def ensure_redis(stack: Stack, redis_url: str, var_dir: Path) -> bool:
@@ -155,10 +174,43 @@ def start_workers(stack: Stack, var_dir: Path) -> str:
     return f"no GPU here: a replay worker answers from {recording}"
 
 
+def web_server_sizes(cpus: int | None = None) -> tuple[int, int]:
+    """(gunicorn workers, threads each): a process per core (two at least, so one slow
+    request never holds the site), and threads for the requests that wait on the database
+    meanwhile; TUNERWEB_WEB_WORKERS and TUNERWEB_WEB_THREADS override them. Each thread
+    keeps one database connection, so workers x threads bounds those."""
+    cpus = cpus or os.cpu_count() or 1
+    workers = int(os.environ.get("TUNERWEB_WEB_WORKERS") or max(2, min(cpus, 8)))
+    threads = int(os.environ.get("TUNERWEB_WEB_THREADS") or WEB_THREADS)
+    return workers, threads
+
+
+def web_server_argv(host: str, port: int, dev_server: bool = False, sizes: tuple[int, int] | None = None) -> list[str]:
+    if dev_server:
+        return [sys.executable, "manage.py", "runserver", "--noreload", f"{host}:{port}"]
+    workers, threads = sizes or web_server_sizes()
+    return [
+        sys.executable, "-m", "gunicorn", "tunerweb.wsgi:application", "--bind", f"{host}:{port}",
+        "--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread",
+        # An upload of the largest accepted log takes a while on a slow link.
+        "--timeout", "300", "--graceful-timeout", "10", "--access-logfile", "-",
+        # Its control socket is one path per user (~/.gunicorn): two servers would share it.
+        "--no-control-socket",
+    ]
+
+
+def web_server_env(dev_server: bool) -> dict[str, str]:
+    """The development server starts a thread per request, and a thread that ended
+    leaves its database connection open: it gets no persistent connections."""
+    return {**os.environ, "TUNERWEB_DB_CONN_MAX_AGE": "0"} if dev_server else dict(os.environ)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tw up", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("TUNERWEB_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("TUNERWEB_PORT", "8000")))
+    parser.add_argument("--dev-server", action="store_true",
+                        help="Django's development server instead of gunicorn (for debugging only)")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tunerweb.settings")
@@ -178,9 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         workers = "no workers (Redis is missing)"
         if ensure_redis(stack, settings.CELERY_BROKER_URL, var_dir):
             workers = start_workers(stack, var_dir)
-        stack.start("web", [sys.executable, "manage.py", "runserver", "--noreload", f"{args.host}:{args.port}"])
+        stack.start("web", web_server_argv(args.host, args.port, args.dev_server), stop_signal=signal.SIGTERM,
+                    env=web_server_env(args.dev_server))
+        wait_for_port(args.host, args.port)
         url = f"http://{args.host}:{args.port}/"
-        print(f"\ntunerweb is up at {url}\nlog in as {ADMIN_USER} / {password}\n{workers}\n"
+        server = "Django's development server" if args.dev_server else "gunicorn"
+        print(f"\ntunerweb is up at {url} ({server})\nlog in as {ADMIN_USER} / {password}\n{workers}\n"
               "Ctrl-C stops everything.\n", flush=True)
         ended = stack.wait_any()
         print(f"{ended} stopped; stopping the rest", file=sys.stderr)

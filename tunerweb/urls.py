@@ -16,3 +16,5 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("records.urls")),
 ]
+
+handler500 = "tunerweb.errors.server_error"

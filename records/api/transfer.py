@@ -1,6 +1,7 @@
 """JSON API for moving records in and out: log imports, baseline imports, log exports."""
 from __future__ import annotations
 
+from django.http import JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import renderers, serializers, status
@@ -128,7 +129,12 @@ class ExportView(APIView):
     kind: str  # "best" or "records"
 
     def get(self, request):
-        return export_response(request.query_params, self.kind)
+        return export_response(request.query_params, self.kind, request.user, error=_json_error)
+
+
+def _json_error(message: str, status_code: int) -> JsonResponse:
+    # Not a DRF Response: the view's first renderer is plain text, for the logs themselves.
+    return JsonResponse({"detail": message}, status=status_code)
 
 
 class BestExportView(ExportView):
@@ -137,7 +143,7 @@ class BestExportView(ExportView):
     @extend_schema(
         summary="Best config per (GPU model, workload) as an AutoTVM log",
         parameters=EXPORT_PARAMETERS,
-        responses={(200, "text/plain"): OpenApiTypes.STR, (400, "text/plain"): OpenApiTypes.STR, (404, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, 400: ERROR, 404: ERROR},
         tags=["exports"],
     )
     def get(self, request):
@@ -150,7 +156,7 @@ class RecordExportView(ExportView):
     @extend_schema(
         summary="Every selected record as an AutoTVM log",
         parameters=EXPORT_PARAMETERS,
-        responses={(200, "text/plain"): OpenApiTypes.STR, (400, "text/plain"): OpenApiTypes.STR, (404, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, 400: ERROR, 404: ERROR},
         tags=["exports"],
     )
     def get(self, request):

@@ -19,24 +19,25 @@ from ..standings import leaderboard
 from . import serializers as s
 
 
-def _valid(form_class, request, defaults: dict | None = None):
+def _valid(form_class, request, defaults: dict | None = None, **kwargs):
     data = request.query_params.copy()
     for name, value in (defaults or {}).items():
         data.setdefault(name, value)
-    form = form_class(data)
+    form = form_class(data, **kwargs)
     if not form.is_valid():
         raise ValidationError(form.errors)
     return form.cleaned_data
 
 
-class TaskListView(generics.GenericAPIView):
+class TaskListView(generics.ListAPIView):
     """Task names with their workload, record and GPU counts (the dashboard's first table)."""
 
     serializer_class = s.TaskSummarySerializer
     pagination_class = None
+    queryset = Workload.objects.none()  # for the schema: the answer is a list of task summaries
 
-    def get(self, request):
-        return Response(self.get_serializer(task_summaries(), many=True).data)
+    def get_queryset(self):
+        return task_summaries(self.request.user)
 
 
 class WorkloadListView(generics.ListAPIView):
@@ -49,14 +50,14 @@ class WorkloadListView(generics.ListAPIView):
     def paginate_queryset(self, queryset):
         # Count and slice plain workloads; summarize only the page's.
         page = super().paginate_queryset(queryset)
-        return list(summarize(Workload.objects.filter(pk__in=[workload.pk for workload in page])))
+        return list(summarize(Workload.objects.filter(pk__in=[workload.pk for workload in page]), self.request.user))
 
 
 class WorkloadDetailView(generics.RetrieveAPIView):
     serializer_class = s.WorkloadSummarySerializer
 
     def get_queryset(self):
-        return summarize(Workload.objects.all())
+        return summarize(Workload.objects.all(), self.request.user)
 
 
 class DeviceListView(generics.ListAPIView):
@@ -64,7 +65,7 @@ class DeviceListView(generics.ListAPIView):
     pagination_class = None
 
     def get_queryset(self):
-        return device_summaries()
+        return device_summaries(self.request.user)
 
 
 class DeviceDetailView(generics.RetrieveAPIView):
@@ -72,7 +73,7 @@ class DeviceDetailView(generics.RetrieveAPIView):
     lookup_field = "model"
 
     def get_queryset(self):
-        return device_summaries()
+        return device_summaries(self.request.user)
 
 
 class RecordListView(generics.ListAPIView):
@@ -82,10 +83,16 @@ class RecordListView(generics.ListAPIView):
     filterset_class = RecordFilter
     queryset = MeasurementRecord.objects.all()
 
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)
+
 
 class RecordDetailView(generics.RetrieveAPIView):
     serializer_class = s.RecordSerializer
     queryset = MeasurementRecord.objects.select_related("device")
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)
 
 
 class LeaderboardView(generics.GenericAPIView):
@@ -101,7 +108,8 @@ class LeaderboardView(generics.GenericAPIView):
     def get(self, request, pk: int):
         workload = get_object_or_404(Workload, pk=pk)
         params = _valid(LeaderboardForm, request)
-        return Response(self.get_serializer(leaderboard(workload, show_changed=params["show_changed"])).data)
+        board = leaderboard(workload, show_changed=params["show_changed"], viewer=request.user)
+        return Response(self.get_serializer(board).data)
 
 
 class DiffView(generics.GenericAPIView):
@@ -115,7 +123,7 @@ class DiffView(generics.GenericAPIView):
         OpenApiParameter("only", OpenApiTypes.BOOL, description="only the knobs that differ"),
     ])
     def get(self, request):
-        params = _valid(DiffForm, request)
+        params = _valid(DiffForm, request, viewer=request.user)
         diff = config_diff(params["a"], params["b"])
         return Response(s.DiffSerializer(diff, context={"only_differences": params["only"]}).data)
 
@@ -129,7 +137,7 @@ class CompareWorkloadView(generics.GenericAPIView):
     @extend_schema(operation_id="compare_workload")
     def get(self, request, pk: int):
         workload = get_object_or_404(Workload, pk=pk)
-        return Response(self.get_serializer(compare_workload(workload)).data)
+        return Response(self.get_serializer(compare_workload(workload, request.user)).data)
 
 
 class CompareDevicesView(generics.GenericAPIView):
@@ -143,7 +151,7 @@ class CompareDevicesView(generics.GenericAPIView):
     ])
     def get(self, request):
         params = _valid(CompareDevicesForm, request)
-        return Response(self.get_serializer(compare_devices(params["a"], params["b"])).data)
+        return Response(self.get_serializer(compare_devices(params["a"], params["b"], request.user)).data)
 
 
 class SpeedupView(generics.GenericAPIView):
@@ -158,4 +166,4 @@ class SpeedupView(generics.GenericAPIView):
     ])
     def get(self, request):
         params = _valid(SpeedupForm, request, defaults={"provider": Baseline.Provider.CUDNN})
-        return Response(self.get_serializer(speedup_table(params["device"], params["provider"])).data)
+        return Response(self.get_serializer(speedup_table(params["device"], params["provider"], request.user)).data)

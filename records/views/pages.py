@@ -41,14 +41,14 @@ def _query_without_page(request) -> str:
     return query.urlencode()
 
 
-def _param_form(form_class, request, defaults: dict | None = None):
+def _param_form(form_class, request, defaults: dict | None = None, **kwargs):
     """A bound form when the query names any of its fields, else an empty one to fill in."""
     if not any(name in request.GET for name in form_class.base_fields):
-        return form_class(initial=defaults)
+        return form_class(initial=defaults, **kwargs)
     data = request.GET.copy()
     for name, value in (defaults or {}).items():
         data.setdefault(name, value)
-    return form_class(data)
+    return form_class(data, **kwargs)
 
 
 def _status(*problems) -> int:
@@ -66,14 +66,14 @@ def _sorted_records(request, records):
 def home(request):
     search = request.GET.get("q", "")
     sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
-    workloads = dashboard_workloads(search, sorting)
+    workloads = dashboard_workloads(search, sorting, request.user)
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "workloads", {
-            "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
+            "workloads": lambda: csvout.workloads_table(summarize(workloads, request.user).iterator()),
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
-        "search": search, "tasks": task_summaries(), "page": page, "rows": workload_rows(page),
+        "search": search, "tasks": task_summaries(request.user), "page": page, "rows": workload_rows(page, request.user),
         "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
     }, status=_status(sorting.error))
 
@@ -83,7 +83,7 @@ def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     form = LeaderboardForm(request.GET)
     options = form.cleaned_data if form.is_valid() else {}
-    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False))
+    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
     groups = board.ranked(options.get("device"))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
@@ -107,7 +107,7 @@ def _with_workload(records, workload):
 
 @public_read
 def record_list(request):
-    records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
+    records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.visible_to(request.user))
     peaks, sorting, ordered = _sorted_records(request, records.qs)
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
@@ -123,18 +123,19 @@ def record_list(request):
 
 @public_read
 def record_detail(request, pk: int):
-    record = get_object_or_404(MeasurementRecord.objects.select_related("workload", "device", "batch"), pk=pk)
+    readable = MeasurementRecord.objects.visible_to(request.user)
+    record = get_object_or_404(readable.select_related("workload", "device", "batch"), pk=pk)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
-        "record": record, "best": MeasurementRecord.objects.filter(workload=record.workload, device=record.device).best(),
+        "record": record, "best": readable.filter(workload=record.workload, device=record.device).best(),
         "code_status": CodeHashes().status(record.workload, record.device, record.entity, record.code_hash),
     })
 
 
 @public_read
 def diff(request):
-    form = _param_form(DiffForm, request)
+    form = _param_form(DiffForm, request, viewer=request.user)
     if not form.is_bound or not form.is_valid():
         return render(request, "records/diff.html", {"form": form}, status=400 if form.is_bound else 200)
     only = form.cleaned_data["only"]
@@ -150,7 +151,7 @@ def diff(request):
 
 @public_read
 def compare_records(request):
-    form = _param_form(CompareRecordsForm, request)
+    form = _param_form(CompareRecordsForm, request, viewer=request.user)
     if not form.is_bound or not form.is_valid():
         return render(request, "records/compare_records.html", {"form": form}, status=_status(form.is_bound))
     comparison = compare_many_records(form.cleaned_data["r"])
@@ -168,7 +169,7 @@ def compare_records(request):
 @public_read
 def compare_workload(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
-    comparison = compare_one_workload(workload)
+    comparison = compare_one_workload(workload, request.user)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"compare-{workload.pk}", {
             "bests": lambda: csvout.workload_compare_table(comparison),
@@ -185,7 +186,7 @@ def compare_devices(request):
     context = {"form": form, "devices": Device.objects.all()}
     if not form.is_bound or not form.is_valid():
         return render(request, "records/compare_devices.html", context, status=400 if form.is_bound else 200)
-    comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"])
+    comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"], request.user)
     sorting = sorting_from(request.GET, HEAD_TO_HEAD_COLUMNS)
     comparison.rows = sorting.rows(comparison.rows)
     if csvout.wants_csv(request) and not sorting.error:
@@ -203,7 +204,7 @@ def speedups(request):
     context = {"form": form, "devices": Device.objects.all(), "providers": Baseline.Provider.choices}
     if not form.is_bound or not form.is_valid():
         return render(request, "records/speedups.html", context, status=400 if form.is_bound else 200)
-    table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"])
+    table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"], request.user)
     sorting = sorting_from(request.GET, SPEEDUP_COLUMNS)
     table.rows = sorting.rows(table.rows)
     if csvout.wants_csv(request) and not sorting.error:
@@ -222,7 +223,7 @@ def knobs(request, pk: int):
     form = KnobsForm(request.GET)
     if not form.is_valid():
         return render(request, "records/knobs.html", {"workload": workload, "form": form}, status=400)
-    records = workload.records.valid()
+    records = workload.records.visible_to(request.user).valid()
     for name in ("device", "batch"):
         if form.cleaned_data[name] is not None:
             records = records.filter(**{name: form.cleaned_data[name]})
@@ -239,14 +240,14 @@ def roofline_page(request):
     context = {"form": form, "devices": Device.objects.all()}
     if not form.is_bound or not form.is_valid():
         return render(request, "records/roofline.html", context, status=_status(form.is_bound))
-    plot = roofline(form.cleaned_data["device"])
+    plot = roofline(form.cleaned_data["device"], request.user)
     return render(request, "records/roofline.html", {**context, "roofline": plot, "chart": roofline_chart(plot)})
 
 
 @public_read
 def devices(request):
     sorting = sorting_from(request.GET, DEVICE_COLUMNS)
-    listed = sorting.queryset(device_summaries(), tiebreak=("model",))
+    listed = sorting.queryset(device_summaries(request.user), tiebreak=("model",))
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "devices", {"devices": lambda: csvout.devices_table(listed)})
     return render(request, "records/devices.html", {
@@ -257,7 +258,7 @@ def devices(request):
 @public_read
 def batch_list(request):
     sorting = sorting_from(request.GET, BATCH_COLUMNS)
-    batches = sorting.queryset(ImportBatch.objects.select_related("created_by"), tiebreak=("-id",))
+    batches = sorting.queryset(ImportBatch.objects.visible_to(request.user).select_related("created_by"), tiebreak=("-id",))
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "imports", {"imports": lambda: csvout.batches_table(batches)})
     return render(request, "records/batch_list.html", {
@@ -268,7 +269,7 @@ def batch_list(request):
 
 @public_read
 def batch_detail(request, pk: int):
-    batch = get_object_or_404(ImportBatch.objects.select_related("created_by"), pk=pk)
+    batch = get_object_or_404(ImportBatch.objects.visible_to(request.user).select_related("created_by"), pk=pk)
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"import-{batch.pk}", {
             "summary": lambda: csvout.batches_table([batch]),

@@ -72,14 +72,19 @@ def baseline_upload(request):
     return render(request, "records/baseline_upload.html", context, status=400 if form.errors else 200)
 
 
-def export_response(params, kind: str) -> HttpResponse:
-    """A streamed log download of the records `params` select, or a plain-text error."""
+def text_error(message: str, status: int) -> HttpResponse:
+    return HttpResponse(f"{message}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def export_response(params, kind: str, viewer, error=text_error) -> HttpResponse:
+    """A streamed log download of the records `params` select that `viewer` may read, or
+    `error(message, status)` (plain text for the pages; the API answers JSON)."""
     try:
-        selection = ExportFilter.from_params(params)
+        selection = ExportFilter.from_params(params, viewer)
     except UnknownFilterTarget as exc:
-        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 404)
     except ExportFilterError as exc:
-        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 400)
     lines = best_lines(selection) if kind == "best" else record_lines(selection)
     response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{selection.file_name(kind)}"'
@@ -89,13 +94,13 @@ def export_response(params, kind: str) -> HttpResponse:
 @require_GET
 @public_read
 def download_best(request):
-    return export_response(request.GET, "best")
+    return export_response(request.GET, "best", request.user)
 
 
 @require_GET
 @public_read
 def download_records(request):
-    return export_response(request.GET, "records")
+    return export_response(request.GET, "records", request.user)
 
 
 @require_GET
@@ -103,7 +108,7 @@ def download_records(request):
 def download_kernel_tuner(request, fmt: str):
     """One workload on one GPU as a Kernel Tuner cache file (`kernel-tuner`) or T4 results (`t4`)."""
     try:
-        selection = ExportFilter.from_params(request.GET)
+        selection = ExportFilter.from_params(request.GET, request.user)
         text, _ = kernel_tuner_text(selection, fmt)
     except UnknownFilterTarget as exc:
         return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")

@@ -152,6 +152,7 @@
       run.state === "cancelled" && !run.settled ? " · storing the batch in hand…" : "",
     ]));
     if (run.message) section.append(el("p", { class: "muted message" }, [run.message]));
+    if (run.waiting_for_worker) section.append(el("p", { class: "error waiting" }, [run.waiting_for_worker]));
     section.append(el("progress", { max: run.trials_planned, value: run.trials_done }, []));
     if (run.best_entity) {
       const links = el("p", { class: "actions" }, []);

@@ -4,6 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from records.exporting import ExportFilter, ExportFilterError
+from records.visibility import ALL_RECORDS
 
 
 class ExportCommand(BaseCommand):
@@ -18,7 +19,7 @@ class ExportCommand(BaseCommand):
 
     def handle(self, *args, output=None, **options):
         try:
-            selection = ExportFilter.from_params(options)
+            selection = ExportFilter.from_params(options, viewer=ALL_RECORDS)
         except ExportFilterError as exc:
             raise CommandError(str(exc)) from None
         if output is None:
