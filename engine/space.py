@@ -313,6 +313,7 @@ class ConfigSpace:
                 raise SpaceError(f"indexes {bad[:5]} are outside the space (0..{self.total - 1})")
             self._allowed, self._allowed_set = tuple(kept), frozenset(kept)
         self._valid_cache: list[int] | None = None
+        self._used_options: list[list[int]] | None = None
 
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
@@ -415,6 +416,16 @@ class ConfigSpace:
         if self._valid_cache is None:
             self._valid_cache = [i for i in self.iter_indexes() if self.why_invalid(ConfigEntity(self, i)) is None]
         return self._valid_cache
+
+    def used_options(self, position: int) -> list[int]:
+        """The option indexes of knob `position` that configs of this view take, ascending:
+        every option in a full space, those of the kept configs in a restricted view."""
+        if self._allowed is None:
+            return list(range(self.radixes[position]))
+        if self._used_options is None:
+            digits = [self._digits_of(i) for i in self._allowed]
+            self._used_options = [sorted({d[p] for d in digits}) for p in range(len(self.knobs))]
+        return self._used_options[position]
 
     # -- sampling and walks -----------------------------------------------------------------
     def sample(self, rng: np.random.Generator, n: int, exclude: Iterable["int | ConfigEntity"] = ()) -> list[ConfigEntity]:

@@ -54,7 +54,7 @@ def test_the_same_seed_gives_the_same_run(name):
     assert measured_indexes(name, 100, seed=7) == measured_indexes(name, 100, seed=7)
 
 
-@pytest.mark.parametrize("name", ["random", "ga", "xgb"])
+@pytest.mark.parametrize("name", ["random", "ga", "xgb", "tpe", "cmaes"])
 def test_different_seeds_give_different_runs(name):
     assert measured_indexes(name, 40, seed=1) != measured_indexes(name, 40, seed=2)
 
@@ -92,7 +92,7 @@ def test_load_history_marks_configs_measured_and_skips_other_workloads(name):
 
 
 def test_an_unknown_tuner_is_refused_with_the_valid_names():
-    with pytest.raises(UnknownTuner, match="unknown tuner 'anneal'; valid tuners: ga, grid, random, xgb"):
+    with pytest.raises(UnknownTuner, match="unknown tuner 'anneal'; valid tuners: cmaes, ga, grid, random, tpe, xgb"):
         get_tuner("anneal", c12_task())
 
 
