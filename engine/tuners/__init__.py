@@ -11,6 +11,10 @@ from .xgb import XGBTuner
 TUNERS: dict[str, type[Tuner]] = {cls.name: cls for cls in (RandomTuner, GridSearchTuner, GATuner, XGBTuner, TPETuner, CMAESTuner)}
 
 
+# Chosen by benchmarks/tuners.py (docs/benchmarks/tuners.md), not by habit.
+DEFAULT_TUNER = "xgb"
+
+
 class UnknownTuner(ValueError):
     pass
 
@@ -28,4 +32,4 @@ def get_tuner(name: str, task, **options) -> Tuner:
     return tuner_class(name)(task, **options)
 
 
-__all__ = ["TUNERS", "Tuner", "UnknownTuner", "get_tuner", "tuner_class", "CMAESTuner", "GATuner", "GridSearchTuner", "RandomTuner", "TPETuner", "XGBTuner"]
+__all__ = ["DEFAULT_TUNER", "TUNERS", "Tuner", "UnknownTuner", "get_tuner", "tuner_class", "CMAESTuner", "GATuner", "GridSearchTuner", "RandomTuner", "TPETuner", "XGBTuner"]

@@ -31,13 +31,14 @@ class XGBTuner(Tuner):
         self,
         task,
         seed=None,
-        plan_size: int = 64,
-        refit_every: int = 32,
+        plan_size: int = 32,
+        refit_every: int = 16,
         diversity_filter_ratio: float = 2.0,
         epsilon: float = 0.05,
         sa_iterations: int = 500,
         sa_chains: int = 128,
         num_boost_round: int = 80,
+        nthread: int | None = None,
         transfer_from: Iterable[Record] = (),
     ):
         super().__init__(task, seed)
@@ -50,7 +51,9 @@ class XGBTuner(Tuner):
         self.diversity_filter_ratio = diversity_filter_ratio
         self.epsilon = epsilon
         self.features = FeatureTable(task)
-        self.model = XGBoostCostModel(seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round)
+        self.model = XGBoostCostModel(
+            seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round, nthread=nthread
+        )
         self.optimizer = SimulatedAnnealingOptimizer(
             self.space, self.rng, n_iter=sa_iterations, parallel_size=sa_chains
         )
