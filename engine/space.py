@@ -314,6 +314,7 @@ class ConfigSpace:
             self._allowed, self._allowed_set = tuple(kept), frozenset(kept)
         self._valid_cache: list[int] | None = None
         self._used_options: list[list[int]] | None = None
+        self._kept_digits: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
@@ -500,12 +501,32 @@ class ConfigSpace:
             if self.why_invalid(candidate) is None:
                 return candidate
         if self._allowed is not None:
-            others = [i for i in self._valid_indexes() if i != config.index]
-            if others:
-                distance = [sum(a != b for a, b in zip(digits, self._digits_of(i))) for i in others]
-                nearest = [i for i, d in zip(others, distance) if d == min(distance)]
-                return ConfigEntity(self, nearest[int(rng.integers(len(nearest)))])
+            nearest = self.nearest_kept(digits, rng, exclude=(config.index,))
+            if nearest is not None:
+                return nearest
         raise SamplingError(f"config {config.index} has no valid neighbour")
+
+    def nearest_kept(self, digits: Sequence[int], rng: np.random.Generator,
+                     exclude: Iterable[int] = ()) -> "ConfigEntity | None":
+        """In a restricted view, a valid kept config with the fewest knobs different from
+        `digits` (ties broken at random), not in `exclude`; None in a full space or when none is left."""
+        if self._allowed is None:
+            return None
+        if self._kept_digits is None:
+            valid = self._valid_indexes()
+            self._kept_digits = (np.array(valid, dtype=np.int64),
+                                 np.array([self._digits_of(i) for i in valid], dtype=np.int64).reshape(len(valid), -1))
+        indexes, table = self._kept_digits
+        if not len(indexes):
+            return None
+        distance = (table != np.asarray(digits, dtype=np.int64)).sum(axis=1)
+        excluded = np.isin(indexes, np.fromiter(exclude, dtype=np.int64))
+        distance[excluded] = np.iinfo(np.int64).max
+        best = distance.min()
+        if best == np.iinfo(np.int64).max:
+            return None
+        ties = np.flatnonzero(distance == best)
+        return ConfigEntity(self, int(indexes[ties[int(rng.integers(len(ties)))]]))
 
     def _with_digit(self, digits: tuple[int, ...], position: int, option: int) -> ConfigEntity:
         new = digits[:position] + (option,) + digits[position + 1:]

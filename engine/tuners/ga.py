@@ -5,9 +5,10 @@ A config's genes are its knob option indexes (`config.digits`). Fitness is
 FLOP/s (failures score 0). A generation is bred from the best `pop_size`
 configs measured so far, so a generation can start before every config of the
 last one has come back (the tuning loop measures in batches). A mutation
-draws the knob's new option among those the space's configs use, so children
-stay inside a restricted view; children that are still invalid or already
-measured are dropped and bred again.
+draws the knob's new option among those the space's configs use, and in a
+restricted view an invalid child becomes the nearest kept config, so children
+stay inside it; children that are still invalid or already measured are
+dropped and bred again.
 """
 from __future__ import annotations
 
@@ -68,11 +69,13 @@ class GATuner(Tuner):
             for knob, options in enumerate(self._options):
                 if self.rng.random() < self.mutation_prob:
                     genes[knob] = options[int(self.rng.integers(len(options)))]
-            index = self.space.index_from_digits(genes)
-            if index in seen:
+            child = self.space.get(self.space.index_from_digits(genes))
+            if not self.space.is_valid(child):
+                # In a restricted view (a recording) recombined knobs mostly leave it: the
+                # child becomes the kept config nearest to it. A full space drops it.
+                child = self.space.nearest_kept(genes, self.rng, exclude=seen)
+            if child is None or child.index in seen or not self.space.is_valid(child):
                 continue
-            seen.add(index)
-            child = self.space.get(index)
-            if self.space.is_valid(child):
-                children.append(child)
+            seen.add(child.index)
+            children.append(child)
         return children

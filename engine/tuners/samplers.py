@@ -16,24 +16,24 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import ClassVar
-
-import optuna
-from optuna.distributions import IntDistribution
-from optuna.trial import TrialState, create_trial
-
 from .base import Tuner, score_of
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-# multivariate TPE and the constant liar are marked experimental; they are what batches need.
-warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 _FAILURE_PENALTY = math.log(10.0)
+
+
+def _optuna():
+    """Optuna, imported when a sampler tuner is made: the registry (and a GPU worker whose
+    image lacks Optuna) never pays for it otherwise."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # multivariate TPE and the constant liar are marked experimental; they are what batches need.
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
 
 
 class _OptunaTuner(Tuner):
     """A study over the knobs' option positions; subclasses give the sampler."""
-
-    sampler_name: ClassVar[str] = ""
 
     def __init__(self, task, seed=None, asks_per_config: int = 20, **sampler_options):
         super().__init__(task, seed)
@@ -42,14 +42,15 @@ class _OptunaTuner(Tuner):
         self.asks_per_config = asks_per_config
         self._options = [self.space.used_options(position) for position in range(len(self.space.knobs))]
         self._names = list(self.space.knob_names)
-        self._distributions = {name: IntDistribution(0, len(options) - 1)
+        self.optuna = optuna = _optuna()
+        self._distributions = {name: optuna.distributions.IntDistribution(0, len(options) - 1)
                                for name, options in zip(self._names, self._options)}
         sampler_seed = int(self.rng.integers(2**31))
         self.study = optuna.create_study(direction="maximize", sampler=self._sampler(sampler_seed, **sampler_options))
-        self._asked: dict[int, optuna.trial.Trial] = {}  # config index -> its open trial
+        self._asked: dict[int, "optuna.trial.Trial"] = {}  # config index -> its open trial
         self._worst: float | None = None
 
-    def _sampler(self, seed: int, **options) -> optuna.samplers.BaseSampler:
+    def _sampler(self, seed: int, **options):
         raise NotImplementedError
 
     def _propose(self, n):
@@ -61,7 +62,7 @@ class _OptunaTuner(Tuner):
             digits = [options[trial.params[name]] for name, options in zip(self._names, self._options)]
             config = self.space.get(self.space.index_from_digits(digits))
             if config.index in self.visited or config.index in proposed or not self.space.is_valid(config):
-                self.study.tell(trial, state=TrialState.FAIL)
+                self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
                 continue
             self._asked[config.index] = trial
             proposed[config.index] = config
@@ -82,7 +83,8 @@ class _OptunaTuner(Tuner):
                 params = {name: options.index(digit) for name, options, digit
                           in zip(self._names, self._options, config.digits) if digit in options}
                 if len(params) == len(self._names):
-                    self.study.add_trial(create_trial(params=params, distributions=self._distributions, value=value))
+                    self.study.add_trial(self.optuna.trial.create_trial(params=params, distributions=self._distributions,
+                                                                      value=value))
 
 
 class TPETuner(_OptunaTuner):
@@ -91,8 +93,8 @@ class TPETuner(_OptunaTuner):
     name = "tpe"
 
     def _sampler(self, seed, n_startup_trials: int = 10, multivariate: bool = True):
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials, multivariate=multivariate,
-                                          constant_liar=True, warn_independent_sampling=False)
+        return self.optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials, multivariate=multivariate,
+                                          constant_liar=True)
 
 
 class CMAESTuner(_OptunaTuner):
@@ -101,5 +103,5 @@ class CMAESTuner(_OptunaTuner):
     name = "cmaes"
 
     def _sampler(self, seed, n_startup_trials: int = 1):
-        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=n_startup_trials,
+        return self.optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=n_startup_trials,
                                             warn_independent_sampling=False)
