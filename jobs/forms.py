@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from engine.templates import TEMPLATES
-from engine.templates.custom import TASK_NAME as CUSTOM
-from engine.tuners import TUNERS
-from engine.workloads import PRESETS
+from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel
