@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import engine
-from engine.records import ErrorNo, Record, make_target
+from engine.logfile import ErrorNo, Record, make_target
 from engine.replay import load_recording, restrict_to_recording
 from engine.space import ConfigEntity, ConfigSpace, OtherKnob
 from engine.task import Task
-from engine.templates.base import BadArgs, DeviceLimits, Template, knob_features
+from engine.ops.base import BadArgs, DeviceLimits, Template, knob_features
 
 ROOT = Path(__file__).resolve().parent.parent
 C12_RECORDING = ROOT / "tests/data/c12_h200_recording.log.gz"

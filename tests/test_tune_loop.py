@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -119,3 +120,45 @@ def test_tune_refuses_a_negative_budget():
     task, measurer = replayed_c12()
     with pytest.raises(ValueError, match="n_trial >= 0"):
         engine.tune(task, get_tuner("random", task), measurer, -1)
+
+
+class SlowReplayMeasurer(CountingReplayMeasurer):
+    """A replay that takes a while per batch, as a GPU does, and notes when it measured."""
+
+    def __init__(self, records):
+        super().__init__(records)
+        self.spans = []
+
+    def measure(self, task, configs):
+        started = time.perf_counter()
+        time.sleep(0.05)
+        results = super().measure(task, configs)
+        self.spans.append((started, time.perf_counter()))
+        return results
+
+
+def test_the_next_batch_is_proposed_while_the_current_one_is_measured():
+    task, _ = replayed_c12()
+    measurer = SlowReplayMeasurer(c12_recording())
+    tuner = get_tuner("xgb", task, seed=0)
+    original, planning = tuner.next_batch, []
+
+    def next_batch(n):
+        started = time.perf_counter()
+        batch = original(n)
+        planning.append((started, time.perf_counter()))
+        return batch
+
+    tuner.next_batch = next_batch
+    result = engine.tune(task, tuner, measurer, 64, batch_size=16, overlap=True)
+    assert result.trials == 64 and len(set(measurer.measured)) == 64
+    overlapped = [p for p in planning if any(p[0] < m[1] and m[0] < p[1] for m in measurer.spans)]
+    assert len(overlapped) == len(planning) - 1  # all but the first batch, proposed before anything ran
+
+
+def test_a_replay_plans_in_turn_unless_asked():
+    task, _ = replayed_c12()
+    serial = engine.tune(task, get_tuner("xgb", task, seed=2), CountingReplayMeasurer(c12_recording()), 80)
+    again = engine.tune(task, get_tuner("xgb", task, seed=2), CountingReplayMeasurer(c12_recording()), 80,
+                        overlap=False)
+    assert [r.config_index for r in serial.results] == [r.config_index for r in again.results]
