@@ -207,3 +207,15 @@ def test_the_default_tuner_is_a_registered_one():
     from engine.tuners import DEFAULT_TUNER
 
     assert DEFAULT_TUNER in TUNERS
+
+
+def test_a_kernel_without_a_flop_count_is_scored_by_speed():
+    import dataclasses
+
+    from engine.measure import MeasureResult
+    from engine.tuners.base import score_of
+
+    no_flops = dataclasses.replace(c12_task(), flops=0)
+    fast, slow = MeasureResult(ErrorNo.NO_ERROR, (1e-5,)), MeasureResult(ErrorNo.NO_ERROR, (2e-5,))
+    assert score_of(no_flops, fast) > score_of(no_flops, slow) > 0
+    assert score_of(no_flops, MeasureResult.failure(ErrorNo.RUNTIME_DEVICE, "boom")) == 0
