@@ -31,6 +31,8 @@ ENUMERATE_LIMIT = 20_000
 # Random draws allowed per requested config (plus a floor) before sampling gives up.
 DRAWS_PER_CONFIG = 200
 DRAWS_FLOOR = 10_000
+# Validity answers a space remembers (one dict entry each, about 100 bytes).
+VALIDITY_MEMO = 2_000_000
 
 
 class SpaceError(ValueError):
@@ -315,6 +317,7 @@ class ConfigSpace:
         self._valid_cache: list[int] | None = None
         self._used_options: list[list[int]] | None = None
         self._kept_digits: tuple[np.ndarray, np.ndarray] | None = None
+        self._validity: dict[int, bool] = {}
 
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
@@ -411,7 +414,14 @@ class ConfigSpace:
         return None
 
     def is_valid(self, config: ConfigEntity) -> bool:
-        return self.why_invalid(config) is None
+        """Whether the config can run; remembered per index (up to VALIDITY_MEMO configs), since
+        annealing chains and tuners ask about the same configs again and again."""
+        known = self._validity.get(config.index)
+        if known is None or (config.space is not self and config.space.key != self.key):
+            known = self.why_invalid(config) is None
+            if len(self._validity) < VALIDITY_MEMO:
+                self._validity[config.index] = known
+        return known
 
     def _valid_indexes(self) -> list[int]:
         if self._valid_cache is None:
@@ -458,7 +468,7 @@ class ConfigSpace:
                 if index in chosen or index in excluded:
                     continue
                 config = ConfigEntity(self, index)
-                if self.why_invalid(config) is None:
+                if self.is_valid(config):
                     valid_seen += 1
                     chosen[index] = config
                     if len(chosen) == n:
@@ -493,12 +503,12 @@ class ConfigSpace:
             position = movable[int(rng.integers(len(movable)))]
             option = int(rng.integers(self.radixes[position] - 1))
             candidate = self._with_digit(digits, position, option + (option >= digits[position]))
-            if self.why_invalid(candidate) is None:
+            if self.is_valid(candidate):
                 return candidate
         moves = [(p, o) for p in movable for o in range(self.radixes[p]) if o != digits[p]]
         for pick in rng.permutation(len(moves)):
             candidate = self._with_digit(digits, *moves[int(pick)])
-            if self.why_invalid(candidate) is None:
+            if self.is_valid(candidate):
                 return candidate
         if self._allowed is not None:
             nearest = self.nearest_kept(digits, rng, exclude=(config.index,))
