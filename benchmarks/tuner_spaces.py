@@ -15,6 +15,7 @@ our recordings' knobs, the hub caches' own values), restricted to the recorded c
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class BenchSpace:
     kt_params: dict[str, list] = field(default_factory=dict)
     kt_cache: dict[str, dict] = field(default_factory=dict)  # Kernel Tuner's cache entries
 
-    @property
+    @functools.cached_property
     def best_cost(self) -> float:
         return min(r.mean_cost for r in self.records if r.ok)
 

@@ -177,7 +177,8 @@ def tables(names, tuners, results, seconds, options, wall) -> str:
     for space in names:
         bench = _spaces[space]
         budget = budget_of(bench)
-        within = sum(r.ok and r.mean_cost <= bench.best_cost / options.share for r in bench.records)
+        target = bench.best_cost / options.share
+        within = sum(r.ok and r.mean_cost <= target for r in bench.records)
         lines += [f"### {space}: {len(bench.task.config_space)} configs, {within} within {options.share:.0%} "
                   f"of the best, budget {budget}", "",
                   "| tuner | seeds | median trials [95 % CI] | seeds failing | seconds |", "|---|---:|---:|---:|---:|"]
