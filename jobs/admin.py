@@ -18,6 +18,8 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "owner", "workload", "tuner", "n_trial", "created_at")
     list_filter = ("tuner",)
     inlines = [JobRunInline]
+    # Hundreds of workloads: a search box, not a dropdown of every one.
+    autocomplete_fields = ("workload",)
 
 
 @admin.register(Worker)

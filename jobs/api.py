@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
 from .models import Job, JobRun
 from .progress import job_progress, job_summary
-from .submission import check_request, submit_job
+from .submission import check_remeasure_request, check_request, submit_job
 
 
 class JobRequestSerializer(serializers.Serializer):
@@ -30,9 +30,32 @@ class JobRequestSerializer(serializers.Serializer):
     early_stopping = serializers.IntegerField(required=False, allow_null=True, default=None)
     gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models, e.g. [\"h200\"]")
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                     help_text="distinct configs confirmed when the run ends (0: none; default 5)")
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                      help_text="interleaved confirmation rounds (at least 5)")
 
     def validate(self, data):
         return check_request(**data)
+
+
+class RemeasureRequestSerializer(serializers.Serializer):
+    """`{"kind": "remeasure", ...}`: configs measured again by the confirmation protocol."""
+
+    kind = serializers.ChoiceField(choices=["remeasure"])
+    workload = serializers.IntegerField(help_text="workload id")
+    from_batch = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                          help_text="an import batch: its best configs of the workload")
+    from_device = serializers.CharField(required=False, allow_null=True, default=None,
+                                        help_text="a GPU model: the top-k configs of its leaderboard")
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None)
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None)
+    gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models to measure on")
+
+    def validate(self, data):
+        data = dict(data)
+        data.pop("kind")
+        return check_remeasure_request(**data)
 
 
 class JobPages(PageNumberPagination):
@@ -57,6 +80,8 @@ class JobListCreate(APIView):
     @extend_schema(
         operation_id="jobs_create",
         request=JobRequestSerializer,
+        description="A tuning job; or, with `\"kind\": \"remeasure\"` (RemeasureRequestSerializer's fields), "
+                    "a re-measure job.",
         responses={
             201: OpenApiTypes.OBJECT,
             400: OpenApiResponse(description="a field is wrong; the body names it and says why"),
@@ -64,7 +89,8 @@ class JobListCreate(APIView):
         },
     )
     def post(self, request):
-        serializer = JobRequestSerializer(data=request.data)
+        is_remeasure = isinstance(request.data, dict) and request.data.get("kind") == "remeasure"
+        serializer = (RemeasureRequestSerializer if is_remeasure else JobRequestSerializer)(data=request.data)
         serializer.is_valid(raise_exception=True)
         submission = submit_job(request.user, serializer.validated_data)
         body = job_progress(submission.job)

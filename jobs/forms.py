@@ -3,12 +3,13 @@ themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel
-from .submission import JobRequest, check_request, online_devices
+from .submission import JobRequest, check_remeasure_request, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
 
@@ -39,7 +40,39 @@ def gpu_choices() -> list:
     return choices
 
 
-class JobForm(forms.Form):
+def preset_availability() -> dict:
+    """For the submit page's script: each preset's template, and per online GPU model the
+    presets it can serve (null: all of them; a replay worker only those it recorded)."""
+    online = online_devices()
+    served = {}
+    for model, workers in online.items():
+        if any(not w.is_replay for w in workers):
+            served[model] = None
+        else:
+            served[model] = [p.name for p in PRESETS.values() if any(w.serves(p.task_name, p.args) for w in workers)]
+    return {"templates": {p.name: p.task_name for p in PRESETS.values()}, "served": served}
+
+
+class JobRequestForm(forms.Form):
+    """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
+    the GPUs online now; `request` holds it once the form is valid."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: JobRequest | None = None
+
+    def check(self, data: dict) -> JobRequest:
+        raise NotImplementedError
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            self.request = self.check(data)
+        return data
+
+
+class JobForm(JobRequestForm):
     template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
     preset = forms.ChoiceField(required=False, label="Workload preset")
     custom_kernel = forms.ModelChoiceField(
@@ -52,33 +85,65 @@ class JobForm(forms.Form):
     early_stopping = forms.IntegerField(
         required=False, help_text="stop after this many trials without a faster config (empty: never)"
     )
+    top_k = forms.IntegerField(
+        required=False, label="Confirm top k", help_text="distinct configs re-measured when the run ends, "
+        "interleaved with the vendor baseline and the default config (0: none; empty: the site's default)",
+    )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["top_k"].initial = settings.TUNERWEB_CONFIRM_TOP_K
         self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
+        self.fields["template"].initial = "conv2d_nchw.cuda" if "conv2d_nchw.cuda" in TEMPLATES else None
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
-        self.fields["gpus"].choices = gpu_choices()
-        self.request: JobRequest | None = None
 
     def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
+        """Every field's problem at once: the request is checked even when a field already
+        failed, and its errors go to the fields that have none yet."""
+        data = forms.Form.clean(self)
+        try:
+            self.request = self.check(data)
+        except forms.ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                if field not in self.errors:
+                    self.add_error(field, messages)
+        return data
+
+    def check(self, data: dict) -> JobRequest:
         args = data.get("args", "")
         kernel = data.get("custom_kernel")
         if kernel is not None:
-            if data["template"] != CUSTOM:
+            if data.get("template") != CUSTOM:
                 raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
             args = kernel.workload.args
-        self.request = check_request(
-            template=data["template"], preset=data.get("preset", ""), args=args,
-            tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
-            early_stopping=data.get("early_stopping"),
+        return check_request(
+            template=data.get("template", ""), preset=data.get("preset", ""), args=args,
+            tuner=data.get("tuner", ""), n_trial=data.get("n_trial"), gpus=data.get("gpus"),
+            early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
         )
-        return data
+
+
+class RemeasureForm(JobRequestForm):
+    """A re-measure job: a workload's configs from an import batch or a GPU's leaderboard,
+    measured again by the confirmation protocol on the GPUs chosen."""
+
+    workload = forms.IntegerField(help_text="the workload's id (its leaderboard's number)")
+    from_batch = forms.IntegerField(required=False, label="From import batch",
+                                    help_text="its best config of this workload on each GPU model")
+    from_device = forms.CharField(required=False, label="Or from the leaderboard of GPU model",
+                                  help_text="its top-k configs of this workload")
+    top_k = forms.IntegerField(required=False, initial=5, label="Top k")
+    rounds = forms.IntegerField(required=False, initial=5, help_text="interleaved rounds, at least 5")
+    gpus = AnyChoices(label="Measure on", widget=forms.CheckboxSelectMultiple)
+
+    def check(self, data: dict) -> JobRequest:
+        return check_remeasure_request(
+            workload=data["workload"], gpus=data["gpus"], from_batch=data.get("from_batch"),
+            from_device=data.get("from_device") or None, top_k=data.get("top_k"), rounds=data.get("rounds"),
+        )
 
 
 class CustomKernelForm(forms.Form):

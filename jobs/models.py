@@ -43,8 +43,17 @@ class JobQuerySet(models.QuerySet):
         return self.filter(owner=user)
 
 
+class JobKind(models.TextChoices):
+    TUNE = "tune", "tune"
+    REMEASURE = "remeasure", "re-measure"
+
+
 class Job(models.Model):
+    """A tuning job (then its top-k confirmed), or a re-measure job: configs from an import
+    batch or a leaderboard's top-k, measured by the confirmation protocol."""
+
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tuning_jobs")
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.TUNE)
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="jobs")
     preset = models.CharField(max_length=32, blank=True, help_text="workload preset name, if one was picked")
     tuner = models.CharField(max_length=32)
@@ -53,6 +62,18 @@ class Job(models.Model):
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
     seed = models.BigIntegerField(null=True, blank=True)
+    top_k = models.PositiveSmallIntegerField(
+        default=5, help_text="distinct configs confirmed after tuning (0: none), or re-measured from a leaderboard"
+    )
+    rounds = models.PositiveSmallIntegerField(default=5, help_text="interleaved confirmation rounds")
+    from_batch = models.ForeignKey(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="remeasure_jobs",
+        help_text="re-measure: the best configs of this workload in this import",
+    )
+    from_device = models.ForeignKey(
+        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="remeasure_jobs",
+        help_text="re-measure: the top-k configs of this GPU's leaderboard",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = JobQuerySet.as_manager()
@@ -61,7 +82,22 @@ class Job(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
+        if self.kind == JobKind.REMEASURE:
+            return f"job {self.pk}: re-measure {self.workload.task_name} ({self.source_label})"
         return f"job {self.pk}: {self.workload.task_name} ({self.tuner}, {self.n_trial} trials)"
+
+    @property
+    def is_remeasure(self) -> bool:
+        return self.kind == JobKind.REMEASURE
+
+    @property
+    def source_label(self) -> str:
+        """What a re-measure job measures, in words."""
+        if self.from_batch_id:
+            return f"the bests of import {self.from_batch_id}"
+        if self.from_device_id:
+            return f"the top {self.top_k} of {self.from_device.model}'s leaderboard"
+        return ""
 
     def get_absolute_url(self) -> str:
         return reverse("jobs:detail", args=[self.pk])
@@ -127,6 +163,10 @@ class Worker(models.Model):
         """The recording's file name: pages show no server paths."""
         return self.recording.rsplit("/", 1)[-1]
 
+    def serves(self, task_name: str, args: list) -> bool:
+        """A GPU measures any workload; a replay worker only those in its recording."""
+        return not self.is_replay or [*Workload.key_of(task_name, args)] in self.workloads
+
     @property
     def online(self) -> bool:
         return self.last_heartbeat is not None and self.last_heartbeat >= stale_before()
@@ -163,6 +203,10 @@ class JobRun(models.Model):
     batch = models.OneToOneField(
         ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="job_run",
         help_text="the records this run measured",
+    )
+    confirmation_batch = models.OneToOneField(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="confirming_run",
+        help_text="the confirmations this run measured",
     )
     best_record = models.ForeignKey(
         MeasurementRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -208,6 +252,16 @@ class JobRun(models.Model):
     def best_gflops(self) -> float | None:
         return self.best_record.gflops if self.best_record else None
 
+    @property
+    def settled(self) -> bool:
+        """No worker will store another trial: finished, and its worker let go of the claim
+        (a cancel ends the run at once, but its worker still stores the batch in hand) or went silent."""
+        if self.state in ACTIVE_STATES:
+            return False
+        if self.state != State.CANCELLED or self.claim_token is None:
+            return True
+        return self.heartbeat_at is None or self.heartbeat_at < stale_before()
+
     def records(self):
         """This run's measurements, in the order they were stored."""
         if self.batch_id is None:
@@ -216,6 +270,12 @@ class JobRun(models.Model):
 
     def best(self) -> MeasurementRecord | None:
         return self.records().best()
+
+    def confirmations(self):
+        """The confirmation records this run measured (warm and cold)."""
+        if self.confirmation_batch_id is None:
+            return MeasurementRecord.objects.none()
+        return MeasurementRecord.objects.filter(batch_id=self.confirmation_batch_id).order_by("id")
 
     def failure_counts(self) -> list[tuple[str, int]]:
         """(error label, count), most frequent first: one grouped query."""

@@ -1,8 +1,11 @@
 """A job's progress as plain data: the job page's JSON endpoint and the API both serve it."""
 from __future__ import annotations
 
+import statistics
+
 from django.urls import reverse
 
+from engine import ErrorNo
 
 from .models import Job, JobRun
 
@@ -41,11 +44,20 @@ def run_summary(run: JobRun) -> dict:
     }
 
 
+def trial_points(run: JobRun) -> dict:
+    """Every stored trial of the run, column by column in trial order: the job plot's data.
+    A failed trial has no cost; `error` is its error number (0 for none)."""
+    rows = list(run.records().values_list("pk", "config_index", "mean_cost", "gflops", "error_no"))
+    columns = ("record", "config_index", "cost", "gflops", "error")
+    return {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+
+
 def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     best = run.best_record
     rival = leaderboard_best_for(run)
     trials = list(run.records().order_by("-id")[:trial_rows])
     summary = run_summary(run)
+    confirmations = confirmation_summary(run)
     first_number = summary["trials_done"] - len(trials) + 1
     return {
         **summary,
@@ -53,11 +65,15 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
         "failures": [{"kind": kind, "count": count} for kind, count in run.failure_counts()],
+        "settled": run.settled,
         "convergence": run.convergence(),
+        "points": trial_points(run),
         "trials": [
             {
                 "number": first_number + len(trials) - 1 - i, "record": r.pk, "config_index": r.config_index,
+                "record_url": reverse("records:record_detail", args=[r.pk]),
                 "mean_cost": r.mean_cost, "gflops": r.gflops, "error": r.error.label if r.error_no else "",
+                "error_msg": r.error_msg,
             }
             for i, r in enumerate(trials)
         ],
@@ -69,7 +85,41 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
         ),
         "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
+        "knobs_url": reverse("records:knobs", args=[run.job.workload_id]) + f"?batch={run.batch_id}" if best else None,
+        "confirmations": confirmations,
+        "confirmed_best": confirmed_best(confirmations),
     }
+
+
+def confirmation_summary(run: JobRun) -> list[dict]:
+    """Each confirmed config and baseline of the run: median, min and max of its rounds, warm and cold."""
+    rows: dict[str, dict] = {}
+    for record in run.confirmations():
+        role = record.environment.get("role", "tuned")
+        key = f"{role}:{record.config_index}"
+        row = rows.setdefault(key, {"role": role, "config_index": record.config_index, "record": record.pk,
+                                    "code_hash": record.code_hash, "error": record.error_msg})
+        if record.ok:
+            costs = sorted(record.costs)
+            row[record.cache] = {"median": statistics.median(costs), "min": costs[0], "max": costs[-1],
+                                 "n": len(costs)}
+    baselines = run.job.workload.baselines.filter(device=run.device, batch_id=run.confirmation_batch_id)
+    for baseline in baselines if run.confirmation_batch_id else []:
+        if baseline.provider == "default-config":
+            continue
+        costs = sorted(baseline.costs)
+        rows[baseline.provider] = {
+            "role": "vendor", "provider": baseline.provider, "note": baseline.note,
+            "warm": {"median": baseline.cost, "min": costs[0], "max": costs[-1], "n": len(costs)} if costs else None,
+            "cold": {"median": baseline.cold_cost, "n": len(baseline.cold_costs)} if baseline.cold_costs else None,
+        }
+    return list(rows.values())
+
+
+def confirmed_best(confirmations: list[dict]) -> dict | None:
+    """The run's best by its confirmed warm median (what the run's best is, where confirmed)."""
+    confirmed = [row for row in confirmations if row["role"] != "vendor" and row.get("warm")]
+    return min(confirmed, key=lambda row: row["warm"]["median"]) if confirmed else None
 
 
 def job_summary(job: Job, runs=None) -> dict:
@@ -82,6 +132,10 @@ def job_summary(job: Job, runs=None) -> dict:
         "task_name": job.workload.task_name,
         "args": job.workload.args,
         "workload": job.workload_id,
+        "kind": job.kind,
+        "source": job.source_label,
+        "top_k": job.top_k,
+        "rounds": job.rounds,
         "preset": job.preset,
         "tuner": job.tuner,
         "n_trial": job.n_trial,
@@ -93,5 +147,14 @@ def job_summary(job: Job, runs=None) -> dict:
 
 
 def job_progress(job: Job) -> dict:
+    """Everything the job page shows. `settled` turns true once no worker will store another
+    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then."""
     runs = job.runs.with_figures().select_related("worker", "job__workload")
-    return {**job_summary(job, runs), "runs": [run_progress(run) for run in runs]}
+    progress = [run_progress(run) for run in runs]
+    return {
+        **job_summary(job, runs), "runs": progress,
+        "settled": all(run["settled"] for run in progress),
+        "error_kinds": {int(e): e.label for e in ErrorNo},
+        "record_url_template": reverse("records:record_detail", args=[0]),
+        "record_api_template": reverse("api-record", args=[0]),
+    }

@@ -1,53 +1,17 @@
 """The dashboard and a workload's leaderboard: who is best where, and everything ranked.
 
-The best rule itself is `RecordQuerySet` (records/models.py); this module only chooses
-what to ask it and shapes the answers for pages, the API and CSV.
+A workload's bests and its ranked configs are `records.standings` (one row per config,
+GPU and code hash, with its spread); this module finds and summarises workloads.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
 from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
 
 _VALID = valid_filter("records__")
-
-
-def workload_bests(workload: Workload) -> list[MeasurementRecord]:
-    """Each GPU's best record of `workload`, fastest GPU first.
-
-    One indexed LIMIT 1 query per GPU model (`RecordQuerySet.best`) rather than one window
-    over all the workload's records: a workload with half a million records still
-    answers in milliseconds, and GPU models are few.
-    """
-    bests = [MeasurementRecord.objects.filter(workload=workload, device=device).best() for device in Device.objects.all()]
-    return sorted((best for best in bests if best is not None), key=lambda r: tuple(getattr(r, f) for f in BEST_ORDER))
-
-
-def workload_ranking(workload: Workload) -> QuerySet:
-    """Every error-free record of `workload`, fastest first, with its device in the same query."""
-    return MeasurementRecord.objects.filter(workload=workload).valid().ranked().select_related("device")
-
-
-@dataclass
-class Leaderboard:
-    workload: Workload
-    bests: list[MeasurementRecord]
-
-    @property
-    def best_by_device(self) -> dict[int, MeasurementRecord]:
-        """Device id to its best record: lets each ranked row link to a diff without a query."""
-        return {record.device_id: record for record in self.bests}
-
-    @property
-    def devices(self) -> list[Device]:
-        return [record.device for record in self.bests]
-
-
-def leaderboard(workload: Workload) -> Leaderboard:
-    return Leaderboard(workload=workload, bests=workload_bests(workload))
 
 
 def search_workloads(search: str = "", workloads: QuerySet | None = None) -> QuerySet:
@@ -61,23 +25,45 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
+SUMMARY_COLUMNS = ("record_count", "valid_count", "best_gflops")
+
+
 def summarize(workloads: QuerySet) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS.
+    """`workloads` with how many records (and valid ones) each has and its best GFLOPS, in
+    their order (summarized already, they come back as they are).
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
+    if "record_count" in workloads.query.annotations:
+        return workloads
     return workloads.annotate(
         record_count=Count("records"),
         valid_count=Count("records", filter=_VALID),
         best_gflops=Max("records__gflops", filter=_VALID),
-    ).order_by("task_name", "id")
+    )
+
+
+def dashboard_workloads(search: str, sorting) -> QuerySet:
+    """The dashboard's workloads matching `search`, in `sorting`'s order. Ordering by a count
+    or a best means summarizing every workload's records (seconds with a million); any other
+    order leaves that to `workload_rows`, for one page."""
+    workloads = search_workloads(search)
+    if sorting.column is not None and sorting.columns[sorting.column] in SUMMARY_COLUMNS:
+        workloads = summarize(workloads)
+    return sorting.queryset(workloads, tiebreak=("task_name", "id"))
 
 
 def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
-    """A dashboard page: each workload summarized, with the GPUs that have records of it."""
+    """A dashboard page, in the page's order: each workload summarized, with the GPUs that
+    have records of it and the GPU of its best GFLOPS (`best_gpu`)."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids)
-    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids))]
+    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
+    fastest = MeasurementRecord.objects.filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
+    summarized = summarize(Workload.objects.filter(pk__in=ids)).annotate(
+        best_gpu=Subquery(fastest.values("device__model")[:1]))
+    by_id = {workload.pk: workload for workload in summarized}
+    return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 
 
 def task_summaries() -> list[dict]:

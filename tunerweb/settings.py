@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "records",
     "jobs",
@@ -124,6 +125,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tunerweb API",
     "DESCRIPTION": "Tuning records, leaderboards, diffs, compares and speedups as JSON.",
     "VERSION": "0.1.0",
+    # Swagger UI from our own static files (the sidecar package), so /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -148,6 +153,9 @@ TUNERWEB_WORKER_STALE_SECONDS = envint("TUNERWEB_WORKER_STALE_SECONDS", 30)
 # Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
 TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
 TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)
+# When a run ends, its top-k distinct configs are re-measured in interleaved rounds (0: not).
+TUNERWEB_CONFIRM_TOP_K = envint("TUNERWEB_CONFIRM_TOP_K", 5)
+TUNERWEB_CONFIRM_ROUNDS = envint("TUNERWEB_CONFIRM_ROUNDS", 5)
 
 LOGGING = {
     "version": 1,

@@ -5,56 +5,28 @@ Needs Debian's chromium and chromium-driver (`apt-get install -y chromium chromi
 skipped, saying so, only where they are absent.
 """
 import gzip
-import shutil
-import time
+import json
+import re
 
 import pytest
+from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, wait_until
 
 from engine.logfile import read_records
+from jobs.models import Job
 from jobs_fixtures import REPLAY_QUEUE
 from records.importing import import_log
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1600"]
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                       reason="headless Chromium is not installed: apt-get install -y chromium chromium-driver"),
+    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=NO_CHROMIUM),
 ]
-
-
-@pytest.fixture
-def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    options.add_experimental_option("prefs", {"download.default_directory": str(tmp_path / "downloads")})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(5)
-    yield driver
-    driver.quit()
-
-
-def wait_until(predicate, timeout=60, what="the page"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     browser, live_server, alice, start_worker, recording_path, tmp_path
 ):
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -77,7 +49,8 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     browser.find_element(By.CSS_SELECTOR, f"input[name=gpus][value='{REPLAY_QUEUE}']").click()
     browser.find_element(By.CSS_SELECTOR, "#job-form button[type=submit]").click()
 
-    assert "/jobs/" in browser.current_url
+    wait_until(lambda: re.search(r"/jobs/\d+/$", browser.current_url), what="the job page")
+    job_url = browser.current_url
     seen_trials = set()
 
     def done():
@@ -88,7 +61,20 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     # The last poll may update the page between reading the trials and reading the state.
     seen_trials.add(browser.find_element(By.CSS_SELECTOR, ".run .trials").text)
     assert "48 / 48 trials" in seen_trials and len(seen_trials) > 1, "progress showed without a reload"
-    assert browser.find_element(By.CSS_SELECTOR, "svg.convergence polyline")
+    # The plot holds one point per stored trial (read from the page's data, counted in the DB).
+    run = Job.objects.get(pk=int(job_url.rstrip("/").rsplit("/", 1)[1])).runs.get()
+    wait_until(lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-settled") == "true",
+               what="the run to settle")
+    plotted = json.loads(browser.find_element(By.ID, "job-plot").get_attribute("data-points"))
+    stored = run.records().count()
+    assert stored == 48 and plotted == {str(run.pk): stored}
+    assert browser.find_element(By.CSS_SELECTOR, "#job-plot canvas")
+    # Hovering shows a trial; a click pins it, links its record and adds its knobs.
+    ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#job-plot .u-over")).click().perform()
+    tip = browser.find_element(By.CSS_SELECTOR, ".chart-tip")
+    wait_until(lambda: "tile_f=" in tip.text, what="the pinned trial's knobs")
+    linked = int(tip.find_element(By.CSS_SELECTOR, "a").get_attribute("href").rstrip("/").rsplit("/", 1)[1])
+    assert run.records().filter(pk=linked).exists()
     assert "replay" in browser.find_element(By.CSS_SELECTOR, ".run h2").text
     best_gflops = float(browser.find_element(By.CSS_SELECTOR, ".best-gflops").text)
     job_page = browser.current_url
