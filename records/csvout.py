@@ -226,5 +226,5 @@ def batches_table(batches) -> Table:
 
 def problems_table(batch) -> Table:
     header = ["line", "reason"]
-    return header, ([p.get("line"), p.get("reason")] for p in batch.problems)
+    return header, ([p.get("line", p.get("entry")), p.get("reason")] for p in batch.problems)
 

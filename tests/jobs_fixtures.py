@@ -87,14 +87,14 @@ def database_url() -> str:
 class WorkerProcess:
     """`manage.py run_worker --replay ...` in its own process group."""
 
-    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float) -> None:
+    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float, extra_args=()) -> None:
         env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "REDIS_URL": redis_url,
                "DJANGO_SETTINGS_MODULE": "tunerweb.settings"}
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "run_worker", "--replay", str(recording), "--pace", str(pace),
-             "--loglevel", "INFO"],
+             "--loglevel", "INFO", *extra_args],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 

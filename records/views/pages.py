@@ -23,6 +23,7 @@ from ..models import BEST_ORDER, Baseline, Device, ImportBatch, MeasurementRecor
 from ..permissions import public_read
 from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
+from ..portability import portability
 from ..speedups import speedup_table
 from ..standings import leaderboard as workload_leaderboard, ranked_standings
 
@@ -174,6 +175,7 @@ def compare_workload(request, pk: int):
         })
     return render(request, "records/compare_workload.html", {
         "workload": workload, "comparison": comparison, "chart": workload_chart(comparison),
+        "portability": portability(workload),
     })
 
 
