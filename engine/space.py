@@ -31,6 +31,8 @@ ENUMERATE_LIMIT = 20_000
 # Random draws allowed per requested config (plus a floor) before sampling gives up.
 DRAWS_PER_CONFIG = 200
 DRAWS_FLOOR = 10_000
+# Validity answers a space remembers (one dict entry each, about 100 bytes).
+VALIDITY_MEMO = 2_000_000
 
 
 class SpaceError(ValueError):
@@ -313,6 +315,9 @@ class ConfigSpace:
                 raise SpaceError(f"indexes {bad[:5]} are outside the space (0..{self.total - 1})")
             self._allowed, self._allowed_set = tuple(kept), frozenset(kept)
         self._valid_cache: list[int] | None = None
+        self._used_options: list[list[int]] | None = None
+        self._kept_digits: tuple[np.ndarray, np.ndarray] | None = None
+        self._validity: dict[int, bool] = {}
 
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
@@ -409,12 +414,29 @@ class ConfigSpace:
         return None
 
     def is_valid(self, config: ConfigEntity) -> bool:
-        return self.why_invalid(config) is None
+        """Whether the config can run; remembered per index (up to VALIDITY_MEMO configs), since
+        annealing chains and tuners ask about the same configs again and again."""
+        known = self._validity.get(config.index)
+        if known is None or (config.space is not self and config.space.key != self.key):
+            known = self.why_invalid(config) is None
+            if len(self._validity) < VALIDITY_MEMO:
+                self._validity[config.index] = known
+        return known
 
     def _valid_indexes(self) -> list[int]:
         if self._valid_cache is None:
             self._valid_cache = [i for i in self.iter_indexes() if self.why_invalid(ConfigEntity(self, i)) is None]
         return self._valid_cache
+
+    def used_options(self, position: int) -> list[int]:
+        """The option indexes of knob `position` that configs of this view take, ascending:
+        every option in a full space, those of the kept configs in a restricted view."""
+        if self._allowed is None:
+            return list(range(self.radixes[position]))
+        if self._used_options is None:
+            digits = [self._digits_of(i) for i in self._allowed]
+            self._used_options = [sorted({d[p] for d in digits}) for p in range(len(self.knobs))]
+        return self._used_options[position]
 
     # -- sampling and walks -----------------------------------------------------------------
     def sample(self, rng: np.random.Generator, n: int, exclude: Iterable["int | ConfigEntity"] = ()) -> list[ConfigEntity]:
@@ -446,7 +468,7 @@ class ConfigSpace:
                 if index in chosen or index in excluded:
                     continue
                 config = ConfigEntity(self, index)
-                if self.why_invalid(config) is None:
+                if self.is_valid(config):
                     valid_seen += 1
                     chosen[index] = config
                     if len(chosen) == n:
@@ -481,20 +503,40 @@ class ConfigSpace:
             position = movable[int(rng.integers(len(movable)))]
             option = int(rng.integers(self.radixes[position] - 1))
             candidate = self._with_digit(digits, position, option + (option >= digits[position]))
-            if self.why_invalid(candidate) is None:
+            if self.is_valid(candidate):
                 return candidate
         moves = [(p, o) for p in movable for o in range(self.radixes[p]) if o != digits[p]]
         for pick in rng.permutation(len(moves)):
             candidate = self._with_digit(digits, *moves[int(pick)])
-            if self.why_invalid(candidate) is None:
+            if self.is_valid(candidate):
                 return candidate
         if self._allowed is not None:
-            others = [i for i in self._valid_indexes() if i != config.index]
-            if others:
-                distance = [sum(a != b for a, b in zip(digits, self._digits_of(i))) for i in others]
-                nearest = [i for i, d in zip(others, distance) if d == min(distance)]
-                return ConfigEntity(self, nearest[int(rng.integers(len(nearest)))])
+            nearest = self.nearest_kept(digits, rng, exclude=(config.index,))
+            if nearest is not None:
+                return nearest
         raise SamplingError(f"config {config.index} has no valid neighbour")
+
+    def nearest_kept(self, digits: Sequence[int], rng: np.random.Generator,
+                     exclude: Iterable[int] = ()) -> "ConfigEntity | None":
+        """In a restricted view, a valid kept config with the fewest knobs different from
+        `digits` (ties broken at random), not in `exclude`; None in a full space or when none is left."""
+        if self._allowed is None:
+            return None
+        if self._kept_digits is None:
+            valid = self._valid_indexes()
+            self._kept_digits = (np.array(valid, dtype=np.int64),
+                                 np.array([self._digits_of(i) for i in valid], dtype=np.int64).reshape(len(valid), -1))
+        indexes, table = self._kept_digits
+        if not len(indexes):
+            return None
+        distance = (table != np.asarray(digits, dtype=np.int64)).sum(axis=1)
+        excluded = np.isin(indexes, np.fromiter(exclude, dtype=np.int64))
+        distance[excluded] = np.iinfo(np.int64).max
+        best = distance.min()
+        if best == np.iinfo(np.int64).max:
+            return None
+        ties = np.flatnonzero(distance == best)
+        return ConfigEntity(self, int(indexes[ties[int(rng.integers(len(ties)))]]))
 
     def _with_digit(self, digits: tuple[int, ...], position: int, option: int) -> ConfigEntity:
         new = digits[:position] + (option,) + digits[position + 1:]

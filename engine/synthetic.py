@@ -1,8 +1,8 @@
 """Synthetic recordings: a plausible analytic GPU cost for direct-conv configs, plus noise.
 
-Until real recordings exist, tuners are compared (benchmarks/tuners.py) and
-tested against a replay of this. It is deterministic: the same task, count and
-seed give the same records, byte for byte (timestamps included).
+The tuner and tuning-loop tests run against a replay of this. It is
+deterministic: the same task, count and seed give the same records, byte for
+byte (timestamps included).
 
 The model, on an H200-like GPU (67 TFLOP/s fp32 peak, 132 SMs), reading the
 template's own description of a config (`task.features`):

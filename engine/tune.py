@@ -1,4 +1,5 @@
-"""The tuning loop: propose a batch, measure it, learn, call back, repeat.
+"""The tuning loop: propose a batch, measure it, learn, call back, repeat; on a GPU the next
+batch is proposed while the current one is measured.
 
 History comes in, measurements go out through callbacks, as in AutoTVM: `history`
 holds earlier records (a log's, or a job run's stored ones); those of the same task
@@ -10,6 +11,8 @@ with its history finishes it; re-running a finished one measures nothing.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -73,29 +76,46 @@ def tune(
     history: Iterable[Record] = (),
     callbacks: Sequence[Callback] = (),
     batch_size: int = DEFAULT_BATCH_SIZE,
+    overlap: bool | None = None,
 ) -> TuneResult:
-    """Tune `task` for `n_trial` configs in all (history included); see the module docstring."""
+    """Tune `task` for `n_trial` configs in all (history included); see the module docstring.
+
+    `overlap`: propose the next batch while the current one is measured (the default for a
+    GPU); a replay answers at once, so it plans in turn unless asked (its runs then match
+    the benchmarks', which learn from every batch before the next)."""
     if n_trial < 0 or batch_size < 1:
         raise ValueError("tune needs n_trial >= 0 and batch_size >= 1")
     state = TuneState(task=task, tuner=tuner, target=measurer.device.target, n_trial=n_trial)
     _resume(state, history)
 
     stopped = False
-    while state.trials < n_trial and tuner.has_next():
-        configs = tuner.next_batch(min(batch_size, n_trial - state.trials))
-        if not configs:
-            break
-        results = measurer.measure(task, configs)
-        if len(results) != len(configs):
-            raise RuntimeError(f"measurer returned {len(results)} results for {len(configs)} configs")
-        tuner.update(configs, results)
-        state.add([to_record(task, c, r, state.target) for c, r in zip(configs, results)])
-        try:
-            for callback in callbacks:
-                callback(state, configs, results)
-        except StopTuning:
-            stopped = True
-            break
+    overlap = not measurer.device.is_replay if overlap is None else overlap
+    with ThreadPoolExecutor(1, thread_name_prefix="measure") if overlap else nullcontext() as pool:
+        proposed = state.trials
+        configs = tuner.next_batch(min(batch_size, n_trial - proposed)) if proposed < n_trial else []
+        proposed += len(configs)
+        while configs:
+            pending = pool.submit(measurer.measure, task, configs) if pool else None
+            # While the GPU measures this batch the tuner proposes the next one, from what it
+            # has learned up to the last batch: the GPU never waits on planning.
+            upcoming = (tuner.next_batch(min(batch_size, n_trial - proposed))
+                        if pool and proposed < n_trial and tuner.has_next() else None)
+            results = pending.result() if pending else measurer.measure(task, configs)
+            if len(results) != len(configs):
+                raise RuntimeError(f"measurer returned {len(results)} results for {len(configs)} configs")
+            tuner.update(configs, results)
+            state.add([to_record(task, c, r, state.target) for c, r in zip(configs, results)])
+            try:
+                for callback in callbacks:
+                    callback(state, configs, results)
+            except StopTuning:
+                stopped = True
+                break
+            if upcoming is None:
+                upcoming = (tuner.next_batch(min(batch_size, n_trial - proposed))
+                            if proposed < n_trial and tuner.has_next() else [])
+            configs = upcoming
+            proposed += len(configs)
     return TuneResult(
         best=state.best,
         trials=len(state.records),

@@ -78,7 +78,7 @@ def conv_args(data=(1, 512, 7, 7), kernel=(512, 512, 3, 3)):
     (["space", "conv2d_nchw.cuda", conv_args(data=(1, 512, 0, 7))], "non-positive"),
     (["space", "conv2d_nchw.cuda", json.dumps(C12.args[:2])], "args are"),
     (["tune", "conv2d_nchw.cuda", C12_ARGS, "--tuner", "anneal", "--measurer", "replay", "--recording", "{rec}"],
-     "unknown tuner 'anneal'; valid tuners: ga, grid, random, xgb"),
+     "unknown tuner 'anneal'; valid tuners: cmaes, ga, grid, random, tpe, xgb"),
     (["tune", "conv2d_nchw.cuda", C12_ARGS, "--measurer", "replay"], "--measurer replay needs --recording FILE"),
     (["tune", "conv2d_nchw.cuda", C12_ARGS, "--measurer", "tpu"], "unknown measurer 'tpu'; valid measurers: gpu, replay"),
     (["replay", "{missing}"], "absent.log: No such file or directory"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 
@@ -119,3 +120,41 @@ def test_tune_refuses_a_negative_budget():
     task, measurer = replayed_c12()
     with pytest.raises(ValueError, match="n_trial >= 0"):
         engine.tune(task, get_tuner("random", task), measurer, -1)
+
+
+class ThreadNotingReplayMeasurer(CountingReplayMeasurer):
+    """A replay that notes which thread measured each batch."""
+
+    def __init__(self, records):
+        super().__init__(records)
+        self.threads = []
+
+    def measure(self, task, configs):
+        self.threads.append(threading.current_thread() is threading.main_thread())
+        return super().measure(task, configs)
+
+
+def test_the_next_batch_is_proposed_while_the_current_one_is_measured():
+    task, _ = replayed_c12()
+    measurer = ThreadNotingReplayMeasurer(c12_recording())
+    tuner = get_tuner("xgb", task, seed=0)
+    events = []
+    for method in ("next_batch", "update"):
+        def noted(*args, _original=getattr(tuner, method), _name=method):
+            events.append(_name)
+            return _original(*args)
+
+        setattr(tuner, method, noted)
+    result = engine.tune(task, tuner, measurer, 64, batch_size=16, overlap=True)
+    assert result.trials == 64 and len(set(measurer.measured)) == 64
+    # Each batch after the first is proposed before the one in flight is learned from.
+    assert events == ["next_batch", "next_batch", "update", "next_batch", "update", "next_batch", "update", "update"]
+    assert measurer.threads == [False] * 4  # measured off the main thread, while it planned
+
+
+def test_a_replay_plans_in_turn_unless_asked():
+    task, _ = replayed_c12()
+    serial = engine.tune(task, get_tuner("xgb", task, seed=2), CountingReplayMeasurer(c12_recording()), 80)
+    again = engine.tune(task, get_tuner("xgb", task, seed=2), CountingReplayMeasurer(c12_recording()), 80,
+                        overlap=False)
+    assert [r.config_index for r in serial.results] == [r.config_index for r in again.results]

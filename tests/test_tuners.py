@@ -54,7 +54,7 @@ def test_the_same_seed_gives_the_same_run(name):
     assert measured_indexes(name, 100, seed=7) == measured_indexes(name, 100, seed=7)
 
 
-@pytest.mark.parametrize("name", ["random", "ga", "xgb"])
+@pytest.mark.parametrize("name", ["random", "ga", "xgb", "tpe", "cmaes"])
 def test_different_seeds_give_different_runs(name):
     assert measured_indexes(name, 40, seed=1) != measured_indexes(name, 40, seed=2)
 
@@ -92,7 +92,7 @@ def test_load_history_marks_configs_measured_and_skips_other_workloads(name):
 
 
 def test_an_unknown_tuner_is_refused_with_the_valid_names():
-    with pytest.raises(UnknownTuner, match="unknown tuner 'anneal'; valid tuners: ga, grid, random, xgb"):
+    with pytest.raises(UnknownTuner, match="unknown tuner 'anneal'; valid tuners: cmaes, ga, grid, random, tpe, xgb"):
         get_tuner("anneal", c12_task())
 
 
@@ -167,3 +167,55 @@ def test_the_diversity_filter_prefers_new_knob_values_over_near_duplicates():
     picked = diverse_pick(near + far, 4)
     assert picked[0] == start
     assert sum(c in far for c in picked) >= 2
+
+
+def test_xgb_keeps_exploring_at_random_after_its_first_model():
+    task, measurer = replayed_c12()
+    tuner = get_tuner("xgb", task, seed=4)
+    off_plan = 0
+    for batch_number in range(12):
+        planned = {config.index for config in tuner._plan}
+        batch = tuner.next_batch(16)
+        if batch_number >= 2:  # the model has been fitted: every batch starts from a plan
+            assert planned
+            off_plan += sum(config.index not in planned for config in batch)
+        tuner.update(batch, measurer.measure(task, batch))
+    assert off_plan >= 3  # epsilon 0.05 of 160 slots: about 8 random configs, not none
+
+
+def test_ga_breeds_a_whole_generation_inside_a_restricted_space():
+    task, measurer = replayed_c12()
+    assert len(task.config_space.used_options(0)) < task.config_space.radixes[0]
+    tuner = get_tuner("ga", task, seed=0, pop_size=32, mutation_prob=0.5)
+    first = tuner.next_batch(32)
+    tuner.update(first, measurer.measure(task, first))
+    children = tuner._breed()
+    assert len(children) == 32 - tuner.elite_num
+    assert all(task.config_space.is_valid(child) for child in children)
+
+
+def test_used_options_are_those_the_kept_configs_take():
+    task = replayed_c12()[0]
+    space = task.config_space
+    kept = [space.get(i) for i in space.iter_indexes()]
+    for position in range(len(space.knobs)):
+        assert space.used_options(position) == sorted({c.digits[position] for c in kept})
+    assert c12_task().config_space.used_options(0) == list(range(c12_task().config_space.radixes[0]))
+
+
+def test_the_default_tuner_is_a_registered_one():
+    from engine.tuners import DEFAULT_TUNER
+
+    assert DEFAULT_TUNER in TUNERS
+
+
+def test_a_kernel_without_a_flop_count_is_scored_by_speed():
+    import dataclasses
+
+    from engine.measure import MeasureResult
+    from engine.tuners.base import score_of
+
+    no_flops = dataclasses.replace(c12_task(), flops=0)
+    fast, slow = MeasureResult(ErrorNo.NO_ERROR, (1e-5,)), MeasureResult(ErrorNo.NO_ERROR, (2e-5,))
+    assert score_of(no_flops, fast) > score_of(no_flops, slow) > 0
+    assert score_of(no_flops, MeasureResult.failure(ErrorNo.RUNTIME_DEVICE, "boom")) == 0

@@ -5,9 +5,14 @@ from .base import Tuner
 from .ga import GATuner
 from .grid import GridSearchTuner
 from .random import RandomTuner
+from .samplers import CMAESTuner, TPETuner
 from .xgb import XGBTuner
 
-TUNERS: dict[str, type[Tuner]] = {cls.name: cls for cls in (RandomTuner, GridSearchTuner, GATuner, XGBTuner)}
+TUNERS: dict[str, type[Tuner]] = {cls.name: cls for cls in (RandomTuner, GridSearchTuner, GATuner, XGBTuner, TPETuner, CMAESTuner)}
+
+
+# Chosen by benchmarks/tuners.py (docs/benchmarks/tuners.md), not by habit.
+DEFAULT_TUNER = "xgb"
 
 
 class UnknownTuner(ValueError):
@@ -27,4 +32,4 @@ def get_tuner(name: str, task, **options) -> Tuner:
     return tuner_class(name)(task, **options)
 
 
-__all__ = ["TUNERS", "Tuner", "UnknownTuner", "get_tuner", "tuner_class", "GATuner", "GridSearchTuner", "RandomTuner", "XGBTuner"]
+__all__ = ["DEFAULT_TUNER", "TUNERS", "Tuner", "UnknownTuner", "get_tuner", "tuner_class", "CMAESTuner", "GATuner", "GridSearchTuner", "RandomTuner", "TPETuner", "XGBTuner"]

@@ -23,10 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def score_of(task: "Task", result: MeasureResult) -> float:
-    """FLOP/s of a result, 0 for a failure: a failure still teaches, as the worst score."""
+    """FLOP/s of a result (1/seconds for a kernel with no FLOP count, such as a Kernel Tuner
+    kernel's), 0 for a failure: a failure still teaches, as the worst score."""
     if not result.ok:
         return 0.0
-    return task.flops / result.mean_cost
+    return (task.flops or 1) / result.mean_cost
 
 
 class Tuner(ABC):

@@ -4,8 +4,11 @@ one-point crossover over the knobs, and per-knob mutation.
 A config's genes are its knob option indexes (`config.digits`). Fitness is
 FLOP/s (failures score 0). A generation is bred from the best `pop_size`
 configs measured so far, so a generation can start before every config of the
-last one has come back (the tuning loop measures in batches). Children that
-are invalid or already measured are dropped and bred again.
+last one has come back (the tuning loop measures in batches). A mutation
+draws the knob's new option among those the space's configs use, and in a
+restricted view an invalid child becomes the nearest kept config, so children
+stay inside it; children that are still invalid or already measured are
+dropped and bred again.
 """
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ class GATuner(Tuner):
         self.scores: dict[int, float] = {}
         self._genes: dict[int, tuple[int, ...]] = {}
         self._pending = []
+        # Mutations draw from the options the view uses: a space restricted to a recording
+        # keeps 24 of tile_f's 220, and a draw from all 220 would make most children invalid.
+        self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
 
     def _learn(self, configs, results):
         for config, result in zip(configs, results):
@@ -60,14 +66,16 @@ class GATuner(Tuner):
             a, b = self.rng.choice(len(parents), size=2, p=weights)
             point = int(self.rng.integers(len(radixes)))
             genes = list(parents[a][:point] + parents[b][point:])
-            for knob, radix in enumerate(radixes):
+            for knob, options in enumerate(self._options):
                 if self.rng.random() < self.mutation_prob:
-                    genes[knob] = int(self.rng.integers(radix))
-            index = self.space.index_from_digits(genes)
-            if index in seen:
+                    genes[knob] = options[int(self.rng.integers(len(options)))]
+            child = self.space.get(self.space.index_from_digits(genes))
+            if not self.space.is_valid(child):
+                # In a restricted view (a recording) recombined knobs mostly leave it: the
+                # child becomes the kept config nearest to it. A full space drops it.
+                child = self.space.nearest_kept(genes, self.rng, exclude=seen)
+            if child is None or child.index in seen or not self.space.is_valid(child):
                 continue
-            seen.add(index)
-            child = self.space.get(index)
-            if self.space.is_valid(child):
-                children.append(child)
+            seen.add(child.index)
+            children.append(child)
         return children

@@ -6,9 +6,9 @@ ones) the tuner refits an XGBoost ranking model on all measured configs
 find the `plan_size * diversity_filter_ratio` configs the model likes best,
 keeps a diverse `plan_size` of them (greedy:
 predicted rank plus one point per knob value not yet in the plan), and measures
-that plan, best first. The last `epsilon` share of each plan is spent on
-uniform random configs, so the model keeps seeing parts of the space it
-underrates. Before the first fit the tuner samples at random, unless earlier
+that plan, best first. Each slot of a batch is, with probability `epsilon`,
+a uniform random config instead, so the model keeps seeing parts of the space
+it underrates. Before the first fit the tuner samples at random, unless earlier
 records of other workloads or GPUs (`transfer_from`) gave it a base model.
 """
 from __future__ import annotations
@@ -31,13 +31,14 @@ class XGBTuner(Tuner):
         self,
         task,
         seed=None,
-        plan_size: int = 64,
-        refit_every: int = 32,
+        plan_size: int = 32,
+        refit_every: int = 16,
         diversity_filter_ratio: float = 2.0,
         epsilon: float = 0.05,
         sa_iterations: int = 500,
         sa_chains: int = 128,
         num_boost_round: int = 80,
+        nthread: int | None = None,
         transfer_from: Iterable[Record] = (),
     ):
         super().__init__(task, seed)
@@ -50,7 +51,9 @@ class XGBTuner(Tuner):
         self.diversity_filter_ratio = diversity_filter_ratio
         self.epsilon = epsilon
         self.features = FeatureTable(task)
-        self.model = XGBoostCostModel(seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round)
+        self.model = XGBoostCostModel(
+            seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round, nthread=nthread
+        )
         self.optimizer = SimulatedAnnealingOptimizer(
             self.space, self.rng, n_iter=sa_iterations, parallel_size=sa_chains
         )
@@ -63,10 +66,16 @@ class XGBTuner(Tuner):
             self.transfer(transfer)
 
     def _propose(self, n):
+        # Each slot of a batch is a uniform random config with probability epsilon, so
+        # exploration happens in every batch; a plan is replaced at every refit, and
+        # random slots kept at its end would never be reached.
         proposed = []
-        while self._plan and len(proposed) < n:
-            proposed.append(self._plan.pop(0))
-        return proposed  # the base class fills the rest at random
+        for _ in range(n):
+            if self._plan and self.rng.random() >= self.epsilon:
+                proposed.append(self._plan.pop(0))
+            else:
+                proposed += self.random_unvisited(1, exclude=[c.index for c in proposed])
+        return proposed  # the base class fills what is missing at random
 
     def _learn(self, configs, results):
         self._measured += configs
@@ -101,12 +110,10 @@ class XGBTuner(Tuner):
         def score(configs):
             return self.model.predict(self.features.of(configs))
 
-        n_random = int(round(self.epsilon * self.plan_size))
-        n_model = self.plan_size - n_random
         candidates = self.optimizer.find_maximums(
-            score, int(n_model * self.diversity_filter_ratio), self.visited
+            score, int(self.plan_size * self.diversity_filter_ratio), self.visited
         )
-        self._plan = diverse_pick(candidates, n_model)
+        self._plan = diverse_pick(candidates, self.plan_size)
 
 
 def diverse_pick(candidates: list, n: int) -> list:

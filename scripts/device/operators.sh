@@ -10,11 +10,7 @@
 # Writes to $OUT: gpu_tests.txt, operators.txt (full output), operators.json, operators-h200.md
 # (copy to docs/benchmarks/), operators.log (every tuning record, AutoTVM format); prints the table last.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site || exit 1
-export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
+source "$(dirname "$0")/env.sh"
 
 timeout ${GPU_TEST_S:-110} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_operators.py 2>&1 | tee "$OUT/gpu_tests.txt" | tail -n 15
 
