@@ -47,7 +47,7 @@ class JobListCreate(APIView):
     @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         """Newest first, a page at a time (`?page=N&page_size=M`); each job's full progress is at its own URL."""
-        jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(
+        jobs = Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE).select_related("workload", "owner").prefetch_related(
             Prefetch("runs", queryset=JobRun.objects.with_figures())
         )
         paginator = JobPages()
@@ -80,7 +80,7 @@ class JobDetail(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
-        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user), pk=pk)))
+        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE), pk=pk)))
 
 
 class JobCancel(APIView):
@@ -88,7 +88,7 @@ class JobCancel(APIView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, pk: int):
-        job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
+        job = get_object_or_404(Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE), pk=pk)
         job.cancel(by=request.user.username)
         return Response(job_progress(job))
 

@@ -20,10 +20,10 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    board = best_config_for(run.job.workload, run.device)
+    board = best_config_for(run.workload, run.device)
     if board is not None and board.pk != best.pk:
         return board
-    return best_of(run.job.workload.records.exclude(device=run.device))
+    return best_of(run.workload.records.exclude(device=run.device))
 
 
 def run_summary(run: JobRun) -> dict:
@@ -78,10 +78,11 @@ def job_summary(job: Job, runs=None) -> dict:
     runs = job.runs.with_figures() if runs is None else runs
     return {
         "id": job.pk,
+        "kind": job.kind,
         "state": job.state,
         "owner": job.owner.username,
-        "task_name": job.workload.task_name,
-        "args": job.workload.args,
+        "task_name": job.workload.task_name if job.workload_id else None,
+        "args": job.workload.args if job.workload_id else None,
         "workload": job.workload_id,
         "preset": job.preset,
         "tuner": job.tuner,

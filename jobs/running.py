@@ -16,6 +16,7 @@ from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
 from engine.tune import tune
 from engine.tuners import UnknownTuner, get_tuner
 
+from . import network
 from .claims import ClaimLost, RunHeartbeat, finish
 from .models import JobRun, State
 from .recording import RunRecorder, stored_records
@@ -29,11 +30,11 @@ EXPECTED_ERRORS = (BadArgs, UnknownTemplate, UnknownTuner, RecordingError)
 
 
 def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
-    run = JobRun.objects.select_related("job__workload", "job__owner", "device").get(pk=run_id)
-    job = run.job
+    run = JobRun.objects.select_related("job__workload", "job__owner", "task__workload", "device").get(pk=run_id)
+    job, workload = run.job, run.workload
     try:
         measurer = measurer_for(config)
-        task = create_task(job.workload.task_name, job.workload.args, DeviceLimits.for_device(measurer.device))
+        task = create_task(workload.task_name, workload.args, DeviceLimits.for_device(measurer.device))
         if config.kind == "replay":
             task = restrict_to_recording(task, measurer.records)
         tuner = get_tuner(job.tuner, task, seed=job.seed)
@@ -42,23 +43,33 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
             with history.open("w", encoding="utf-8") as stream:
                 write_records(stream, stored_records(run))
             result = tune(
-                task, tuner, measurer, n_trial=job.n_trial, early_stopping=job.early_stopping,
+                task, tuner, measurer, n_trial=run.trials_planned, early_stopping=job.early_stopping,
                 callbacks=[RunRecorder(run, token)], log_file=str(history), target=measurer.device.target,
                 batch_size=settings.TUNERWEB_JOB_BATCH_SIZE,
             )
     except ClaimLost as exc:
         return str(exc)
     except EXPECTED_ERRORS as exc:
-        finish(run_id, token, State.FAILED, str(exc))
+        _fail(run, token, str(exc))
         return f"run {run_id} failed: {exc}"
     except Exception as exc:
         log.exception("run %s failed", run_id)
-        finish(run_id, token, State.FAILED, f"{type(exc).__name__}: {exc}")
+        _fail(run, token, f"{type(exc).__name__}: {exc}")
         raise
     message = ""
+    exhausted = not tuner.has_next() and result.trials + result.resumed < run.trials_planned
     if result.stopped_early and job.early_stopping:
         message = f"stopped early: no faster config in {job.early_stopping} trials"
-    elif not tuner.has_next() and result.trials + result.resumed < job.n_trial:
+    elif exhausted:
         message = "every config of the space was measured"
-    finish(run_id, token, State.DONE, message)
+    if run.task_id:
+        network.end_round(run, token, exhausted=exhausted, message=message)
+    else:
+        finish(run_id, token, State.DONE, message)
     return f"run {run_id} finished: {result.trials} trials measured, {result.resumed} resumed"
+
+
+def _fail(run: JobRun, token: uuid.UUID, message: str) -> None:
+    finish(run.pk, token, State.FAILED, message)
+    if run.task_id:
+        network.after_failure(run)

@@ -21,9 +21,10 @@ from .submission import submit_job
 from .tokens import token_for
 
 
-def _job_for(request, pk: int) -> Job:
+def _job_for(request, pk: int, kinds=(Job.Kind.TUNE,)) -> Job:
     """The job, if this user may see it; 404 otherwise (not 403: others' ids stay private)."""
-    return get_object_or_404(Job.objects.visible_to(request.user).select_related("workload", "owner"), pk=pk)
+    jobs = Job.objects.visible_to(request.user).filter(kind__in=kinds).select_related("workload", "owner")
+    return get_object_or_404(jobs, pk=pk)
 
 
 @login_required
@@ -61,7 +62,7 @@ def progress(request, pk: int):
 @require_POST
 @login_required
 def cancel(request, pk: int):
-    job = _job_for(request, pk)
+    job = _job_for(request, pk, kinds=Job.Kind.values)
     if job.cancel(by=request.user.username):
         messages.success(request, f"Job {job.pk} is cancelled; a running GPU stops after its current batch.")
     else:

@@ -52,6 +52,7 @@ class WorkerConfig:
     recording: str = ""
     pace: float = 0.0  # replay: seconds each replayed config takes
     workloads: tuple = ()  # replay: (task name, canonical args) pairs of the recording
+    slot: int = 0  # replay: tells apart several replay workers of one recording on one host
 
     @property
     def queue(self) -> str:
@@ -59,7 +60,7 @@ class WorkerConfig:
 
     @property
     def name(self) -> str:
-        where = f"gpu{self.gpu_index}" if self.kind == "gpu" else "replay"
+        where = f"gpu{self.gpu_index}" if self.kind == "gpu" else ("replay" if not self.slot else f"replay{self.slot}")
         return f"{self.queue}@{socket.gethostname()}:{where}"
 
     def device_info(self) -> DeviceInfo:
@@ -80,7 +81,7 @@ class WorkerConfig:
 
 # -- working out the device ------------------------------------------------------------
 
-def replay_config(recording: str | Path, pace: float = 0.0) -> WorkerConfig:
+def replay_config(recording: str | Path, pace: float = 0.0, slot: int = 0) -> WorkerConfig:
     records = load_recording(recording)
     model = recording_model(records)
     device = DeviceInfo(
@@ -88,7 +89,7 @@ def replay_config(recording: str | Path, pace: float = 0.0) -> WorkerConfig:
     )
     workloads = tuple(sorted({r.workload_key for r in records}))
     return WorkerConfig(kind="replay", device=device.to_dict(), recording=str(Path(recording).resolve()),
-                        pace=pace, workloads=workloads)
+                        pace=pace, workloads=workloads, slot=slot)
 
 
 def gpu_config(index: int) -> WorkerConfig:

@@ -148,6 +148,8 @@ TUNERWEB_WORKER_STALE_SECONDS = envint("TUNERWEB_WORKER_STALE_SECONDS", 30)
 # Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
 TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
 TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)
+# A network job's budget goes to its tasks this many trials at a time (Ansor measures 64 a round).
+TUNERWEB_NETWORK_ROUND_TRIALS = envint("TUNERWEB_NETWORK_ROUND_TRIALS", 64)
 
 LOGGING = {
     "version": 1,
