@@ -94,10 +94,12 @@ class Job(models.Model):
     def state(self) -> str:
         """One state for the whole job from its runs' states."""
         states = {run.state for run in self.runs.all()}
-        if State.RUNNING in states or State.BETWEEN_ROUNDS in states:
+        if State.RUNNING in states:
             return State.RUNNING
         if State.QUEUED in states:
             return State.QUEUED
+        if State.BETWEEN_ROUNDS in states:  # only for a moment: a finished round gives the next
+            return State.RUNNING
         if states <= {State.DONE}:
             return State.DONE
         if State.FAILED in states:
@@ -235,7 +237,7 @@ class JobRun(models.Model):
     objects = JobRunQuerySet.as_manager()
 
     class Meta:
-        ordering = ["job_id", "device__model", "task__position"]
+        ordering = ["job_id", "device__model"]
         constraints = [
             models.UniqueConstraint(
                 fields=["job", "device"], condition=models.Q(task__isnull=True), name="one_run_per_job_and_gpu"

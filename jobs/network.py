@@ -168,23 +168,27 @@ def _start(job: Job, devices: list[Device]) -> list[str]:
     return errors
 
 
-def end_round(run: JobRun, token, *, exhausted: bool, message: str = "") -> list[str]:
+def end_round(run: JobRun, token, *, exhausted: bool, message: str = "") -> None:
     """The run's round is measured: it waits for its next (or, exhausted, is done and
-    gives back the trials it could not spend); then the next rounds go out."""
+    gives back the trials it could not spend); the next rounds go out once committed."""
     with transaction.atomic():
         Job.objects.select_for_update().filter(pk=run.job_id).first()
         if exhausted:
             held(run.pk, token).update(trials_allotted=run.records().count(), exhausted=True)
         state = State.DONE if exhausted else State.BETWEEN_ROUNDS
-        if not finish(run.pk, token, state, message):
-            return []  # cancelled meanwhile: nothing more goes out
-        given = give_rounds(run.job_id, run.device_id)
-    return send_runs(given)
+        if finish(run.pk, token, state, message):  # not when cancelled meanwhile
+            _send_on_commit(give_rounds(run.job_id, run.device_id))
 
 
-def after_failure(run: JobRun) -> list[str]:
+def after_failure(run: JobRun) -> None:
     """A task failed: the others go on."""
-    return send_runs(give_rounds(run.job_id, run.device_id))
+    with transaction.atomic():
+        _send_on_commit(give_rounds(run.job_id, run.device_id))
+
+
+def _send_on_commit(runs: list[JobRun]) -> None:
+    # A broker that is down leaves them queued: requeue_orphans sends them later.
+    transaction.on_commit(lambda: send_runs(runs))
 
 
 def give_rounds(job_id: int, device_id: int) -> list[JobRun]:

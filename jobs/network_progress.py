@@ -46,7 +46,7 @@ def estimated_timeline(runs: list[JobRun]) -> list[dict]:
         "batch_id", "mean_cost", "timestamp"
     )
     bests: dict[int, float] = {}
-    points, start = [], None
+    points, start, trials, stamp = [], None, 0, 0.0
     for trials, (batch_id, cost, stamp) in enumerate(rows, start=1):
         start = stamp if start is None else min(start, stamp)
         if cost is not None and cost < bests.get(batch_id, float("inf")):
@@ -54,6 +54,8 @@ def estimated_timeline(runs: list[JobRun]) -> list[dict]:
             if len(bests) == len(weights):
                 estimate = sum(weights[b] * best for b, best in bests.items())
                 points.append({"trials": trials, "seconds": stamp - start, "estimate": estimate})
+    if points and points[-1]["trials"] < trials:  # the estimate holds to the latest trial
+        points.append({"trials": trials, "seconds": stamp - start, "estimate": points[-1]["estimate"]})
     if len(points) > TIMELINE_POINTS:
         step = len(points) / TIMELINE_POINTS
         points = [points[int(i * step)] for i in range(TIMELINE_POINTS - 1)] + [points[-1]]
