@@ -1,8 +1,8 @@
 """Network jobs through the API: `POST /api/network-jobs/` submits ({"network": "resnet18"}
 or {"tasks": [...]}, with tuner, n_trial, gpus, allocation, round_trials, seed),
 `GET /api/network-jobs/` lists them, `GET /api/network-jobs/<id>/` reports per-task
-progress and the network's estimated time, `POST /api/network-jobs/<id>/cancel/` cancels
-every task.
+progress and the network's estimated time, `GET /api/network-jobs/<id>/best.log` is its
+best-config log, `POST /api/network-jobs/<id>/cancel/` cancels every task.
 The rules are jobs.network's."""
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .api import JobPages
 from .models import Job
 from .network import check_network_request, submit_network_job
 from .network_progress import network_progress
+from .network_views import best_log_response
 from .progress import job_summary
 
 
@@ -92,3 +93,12 @@ class NetworkJobCancel(APIView):
         job = get_object_or_404(_network_jobs(request.user), pk=pk)
         job.cancel(by=request.user.username)
         return Response(network_progress(job))
+
+
+class NetworkJobBestLog(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(operation_id="network_jobs_best_log", responses={(200, "text/plain"): OpenApiTypes.STR})
+    def get(self, request, pk: int):
+        """The best config of each task on each GPU model, as one AutoTVM log."""
+        return best_log_response(get_object_or_404(_network_jobs(request.user), pk=pk))

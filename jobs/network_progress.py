@@ -74,6 +74,8 @@ def task_row(run: JobRun, vendor: float | None) -> dict:
         "shape": run.task.workload.shape_summary,
         "leaderboard_url": reverse("records:leaderboard", args=[run.task.workload_id]),
         "exhausted": run.exhausted,
+        "worker": str(run.worker) if run.worker else None,
+        "attempts": run.attempts,
         "vendor_cost": vendor,
         "speedup": vendor / best if vendor and best else None,
         "network_share": None,  # filled in by gpu_progress once the total is known
@@ -123,5 +125,6 @@ def network_progress(job: Job) -> dict:
         "allocation": job.allocation,
         "round_trials": job.round_trials,
         "download_url": reverse("jobs:network_best_log", args=[job.pk]),
+        "api_download_url": reverse("api-network-job-best-log", args=[job.pk]),
         "gpus": [gpu_progress(device, device_runs) for device, device_runs in by_device.items()],
     }

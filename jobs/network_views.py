@@ -45,9 +45,13 @@ def progress(request, pk: int):
     return JsonResponse(network_progress(_network_job_for(request, pk)))
 
 
-@login_required
-def best_log(request, pk: int):
-    job = _network_job_for(request, pk)
+def best_log_response(job: Job) -> StreamingHttpResponse:
+    """The page's and the API's download of the network's best-config log."""
     response = StreamingHttpResponse(best_log_lines(job), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="tunerweb-best-network-job-{job.pk}.log"'
     return response
+
+
+@login_required
+def best_log(request, pk: int):
+    return best_log_response(_network_job_for(request, pk))
