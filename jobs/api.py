@@ -35,6 +35,14 @@ class JobRequestSerializer(serializers.Serializer):
         return check_request(**data)
 
 
+def submission_response(submission, body: dict) -> Response:
+    """201 with the job's progress; 503 naming the task queue's trouble when it is down (the job is kept)."""
+    if submission.queue_errors:
+        return Response({"detail": " ".join(submission.queue_errors), "job": body},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return Response(body, status=status.HTTP_201_CREATED)
+
+
 class JobPages(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
@@ -67,12 +75,7 @@ class JobListCreate(APIView):
         serializer = JobRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         submission = submit_job(request.user, serializer.validated_data)
-        body = job_progress(submission.job)
-        if submission.queue_errors:
-            return Response(
-                {"detail": " ".join(submission.queue_errors), "job": body}, status=status.HTTP_503_SERVICE_UNAVAILABLE
-            )
-        return Response(body, status=status.HTTP_201_CREATED)
+        return submission_response(submission, job_progress(submission.job))
 
 
 class JobDetail(APIView):

@@ -9,14 +9,14 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from engine.scheduler import Strategy
 
-from .api import JobPages
+from .api import JobPages, submission_response
 from .models import Job
 from .network import check_network_request, submit_network_job
 from .network_progress import network_progress
@@ -70,11 +70,7 @@ class NetworkJobListCreate(APIView):
         serializer = NetworkJobRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         submission = submit_network_job(request.user, serializer.validated_data)
-        body = network_progress(submission.job)
-        if submission.queue_errors:
-            return Response({"detail": " ".join(submission.queue_errors), "job": body},
-                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response(body, status=status.HTTP_201_CREATED)
+        return submission_response(submission, network_progress(submission.job))
 
 
 class NetworkJobDetail(APIView):

@@ -3,15 +3,15 @@ time against the vendor's), its JSON progress and its best-config log. The rules
 jobs.network's; cancel is the job's own (jobs.views.cancel)."""
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 
 from .forms import NetworkJobForm
 from .models import Job
 from .network import best_log_lines, submit_network_job
 from .network_progress import network_progress
+from .views import submitted
 
 
 def _network_job_for(request, pk: int) -> Job:
@@ -24,12 +24,7 @@ def _network_job_for(request, pk: int) -> Job:
 def submit(request):
     form = NetworkJobForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        submission = submit_network_job(request.user, form.request)
-        for error in submission.queue_errors:
-            messages.error(request, error)
-        if not submission.queue_errors:
-            messages.success(request, f"Network job {submission.job.pk} is queued.")
-        return redirect(submission.job)
+        return submitted(request, submit_network_job(request.user, form.request), what="Network job")
     status = 400 if request.method == "POST" else 200
     return render(request, "jobs/network_submit.html", {"form": form}, status=status)
 

@@ -33,17 +33,21 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": jobs[:200]})
 
 
+def submitted(request, submission, what: str = "Job"):
+    """Say how the submission went (a task queue that is down, in its words) and show the job."""
+    for error in submission.queue_errors:
+        messages.error(request, error)
+    if not submission.queue_errors:
+        messages.success(request, f"{what} {submission.job.pk} is queued.")
+    return redirect(submission.job)
+
+
 @login_required
 def submit(request):
     # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
     form = JobForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        submission = submit_job(request.user, form.request)
-        for error in submission.queue_errors:
-            messages.error(request, error)
-        if not submission.queue_errors:
-            messages.success(request, f"Job {submission.job.pk} is queued.")
-        return redirect(submission.job)
+        return submitted(request, submit_job(request.user, form.request))
     status = 400 if request.method == "POST" else 200
     return render(request, "jobs/submit.html", {"form": form}, status=status)
 

@@ -18,7 +18,7 @@ from jobs.network import check_network_request, submit_network_job
 from jobs.recording import RunRecorder
 from jobs.running import run_claimed
 from jobs.worker import measurer_for, register, replay_config
-from jobs_fixtures import RESNET18_LOGS, recording_path, redis_url, resnet18_recording  # noqa: F401
+from jobs_fixtures import recording_path, redis_url, resnet18_recording  # noqa: F401
 from records.models import Baseline, Device, Workload
 
 pytestmark = pytest.mark.django_db

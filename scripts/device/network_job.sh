@@ -19,14 +19,7 @@ mkdir -p "$OUT"
 # (docs/benchmarks/conv2d-h200-logs/c*.log.gz put together) runs it against one replay worker.
 GPU=${GPU:-h200} PORT=${PORT:-8000}
 BUDGET=${BUDGET:-1024} ROUND=${ROUND:-64} TUNER=${TUNER:-xgb} ALLOCATION=${ALLOCATION:-gradient}
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site:$PWD || exit 1
-fi
-if [ -d .debs ] && ! command -v redis-server >/dev/null; then
-    mkdir -p /tmp/redis && for f in .debs/*.deb; do dpkg -x "$f" /tmp/redis; done
-    export PATH=/tmp/redis/usr/bin:$PATH LD_LIBRARY_PATH=/tmp/redis/usr/lib/x86_64-linux-gnu
-fi
+source scripts/device/offline_deps.sh
 export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_VAR_DIR=${TUNERWEB_VAR_DIR:-/tmp/twvar-network} \
     REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6391/0} TUNERWEB_JOB_BATCH_SIZE=${BATCH:-32}
 redis-server --version >/dev/null || exit 1

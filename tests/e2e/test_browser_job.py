@@ -52,6 +52,15 @@ def wait_until(predicate, timeout=60, what="the page"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def log_in_as_alice(browser, base_url: str, then: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{base_url}/accounts/login/?next={then}")
+    browser.find_element(By.NAME, "username").send_keys("alice")
+    browser.find_element(By.NAME, "password").send_keys("alice-password-1")
+    browser.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+
+
 def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     browser, live_server, alice, start_worker, recording_path, tmp_path
 ):
@@ -63,10 +72,7 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
         import_log(stream, "c12_synthetic.log")
     start_worker(pace=0.05)
 
-    browser.get(live_server.url + "/accounts/login/?next=/jobs/new/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
-    browser.find_element(By.NAME, "password").send_keys("alice-password-1")
-    browser.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+    log_in_as_alice(browser, live_server.url, "/jobs/new/")
 
     Select(browser.find_element(By.NAME, "template")).select_by_value("conv2d_nchw.cuda")
     Select(browser.find_element(By.NAME, "preset")).select_by_value("C12")

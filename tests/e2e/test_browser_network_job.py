@@ -9,7 +9,7 @@ import pytest
 
 from jobs_fixtures import recording_path, redis_url, resnet18_recording, start_worker  # noqa: F401
 from records.baselines import import_baselines
-from test_browser_job import CHROMEDRIVER, CHROMIUM, browser, wait_until  # noqa: F401
+from test_browser_job import CHROMEDRIVER, CHROMIUM, browser, log_in_as_alice, wait_until  # noqa: F401
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,10 +31,7 @@ def test_a_person_tunes_a_network_and_sees_every_task_and_the_vendors_time(
     for slot in range(2):
         start_worker(pace=0.02, recording=resnet18_recording, slot=slot)
 
-    browser.get(live_server.url + "/accounts/login/?next=/jobs/network/new/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
-    browser.find_element(By.NAME, "password").send_keys("alice-password-1")
-    browser.find_element(By.CSS_SELECTOR, "form.stacked button[type=submit]").click()
+    log_in_as_alice(browser, live_server.url, "/jobs/network/new/")
 
     Select(browser.find_element(By.NAME, "network")).select_by_value("resnet18")
     Select(browser.find_element(By.NAME, "tuner")).select_by_value("random")

@@ -1,41 +1,22 @@
-// Job page: draws each run's progress from the job's JSON and polls it while the job is active.
-// Everything from the server is put in with textContent, never as HTML.
+// Job page: draws each run's progress from the job's JSON and polls it while the job is active
+// (jobs/live.js). Everything from the server is put in with textContent, never as HTML.
 (function () {
   "use strict";
-  const ACTIVE = ["queued", "running"];
-  const POLL_MS = 2000;
-  const SVG = "http://www.w3.org/2000/svg";
-
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const child of children || []) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    return node;
-  }
-  const fmt = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
-  const usec = (s) => (s === null || s === undefined ? "—" : (s * 1e6).toFixed(2));
+  const { el, svgEl, table, fmt, usec, follow } = window.tunerwebLive;
 
   function plot(points) {
     const w = 480, h = 180, pad = 34;
-    const svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
-    svg.setAttribute("width", w);
-    svg.setAttribute("height", h);
-    svg.setAttribute("class", "convergence");
-    svg.setAttribute("role", "img");
+    const svg = svgEl("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, class: "convergence", role: "img" });
     const known = points.filter((p) => p[1] !== null);
     const maxX = Math.max(1, points.length ? points[points.length - 1][0] : 1);
     const maxY = Math.max(1e-9, ...known.map((p) => p[1]));
     const x = (v) => pad + (v / maxX) * (w - pad - 8);
     const y = (v) => h - pad + 6 - (v / maxY) * (h - pad - 8);
     const line = (x1, y1, x2, y2) => {
-      const l = document.createElementNS(SVG, "line");
-      Object.entries({ x1, y1, x2, y2, stroke: "#889", "stroke-width": 1 }).forEach(([k, v]) => l.setAttribute(k, v));
-      svg.append(l);
+      svg.append(svgEl("line", { x1, y1, x2, y2, stroke: "#889", "stroke-width": 1 }));
     };
     const text = (tx, ty, s, anchor) => {
-      const t = document.createElementNS(SVG, "text");
-      Object.entries({ x: tx, y: ty, "font-size": 10, "text-anchor": anchor || "start" }).forEach(([k, v]) => t.setAttribute(k, v));
+      const t = svgEl("text", { x: tx, y: ty, "font-size": 10, "text-anchor": anchor || "start" });
       t.textContent = s;
       svg.append(t);
     };
@@ -46,21 +27,10 @@
     text(w - 8, h - 6, `trial ${maxX}`, "end");
     text(pad + 4, 14, "best GFLOPS so far");
     if (known.length) {
-      const path = document.createElementNS(SVG, "polyline");
-      path.setAttribute("points", known.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
-      path.setAttribute("fill", "none");
-      path.setAttribute("stroke", "#0b63c5");
-      path.setAttribute("stroke-width", 2);
-      svg.append(path);
+      const points = known.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+      svg.append(svgEl("polyline", { points, fill: "none", stroke: "#0b63c5", "stroke-width": 2 }));
     }
     return svg;
-  }
-
-  function table(head, rows) {
-    return el("table", {}, [
-      el("thead", {}, [el("tr", {}, head.map((h) => el("th", {}, [h])))]),
-      el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, [c]))))),
-    ]);
   }
 
   function runSection(run) {
@@ -97,30 +67,6 @@
     return section;
   }
 
-  function draw(progress) {
-    const runs = document.getElementById("runs");
-    runs.replaceChildren(...progress.runs.map(runSection));
-    const state = document.getElementById("job-state");
-    state.textContent = progress.state;
-    state.className = `state state-${progress.state}`;
-    document.body.dataset.jobState = progress.state;
-    const cancel = document.getElementById("cancel-form");
-    if (cancel && !ACTIVE.includes(progress.state)) cancel.remove();
-  }
-
-  function poll(url) {
-    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-      .then((progress) => {
-        draw(progress);
-        if (ACTIVE.includes(progress.state)) setTimeout(() => poll(url), POLL_MS);
-      })
-      .catch(() => setTimeout(() => poll(url), POLL_MS * 3));
-  }
-
-  document.addEventListener("DOMContentLoaded", () => {
-    const progress = JSON.parse(document.getElementById("job-progress").textContent);
-    draw(progress);
-    if (ACTIVE.includes(progress.state)) setTimeout(() => poll(document.getElementById("runs").dataset.progressUrl), POLL_MS);
-  });
+  follow((progress) => document.getElementById("runs").replaceChildren(...progress.runs.map(runSection)),
+         document.getElementById("runs").dataset.progressUrl);
 })();

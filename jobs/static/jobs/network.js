@@ -1,25 +1,9 @@
 // Network job page: per GPU model, the network's estimated time against the vendor's over
-// the trials, and each task's progress; polls the job's JSON while the job is active.
-// Everything from the server is put in with textContent, never as HTML.
+// the trials, and each task's progress; polls the job's JSON while the job is active
+// (jobs/live.js). Everything from the server is put in with textContent, never as HTML.
 (function () {
   "use strict";
-  const ACTIVE = ["queued", "running"];
-  const POLL_MS = 2000;
-  const SVG = "http://www.w3.org/2000/svg";
-
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const child of children || []) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    return node;
-  }
-  function svgEl(tag, attrs) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-    return node;
-  }
-  const fmt = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
-  const usec = (s) => (s === null || s === undefined ? "—" : (s * 1e6).toFixed(2));
+  const { el, svgEl, table, fmt, usec, follow } = window.tunerwebLive;
 
   // Estimated network time (µs) against trials spent; the vendor's time as a dashed line.
   function timeline(points, vendor) {
@@ -52,13 +36,6 @@
     return svg;
   }
 
-  function table(head, rows) {
-    return el("table", { class: "tasks" }, [
-      el("thead", {}, [el("tr", {}, head.map((h) => el("th", {}, [h])))]),
-      el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, [c]))))),
-    ]);
-  }
-
   function taskRow(t) {
     const bar = el("progress", { max: Math.max(1, t.trials_planned), value: t.trials_done }, []);
     return [
@@ -83,33 +60,10 @@
       ]),
       el("div", {}, [timeline(gpu.timeline, gpu.vendor_estimate)]),
       table(["task", "occurs", "shape", "state", "trials", "best µs", "GFLOPS", "vendor µs", "speedup", "share", "worker"],
-        gpu.tasks.map(taskRow)),
+        gpu.tasks.map(taskRow), { class: "tasks" }),
     ]);
   }
 
-  function draw(progress) {
-    document.getElementById("gpus").replaceChildren(...progress.gpus.map(gpuSection));
-    const state = document.getElementById("job-state");
-    state.textContent = progress.state;
-    state.className = `state state-${progress.state}`;
-    document.body.dataset.jobState = progress.state;
-    const cancel = document.getElementById("cancel-form");
-    if (cancel && !ACTIVE.includes(progress.state)) cancel.remove();
-  }
-
-  function poll(url) {
-    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-      .then((progress) => {
-        draw(progress);
-        if (ACTIVE.includes(progress.state)) setTimeout(() => poll(url), POLL_MS);
-      })
-      .catch(() => setTimeout(() => poll(url), POLL_MS * 3));
-  }
-
-  document.addEventListener("DOMContentLoaded", () => {
-    const progress = JSON.parse(document.getElementById("job-progress").textContent);
-    draw(progress);
-    if (ACTIVE.includes(progress.state)) setTimeout(() => poll(document.getElementById("gpus").dataset.progressUrl), POLL_MS);
-  });
+  follow((progress) => document.getElementById("gpus").replaceChildren(...progress.gpus.map(gpuSection)),
+         document.getElementById("gpus").dataset.progressUrl);
 })();
