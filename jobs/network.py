@@ -24,6 +24,7 @@ from engine.networks import NETWORKS, NetworkTask as NetworkPreset
 from engine.records import format_record
 from engine.scheduler import Strategy, TaskView, bests_per_round, next_task
 from engine.tuners import TUNERS
+from engine.workloads import PRESETS
 from records.bests import best_records
 from records.importing import Catalog
 from records.models import Device, MeasurementRecord
@@ -89,7 +90,7 @@ def _check_tasks(network: str, tasks, errors: dict) -> list[NetworkPreset]:
         if tasks:
             errors["tasks"] = "give a network preset or a list of tasks, not both"
             return []
-        if network not in NETWORKS:
+        if not isinstance(network, str) or network not in NETWORKS:
             errors["network"] = f"unknown network {network!r}; known networks: {', '.join(NETWORKS)}"
             return []
         return list(NETWORKS[network].tasks)
@@ -126,8 +127,10 @@ def _check_task(item, number: int) -> tuple[NetworkPreset | None, str]:
     if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= MAX_WEIGHT:
         return None, f"weight (occurrences in the network) must be a whole number from 1 to {MAX_WEIGHT}"
     template, preset = item.get("template"), item.get("preset") or ""
+    if template is None and isinstance(preset, str) and preset in PRESETS:
+        template = PRESETS[preset].task_name  # a preset names its template
     if not isinstance(template, str) or not isinstance(preset, str):
-        return None, "template and preset are names (text)"
+        return None, "template (or a preset) and preset are names (text)"
     found: dict[str, str] = {}
     task_name, args = _check_workload(template, preset, item.get("args"), found)
     if found:

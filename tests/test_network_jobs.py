@@ -105,6 +105,25 @@ def test_a_network_preset_or_a_task_list_is_checked_field_by_field(worker, alice
     assert "replay device" in post(network="mobilenet")["gpus"][0]
 
 
+@pytest.mark.parametrize("tasks", [
+    [{"template": "gemm", "args": {"M": 1}}], [{"template": "gemm", "args": "[["}], [{"template": None}],
+    [{"template": "gemm", "args": [["TENSOR", [0, 4], "float32"], ["TENSOR", [4, 4], "float32"]]}],
+    [{"template": "gemm", "preset": "G1", "weight": True}], [{"template": "gemm", "preset": "G1", "label": 5}],
+    [{"template": "custom", "args": [{"kernel_name": "x"}]}], [[1, 2]], ["C1"], {"C1": 1}, "C1", [{}],
+])
+def test_hostile_task_lists_get_a_json_reason_never_a_crash(alice_client, tasks):
+    response = alice_client.post("/api/network-jobs/", {"tasks": tasks, "n_trial": 10, "gpus": [H200_REPLAY]},
+                                 content_type="application/json")
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json()["tasks"][0]
+    assert not Job.objects.exists()
+
+
+def test_a_task_named_by_its_preset_alone_takes_the_presets_template(worker):
+    request = check_network_request(tasks=[{"preset": "C2", "weight": 4}], tuner="grid", n_trial=8, gpus=[H200_REPLAY])
+    assert [(t.label, t.task_name, t.weight) for t in request.tasks] == [("C2", "conv2d_nchw.cuda", 4)]
+
+
 def test_rounds_go_to_every_online_worker_one_task_each(alice, worker, redis_url, django_capture_on_commit_callbacks):
     more_workers(worker, 2)
     job = submit(alice, django_capture_on_commit_callbacks, network="resnet18", n_trial=240, round_trials=8)
