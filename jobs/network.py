@@ -184,8 +184,10 @@ def end_round(run: JobRun, token, *, exhausted: bool, message: str = "") -> None
 
 
 def after_failure(run: JobRun) -> None:
-    """A task failed: the others go on."""
+    """A task failed: it gives back the trials it did not spend, and the others go on."""
     with transaction.atomic():
+        Job.objects.select_for_update().filter(pk=run.job_id).first()
+        JobRun.objects.filter(pk=run.pk, state=State.FAILED).update(trials_allotted=run.records().count())
         _send_on_commit(give_rounds(run.job_id, run.device_id))
 
 
@@ -225,7 +227,7 @@ def give_rounds(job_id: int, device_id: int) -> list[JobRun]:
         if not given and not in_flight:
             JobRun.objects.filter(job_id=job_id, device_id=device_id, state=State.BETWEEN_ROUNDS).update(
                 state=State.DONE, finished_at=timezone.now(),
-                message="the budget is spent" if left <= 0 else "no task has configs left to measure",
+                message="the budget is spent" if left <= 0 else "no task can take more trials",
             )
     return given
 

@@ -188,6 +188,25 @@ def test_a_task_whose_space_runs_out_gives_its_trials_back(alice, recording_path
     assert "every config" in run.message and job.state == State.DONE
 
 
+def test_a_task_that_fails_gives_its_trials_back_and_the_others_go_on(
+    alice, recording_path, django_capture_on_commit_callbacks
+):
+    config = replay_config(recording_path)  # synthetic C12 only
+    worker = register(config)
+    # The worker row claims C1 too (as another replay worker of the model could), so the job
+    # is accepted; this worker's recording then cannot answer for C1.
+    c1 = NETWORKS["resnet18"].tasks[0]
+    Worker.objects.filter(pk=worker.pk).update(workloads=[*worker.workloads, list(Workload.key_of(c1.task_name, c1.args))])
+    job = submit(alice, django_capture_on_commit_callbacks, tasks=[{"preset": "C1"}, {"preset": "C12", "weight": 3}],
+                 n_trial=40, round_trials=8, gpus=[worker.queue])
+    drive(job, worker, config)
+
+    c1_run, c12_run = job.runs.order_by("task__position")
+    assert c1_run.state == State.FAILED and "holds no config" in c1_run.message and c1_run.trials_allotted == 0
+    assert c12_run.state == State.DONE and c12_run.trials_done == c12_run.trials_allotted == 40
+    assert job.state == State.FAILED
+
+
 def test_a_cancelled_network_job_gives_no_more_rounds(alice, worker, config, django_capture_on_commit_callbacks):
     job = submit(alice, django_capture_on_commit_callbacks, network="resnet18", n_trial=400, round_trials=8)
     drive(job, worker, config, rounds=3)

@@ -44,12 +44,26 @@ def browser(tmp_path):
 
 
 def wait_until(predicate, timeout=60, what="the page"):
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except StaleElementReferenceException:
+            pass  # the page redrew between finding an element and reading it: look again
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def text_of(browser, css: str) -> str:
+    """The text of the element `css` selects, read again if the page redraws meanwhile."""
+    from selenium.webdriver.common.by import By
+
+    found = []
+    wait_until(lambda: found.append(browser.find_element(By.CSS_SELECTOR, css).text) or True, timeout=10, what=css)
+    return found[-1]
 
 
 def log_in_as_alice(browser, base_url: str, then: str) -> None:
@@ -87,16 +101,16 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     seen_trials = set()
 
     def done():
-        seen_trials.add(browser.find_element(By.CSS_SELECTOR, ".run .trials").text)
+        seen_trials.add(text_of(browser, ".run .trials"))
         return browser.find_element(By.TAG_NAME, "body").get_attribute("data-job-state") == "done"
 
     wait_until(done, what="the job to finish on the page")
     # The last poll may update the page between reading the trials and reading the state.
-    seen_trials.add(browser.find_element(By.CSS_SELECTOR, ".run .trials").text)
+    seen_trials.add(text_of(browser, ".run .trials"))
     assert "48 / 48 trials" in seen_trials and len(seen_trials) > 1, "progress showed without a reload"
     assert browser.find_element(By.CSS_SELECTOR, "svg.convergence polyline")
     assert "replay" in browser.find_element(By.CSS_SELECTOR, ".run h2").text
-    best_gflops = float(browser.find_element(By.CSS_SELECTOR, ".best-gflops").text)
+    best_gflops = float(text_of(browser, ".best-gflops"))
     job_page = browser.current_url
 
     browser.find_element(By.CSS_SELECTOR, ".download-link").click()

@@ -9,7 +9,7 @@ import pytest
 
 from jobs_fixtures import recording_path, redis_url, resnet18_recording, start_worker  # noqa: F401
 from records.baselines import import_baselines
-from test_browser_job import CHROMEDRIVER, CHROMIUM, browser, log_in_as_alice, wait_until  # noqa: F401
+from test_browser_job import CHROMEDRIVER, CHROMIUM, browser, log_in_as_alice, text_of, wait_until  # noqa: F401
 
 pytestmark = [
     pytest.mark.slow,
@@ -46,15 +46,14 @@ def test_a_person_tunes_a_network_and_sees_every_task_and_the_vendors_time(
     seen = set()
 
     def done():
-        seen.add(browser.find_element(By.CSS_SELECTOR, ".gpu .trials").text)
+        seen.add(text_of(browser, ".gpu .trials"))
         return browser.find_element(By.TAG_NAME, "body").get_attribute("data-job-state") == "done"
 
     wait_until(done, timeout=120, what="the network job to finish on the page")
-    seen.add(browser.find_element(By.CSS_SELECTOR, ".gpu .trials").text)
+    seen.add(text_of(browser, ".gpu .trials"))
     assert "128 / 128 trials given out" in seen and len(seen) > 1, "progress showed without a reload"
     rows = browser.find_elements(By.CSS_SELECTOR, "table.tasks tbody tr")
     assert [row.find_element(By.TAG_NAME, "td").text for row in rows] == [f"C{i}" for i in range(1, 13)]
-    assert float(browser.find_element(By.CSS_SELECTOR, ".estimate").text) > 0
-    assert float(browser.find_element(By.CSS_SELECTOR, ".vendor-estimate").text) > 0
+    assert float(text_of(browser, ".estimate")) > 0 and float(text_of(browser, ".vendor-estimate")) > 0
     assert browser.find_element(By.CSS_SELECTOR, "svg.timeline polyline")
     assert "replay" in browser.find_element(By.CSS_SELECTOR, ".gpu h2").text
