@@ -122,7 +122,7 @@ NETWORK_TASKS_HELP = (
 class NetworkJobForm(forms.Form):
     """A network job: the rules are jobs.network's."""
 
-    network = forms.ChoiceField(required=False, label="Network")
+    network = forms.ChoiceField(required=False, label="Network", initial="resnet18")
     tasks = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5, "cols": 90}), help_text=NETWORK_TASKS_HELP)
     tuner = forms.ChoiceField()
     n_trial = forms.IntegerField(label="Trial budget", initial=1536, help_text="trials per GPU model, shared by the tasks")
