@@ -18,7 +18,7 @@ from engine.tuners import UnknownTuner, get_tuner
 
 from . import network
 from .claims import ClaimLost, RunHeartbeat, finish
-from .models import JobRun, State
+from .models import Job, JobRun, State
 from .recording import RunRecorder, stored_records
 from .worker import WorkerConfig, measurer_for
 
@@ -62,7 +62,7 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
         message = f"stopped early: no faster config in {job.early_stopping} trials"
     elif exhausted:
         message = "every config of the space was measured"
-    if run.task_id:
+    if job.kind == Job.Kind.NETWORK:
         network.end_round(run, token, exhausted=exhausted, message=message)
     else:
         finish(run_id, token, State.DONE, message)
@@ -71,5 +71,5 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
 
 def _fail(run: JobRun, token: uuid.UUID, message: str) -> None:
     finish(run.pk, token, State.FAILED, message)
-    if run.task_id:
+    if run.job.kind == Job.Kind.NETWORK:
         network.after_failure(run)
