@@ -11,7 +11,8 @@
 # network's best-config log, and stops everything.
 # Writes to $OUT: up.log, job.json (the last progress), best.log, timeline.tsv, summary.txt;
 # prints the summary table last. BUDGET (trials, default 1024), ROUND (trials per round, 64),
-# TUNER (xgb), ALLOCATION (gradient) and BATCH (trials per measured batch, 32) can be set.
+# TUNER (xgb), ALLOCATION (gradient), BATCH (trials per measured batch, 32) and DEADLINE
+# (seconds the job may take before it is cancelled, 270) can be set.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -47,10 +48,20 @@ ANSWER=$(curl -s -H "Authorization: Token $KEY" -H "Content-Type: application/js
 JOB=$(echo "$ANSWER" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("id", ""))' 2>/dev/null)
 [ -n "$JOB" ] || { echo "submit answered: $ANSWER"; tail -50 "$OUT/up.log"; exit 1; }
 
-for _ in $(seq ${POLLS:-400}); do
+# DEADLINE seconds after submitting, a job still running is cancelled (its summary says so), so
+# the whole call stays within the lease: start-up ~1 min, the job itself 2-4 min on one H200.
+while :; do
     curl -s -H "Authorization: Token $KEY" "$API/network-jobs/$JOB/" >"$OUT/job.json"
     STATE=$(python3 -c 'import json; print(json.load(open("'"$OUT/job.json"'"))["state"])')
     case "$STATE" in done|failed|cancelled) break ;; esac
+    if python3 -c "import sys, time; sys.exit(time.time() - $START < ${DEADLINE:-270})"; then
+        echo "deadline of ${DEADLINE:-270} s reached: cancelling job $JOB"
+        curl -s -X POST -H "Authorization: Token $KEY" "$API/network-jobs/$JOB/cancel/" >/dev/null
+        sleep 5
+        curl -s -H "Authorization: Token $KEY" "$API/network-jobs/$JOB/" >"$OUT/job.json"
+        STATE="cancelled at the deadline"
+        break
+    fi
     sleep 1
 done
 END=$(date +%s.%N)
