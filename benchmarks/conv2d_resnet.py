@@ -25,7 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import engine  # noqa: E402
 from engine.gpu.baselines import cudnn_conv2d  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
+from engine.ops.base import DeviceLimits  # noqa: E402
+from engine.callbacks import log_to_file  # noqa: E402
+from engine.logfile import read_history  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
@@ -52,7 +54,8 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
     extra = {"plan_size": options.batch_size, "sa_iterations": options.sa_iterations} if options.tuner == "xgb" else {}
     tuner = get_tuner(options.tuner, task, seed=options.seed, **extra)
     start = time.time()
-    result = tune(task, tuner, measurer, options.trials, log_file=log, batch_size=options.batch_size)
+    result = tune(task, tuner, measurer, options.trials, history=read_history(log), callbacks=[log_to_file(log)],
+                  batch_size=options.batch_size)
     wall = time.time() - start
     measured = len(result.results)
     default = measurer.measure(task, [task.default_config()])[0]

@@ -34,7 +34,7 @@ def main() -> None:
         from django.core.management import call_command
 
         from benchmarks.synthetic_log import synthetic_records
-        from engine.records import write_records
+        from engine.logfile import write_records
         from records.importing import import_log
 
         call_command("migrate", verbosity=0)

@@ -15,7 +15,7 @@ eight GPU models, one trial in eight failed):
 
 Then (after VACUUM ANALYZE, as autovacuum would run) for the workload with the
 most records it times the
-best-per-GPU query (`records.bests.best_records`) and the page `/leaderboard/<pk>/`
+best-per-GPU query (`MeasurementRecord.objects.best_per_gpu`) and the page `/leaderboard/<pk>/`
 rendered through django.test.Client, each the median of several warm runs, and
 prints the query plan of the best-per-GPU query. Without --keep the database is
 dropped at the end.
@@ -76,7 +76,7 @@ def timed(label: str, action, runs: int = RUNS) -> float:
 
 
 def import_through_importer(count: int) -> None:
-    from engine.records import write_records
+    from engine.logfile import write_records
     from records.importing import import_log
 
     from benchmarks.synthetic_log import synthetic_records
@@ -139,7 +139,6 @@ def measure() -> None:
     from django.test import Client
     from django.urls import NoReverseMatch, reverse
 
-    from records.bests import best_records
     from records.models import MeasurementRecord, Workload
 
     total = MeasurementRecord.objects.count()
@@ -148,11 +147,11 @@ def measure() -> None:
           f"({workload}) with {workload.n:,} records")
 
     def best_per_gpu():
-        return list(best_records(MeasurementRecord.objects.filter(workload=workload)))
+        return list(MeasurementRecord.objects.filter(workload=workload).best_per_gpu())
 
     timed(f"best per GPU query ({len(best_per_gpu())} GPUs)", best_per_gpu)
     with connection.cursor() as cursor:
-        sql, params = best_records(MeasurementRecord.objects.filter(workload=workload)).query.sql_with_params()
+        sql, params = MeasurementRecord.objects.filter(workload=workload).best_per_gpu().query.sql_with_params()
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
         print("plan of the best-per-GPU query:")
         for (line,) in cursor.fetchall():

@@ -4,11 +4,11 @@
   4096^3 and 8192^3, faster than cuBLAS on the skinny 512x49x4608 and 128x3136x576.
 * Depthwise conv2d D1-D9 (MobileNet, batch 1) vs cuDNN (PyTorch grouped conv, TF32 off).
 * NCHW broadcast (4 ops x 3 shapes): the best config of each tactic, its bandwidth
-  (engine's bytes_moved / time) against the 4.16 TB/s copy of DESIGN.md (goal >= 85 %)
+  (engine's bytes_moved / time) against the H200's 4.16 TB/s device-to-device copy (goal >= 85 %)
   and against a copy measured here, at its size and at the row's bytes (the launch floor of
   small tensors); tile_broadcast should win on exp, div and rsqrt.
   Section broadcast16: the same in fp16 (half the bytes for the same work per element:
-  where the seed's gains were measured).
+  where the gains of CINN's TileBroadcastTactic were measured).
 * A custom kernel (Kernel Tuner's manner): a shared-memory transpose of 8192 x 8192 with
   tunable tile, rows per thread block and padding, against its untuned default and the copy.
 
@@ -35,16 +35,18 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import engine  # noqa: E402
 from conv2d_resnet import git_describe  # noqa: E402  (the sibling benchmark's helper)
-from engine.callbacks import StopTuning  # noqa: E402
+from engine.callbacks import StopTuning, log_to_file  # noqa: E402
+from engine.logfile import read_history  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.gpu.baselines import BaselineUnavailable, measure_baseline  # noqa: E402
 from engine.gpu.baselines import copy_bandwidth  # noqa: E402
-from engine.templates.base import DEFAULT_CONFIG_BASELINE, DeviceLimits  # noqa: E402
+from engine.baselines import DEFAULT_CONFIG_BASELINE  # noqa: E402
+from engine.ops import DeviceLimits  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import BROADCAST, BROADCAST_FP16, GEMM, MOBILENET_DW, Preset, transpose_spec  # noqa: E402
 
-DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written, DESIGN.md's H200 figure
+DESIGN_COPY_BANDWIDTH = 4.16e12  # bytes/s read + written: the H200 copy of 2026-11-30 (README)
 TRANSPOSE = Preset("K1", "Custom kernel", "custom", [transpose_spec(8192, 8192)], "transpose 8192×8192 (custom kernel)")
 # 1024^3 first: what tuning learns there transfers to the larger squares (engine's xgb transfer).
 SECTIONS = {"gemm": [GEMM[2], GEMM[0], GEMM[1], GEMM[3], GEMM[4]], "depthwise": MOBILENET_DW, "broadcast": BROADCAST,
@@ -83,8 +85,9 @@ def tune_workload(preset, measurer, options, deadline: float, history: list) -> 
     tuner = get_tuner(options.tuner, task, seed=options.seed)
     tuner.load_history(history)
     start = time.time()
-    result = tune(task, tuner, measurer, trials, log_file=options.log, batch_size=options.batch_size,
-                  callbacks=[deadline_callback(deadline)])
+    callbacks = [log_to_file(options.log)] if options.log else []
+    result = tune(task, tuner, measurer, trials, history=read_history(options.log) if options.log else (),
+                  callbacks=[*callbacks, deadline_callback(deadline)], batch_size=options.batch_size)
     wall = time.time() - start
     history.extend(result.results)
     row = {
@@ -132,7 +135,7 @@ def fmt(value, spec: str) -> str:
 
 def broadcast_table(section_rows: list[dict], copy: float | None, title: str) -> list[str]:
     lines = ["", f"## {title}: both tactics, bandwidth vs copy", "",
-             f"Bandwidth = bytes moved (x and out, or out alone, plus v) / time. Copy reference: DESIGN.md's"
+             f"Bandwidth = bytes moved (x and out, or out alone, plus v) / time. Copy reference: the H200's"
              f" 4.16 TB/s; measured here: {fmt(copy and copy / 1e12, '.2f')} TB/s. \"% of that copy\" is the"
              " time of the float4 copy kernel moving the row's bytes over the tuned time.", "",
              "| workload | general µs | tile_broadcast µs | general / tile_broadcast | winner | best TB/s |"

@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 
 from engine import create_task
-from engine.records import ErrorNo, Record, make_target
+from engine.logfile import ErrorNo, Record, make_target
 from engine.workloads import MOBILENET_DW, RESNET18
 
 # GPU model slug and a typical tuned GFLOPS for these layers.

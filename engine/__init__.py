@@ -1,14 +1,55 @@
-"""The tuning engine (no Django). `engine.create_task(name, args)` is the entry point;
-it is imported on first use so that `import engine.records` stays light."""
+"""The tuning engine (no Django), and its front door: what the web side (`records/`,
+`jobs/`, `tunerweb/`) uses is named here, and it imports the engine through here alone
+(and `engine.gpu` where a worker starts on a GPU).
+
+Names load on first use, so `import engine` stays light: a log reader needs neither the
+templates nor XGBoost.
+"""
 from __future__ import annotations
 
-__all__ = ["Task", "create_task"]
+from importlib import import_module
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    # tasks and workloads
+    "engine.task": ("Task", "create_task", "args_from_json"),
+    "engine.describe": ("WorkloadFacts", "describe_workload"),
+    "engine.ops": ("TEMPLATES", "BadArgs", "DeviceLimits", "UnknownTemplate"),
+    "engine.ops.custom.tiling": ("CUSTOM_TEMPLATE", "CustomParams", "SpecError", "parse_spec", "MAX_SOURCE_CHARS"),
+    "engine.workloads": ("PRESETS",),
+    "engine.networks": ("NETWORKS", "NetworkTask"),
+    "engine.tuners": ("TUNERS", "UnknownTuner", "get_tuner"),
+    # the loop (`tune` itself is imported below)
+    "engine.callbacks": ("StopTuning", "early_stopping", "log_to_file"),
+    # a network's budget among its tasks
+    "engine.scheduler": ("Strategy", "TaskView", "bests_per_round", "next_task"),
+    # logs
+    "engine.logfile": ("ErrorNo", "Record", "LogLineError", "LegacyLineError", "LogFileError", "canonical_args",
+                       "format_record", "log_lines", "scan_log", "read_log_file", "read_history", "write_records",
+                       "make_target", "target_model", "pick_best"),
+    "engine.baselines": ("PROVIDERS", "DEFAULT_CONFIG_BASELINE", "baseline_provider_of", "baseline_version"),
+    # measuring
+    "engine.measure": ("DeviceInfo", "MeasureResult", "Measurer", "make_measurer"),
+    "engine.replay": ("ReplayMeasurer", "PacedReplayMeasurer", "RecordingError", "load_recording", "recording_model",
+                      "restrict_to_recording"),
+    "engine.synthetic": ("synthetic_recording",),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted([*_MODULE_OF, "TuneResult", "tune"])
+
+# Bound at once, not on first use: `engine.tune` is also a module, and a module loaded
+# later would otherwise take the name (the loop is light: no templates, no XGBoost).
+from .tune import TuneResult, tune  # noqa: E402
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        from . import task
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return getattr(task, name)
-    raise AttributeError(f"module 'engine' has no attribute {name!r}")
-from .tune import TuneResult, tune  # noqa: E402  (the tuning loop; light: no templates, no xgboost)
+
+def __dir__() -> list[str]:
+    return __all__

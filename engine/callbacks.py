@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Callable, Sequence, TextIO
 
 from .measure import MeasureResult, to_record
-from .records import format_record
+from .logfile import format_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .space import ConfigEntity
@@ -22,7 +22,7 @@ class StopTuning(Exception):
 
 
 def log_to_file(path: str) -> Callback:
-    """Append each measurement to an AutoTVM log (engine.records is the only writer)."""
+    """Append each measurement to an AutoTVM log (engine.logfile is the only writer)."""
 
     def append(state, configs, results) -> None:
         with open(path, "a", encoding="utf-8") as stream:

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Callable, Sequence
 
-from .callbacks import progress_printer
-from .measurers import MeasurerUnavailable, UnknownMeasurer, make_measurer
-from .records import LogFileError, Record, format_record, pick_best, read_log_file
+from .callbacks import early_stopping, log_to_file, progress_printer
+from .measure import MeasurerUnavailable, UnknownMeasurer, make_measurer
+from .logfile import LogFileError, Record, format_record, pick_best, read_history, read_log_file
 from .replay import RecordingError, ReplayMeasurer, load_recording, recording_task, restrict_to_recording
 from .space import SamplingError
-from .templates import BadArgs, UnknownTemplate
-from .templates.base import DeviceLimits
+from .ops import BadArgs, DeviceLimits, UnknownTemplate
 
 USAGE_ERROR = 2
 EXTENSION_MODULES = ("engine.gpu.cli",)
@@ -101,9 +100,14 @@ def run_tuning(task, measurer, options: argparse.Namespace) -> int:
     from .tuners import get_tuner
 
     tuner = get_tuner(options.tuner, task, seed=options.seed)
+    history = read_history(options.log) if options.log else []
+    callbacks = [log_to_file(options.log)] if options.log else []
+    callbacks.append(progress_printer())
+    if options.early_stopping:
+        callbacks.append(early_stopping(options.early_stopping))
     with measurer:
-        result = tune(task, tuner, measurer, options.trials, early_stopping=options.early_stopping,
-                      callbacks=[progress_printer()], log_file=options.log, batch_size=options.batch_size)
+        result = tune(task, tuner, measurer, options.trials, history=history, callbacks=callbacks,
+                      batch_size=options.batch_size)
     print(summary(task, result))
     return 0 if result.best is not None else 1
 

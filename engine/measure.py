@@ -1,17 +1,18 @@
-"""What a measurement is, and the one interface every measurer implements.
+"""What a measurement is, the one interface every measurer implements, and the measurers by name.
 
 A measurer turns configs of a task into results. The GPU measurer (compile with
-NVRTC, time in a child process) and the replay measurer (answer from a recorded
-log) are two implementations; the tuning loop knows only this interface.
+NVRTC, time in a child process) and the replay measurers (answer from a recorded
+log) are the implementations; the tuning loop knows only this interface.
 """
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from importlib import import_module
 from typing import TYPE_CHECKING, Sequence
 
-from .records import ErrorNo, Record, make_target
+from .logfile import ErrorNo, Outcome, Record, make_target
 
 if TYPE_CHECKING:  # pragma: no cover
     from .space import ConfigEntity
@@ -42,7 +43,7 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
-class MeasureResult:
+class MeasureResult(Outcome):
     """Outcome of one config: a status plus data, never a sentinel cost."""
 
     error_no: ErrorNo
@@ -51,17 +52,20 @@ class MeasureResult:
     all_cost: float = 0.0
     timestamp: float = field(default_factory=time.time)
 
-    @property
-    def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
-
-    @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok else None
-
     @classmethod
     def failure(cls, error_no: ErrorNo, message: str, all_cost: float = 0.0) -> "MeasureResult":
         return cls(error_no=error_no, costs=(), error_msg=message, all_cost=all_cost)
+
+
+def result_of(record: Record) -> MeasureResult:
+    """A log record read back as the measurement it was."""
+    return MeasureResult(
+        error_no=record.error_no,
+        costs=record.costs,
+        error_msg=record.error_msg,
+        all_cost=record.all_cost,
+        timestamp=record.timestamp,
+    )
 
 
 def to_record(task: "Task", config: "ConfigEntity", result: MeasureResult, target: str) -> Record:
@@ -97,3 +101,37 @@ class Measurer(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# Measurers by name. Imports are lazy: the GPU measurer needs CuPy and a GPU, and
+# naming it must not be needed to replay a recording on a laptop.
+MEASURERS: dict[str, str] = {
+    "replay": "engine.replay:ReplayMeasurer",
+    "gpu": "engine.gpu.measurer:GpuMeasurer",
+}
+
+
+class UnknownMeasurer(ValueError):
+    pass
+
+
+class MeasurerUnavailable(RuntimeError):
+    """A known measurer that cannot load here (its module or a library it needs is missing)."""
+
+
+def get_measurer_class(name: str) -> type[Measurer]:
+    try:
+        path = MEASURERS[name]
+    except KeyError:
+        raise UnknownMeasurer(f"unknown measurer {name!r}; valid measurers: {', '.join(sorted(MEASURERS))}") from None
+    module_name, class_name = path.split(":")
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        raise MeasurerUnavailable(f"the {name} measurer cannot load here: {exc}") from None
+    return getattr(module, class_name)
+
+
+def make_measurer(name: str, **options) -> Measurer:
+    """A measurer by registry name; options go to its constructor."""
+    return get_measurer_class(name)(**options)

@@ -14,11 +14,12 @@ old logs whose knob order differs from ours still match.
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .measure import DeviceInfo, MeasureResult, Measurer
-from .records import ErrorNo, LogFileError, Record, read_log_file
+from .measure import DeviceInfo, MeasureResult, Measurer, result_of
+from .logfile import ErrorNo, LogFileError, Record, read_log_file
 from .space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,17 +31,6 @@ NOT_RECORDED = ErrorNo.UNKNOWN_ERROR
 
 class RecordingError(ValueError):
     """A recording that cannot be replayed as asked; the message says why."""
-
-
-def result_of(record: Record) -> MeasureResult:
-    """A log record read back as the measurement it was."""
-    return MeasureResult(
-        error_no=record.error_no,
-        costs=record.costs,
-        error_msg=record.error_msg,
-        all_cost=record.all_cost,
-        timestamp=record.timestamp,
-    )
 
 
 def load_recording(path: str | Path) -> list[Record]:
@@ -121,3 +111,23 @@ class ReplayMeasurer(Measurer):
                 NOT_RECORDED, f"config {config.index} of {task.name} is not in the recording ({self.device.model})"
             )
         return result_of(record)
+
+
+class PacedReplayMeasurer(Measurer):
+    """A replay measurer whose answers carry the time they were given, so every replayed
+    trial is a new record; `pace` seconds per config make progress visible (a job page)."""
+
+    def __init__(self, replay: ReplayMeasurer, pace: float = 0.0) -> None:
+        self.replay = replay
+        self.device = replay.device
+        self.pace = pace
+
+    @property
+    def records(self) -> list[Record]:
+        return self.replay.records
+
+    def measure(self, task: "Task", configs: Sequence["ConfigEntity"]) -> list[MeasureResult]:
+        if self.pace:
+            time.sleep(self.pace * len(configs))
+        now = time.time()
+        return [dataclasses.replace(r, timestamp=now) for r in self.replay.measure(task, configs)]

@@ -35,7 +35,7 @@ import zlib
 import numpy as np
 
 from .measure import MeasureResult, to_record
-from .records import ErrorNo, Record, make_target
+from .logfile import ErrorNo, Record, make_target
 
 MODEL = "synthetic-h200"
 PEAK_FLOPS = 67e12

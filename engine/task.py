@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .records import canonical_args
+from .logfile import canonical_args
 from .space import ConfigEntity, ConfigSpace
-from .templates import BadArgs, DeviceLimits, Template, get_template
+from .ops import BadArgs, DeviceLimits, Template, get_template
 
 
 @dataclass(eq=False)
@@ -25,7 +25,7 @@ class Task:
 
     @property
     def workload_key(self) -> tuple[str, str]:
-        """(task name, canonical args): the same key as engine.records.Record.workload_key."""
+        """(task name, canonical args): the same key as engine.logfile.Record.workload_key."""
         return (self.name, canonical_args(self.args))
 
     def why_invalid(self, config: ConfigEntity) -> str | None:

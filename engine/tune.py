@@ -1,20 +1,21 @@
-"""The tuning loop: propose a batch, measure it, learn, log, repeat.
+"""The tuning loop: propose a batch, measure it, learn, call back, repeat.
 
-`tune` resumes from its log file: the configs already measured there for the
-same task and GPU model count against the trial budget, are not measured again,
-and are given to the tuner (`load_history`) to learn from. So re-running a
-killed run with the same arguments finishes it, and re-running a finished one
-measures nothing.
+History comes in, measurements go out through callbacks, as in AutoTVM: `history`
+holds earlier records (a log's, or a job run's stored ones); those of the same task
+and GPU model count against the trial budget, are not measured again, and are given
+to the tuner (`load_history`) to learn from. Nothing is written here: a callback
+stores each batch (`engine.callbacks.log_to_file`, a job run's recorder), so each
+measurement is stored once, where its caller keeps records. Re-running a killed run
+with its history finishes it; re-running a finished one measures nothing.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .callbacks import Callback, StopTuning, early_stopping as early_stopping_callback, log_to_file
+from .callbacks import Callback, StopTuning
+from .logfile import Record, is_faster, target_model
 from .measure import Measurer, to_record
-from .records import Record, is_faster, read_log_file, target_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from .task import Task
@@ -31,7 +32,7 @@ class TuneState:
     tuner: "Tuner"
     target: str
     n_trial: int
-    resumed: int = 0          # configs taken from the log file, counted in `trials`
+    resumed: int = 0          # configs taken from the history, counted in `trials`
     trials: int = 0           # configs measured so far, resumed ones included
     failures: int = 0         # failed measurements of this run
     best: Record | None = None
@@ -56,7 +57,7 @@ class TuneState:
 
 @dataclass(frozen=True)
 class TuneResult:
-    best: Record | None       # fastest of the log's history and this run
+    best: Record | None       # fastest of the history and this run
     trials: int               # measured in this run
     results: list[Record]     # this run's measurements, in order
     resumed: int = 0
@@ -68,24 +69,16 @@ def tune(
     tuner: "Tuner",
     measurer: Measurer,
     n_trial: int,
-    early_stopping: int | None = None,
+    *,
+    history: Iterable[Record] = (),
     callbacks: Sequence[Callback] = (),
-    log_file: str | None = None,
-    target: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> TuneResult:
-    """Tune `task` for `n_trial` configs in all (log history included); see the module docstring."""
+    """Tune `task` for `n_trial` configs in all (history included); see the module docstring."""
     if n_trial < 0 or batch_size < 1:
         raise ValueError("tune needs n_trial >= 0 and batch_size >= 1")
-    target = target or measurer.device.target
-    state = TuneState(task=task, tuner=tuner, target=target, n_trial=n_trial)
-    if log_file:
-        _resume(state, log_file)
-
-    loop_callbacks: list[Callback] = [log_to_file(log_file)] if log_file else []
-    loop_callbacks += list(callbacks)
-    if early_stopping:
-        loop_callbacks.append(early_stopping_callback(early_stopping))
+    state = TuneState(task=task, tuner=tuner, target=measurer.device.target, n_trial=n_trial)
+    _resume(state, history)
 
     stopped = False
     while state.trials < n_trial and tuner.has_next():
@@ -96,9 +89,9 @@ def tune(
         if len(results) != len(configs):
             raise RuntimeError(f"measurer returned {len(results)} results for {len(configs)} configs")
         tuner.update(configs, results)
-        state.add([to_record(task, c, r, target) for c, r in zip(configs, results)])
+        state.add([to_record(task, c, r, state.target) for c, r in zip(configs, results)])
         try:
-            for callback in loop_callbacks:
+            for callback in callbacks:
                 callback(state, configs, results)
         except StopTuning:
             stopped = True
@@ -112,17 +105,15 @@ def tune(
     )
 
 
-def _resume(state: TuneState, log_file: str) -> None:
-    """Load this task's earlier measurements on the same GPU model from the log, if it exists."""
-    if not os.path.exists(log_file):
-        return
+def _resume(state: TuneState, history: Iterable[Record]) -> None:
+    """Take this task's earlier measurements on the same GPU model from the history."""
     model = target_model(state.target)
-    history = [
-        r for r in read_log_file(log_file).records if r.workload_key == state.task.workload_key and r.model == model
-    ]
-    state.tuner.load_history(history)
-    for record in history:
+    mine = [r for r in history if r.workload_key == state.task.workload_key and r.model == model]
+    if not mine:
+        return
+    state.tuner.load_history(mine)
+    for record in mine:
         if is_faster(record, state.best):
             state.best = record
-    state.resumed = len({r.config_index for r in history})
+    state.resumed = len({r.config_index for r in mine})
     state.trials = state.best_trial = state.resumed

@@ -1,4 +1,4 @@
-"""The benchmark workloads of DESIGN.md as named presets: (task name, args as in a log's `input`).
+"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, broadcast) as named presets: (task name, args as in a log's `input`).
 
 Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
 dtype last), so a preset and a TopHub record of the same shape are the same workload.
@@ -77,7 +77,7 @@ _MOBILENET_DW = [
     ("D9", 7, 1024, 1),
 ]
 
-# (name, M, N, K): DESIGN.md writes GEMMs M x N x K. The skinny two are conv layers as
+# (name, M, N, K): GEMMs are written M x N x K. The skinny two are conv layers as
 # implicit GEMMs (M = output channels, N = output pixels, K = CI x KH x KW): ResNet-18 C12
 # (512 x 7*7 x 512*9) and a 56x56 layer of 64 input and 128 output channels (128 x 56*56 x 64*9).
 _GEMM = [
@@ -111,7 +111,7 @@ for _op in _BROADCAST_OPS:
         _name = f"B-{_op}-{_tag}"
         PRESETS[_name] = Preset(_name, "NCHW broadcast", "broadcast_nchw", broadcast_args(_shape, _op),
                                 f"{_op} {'×'.join(map(str, _shape))}")
-        # fp16, as the seed's models ran: half the bytes per element, the same work per element.
+        # fp16, as the models of Paddle CINN's TileBroadcastTactic ran: half the bytes per element, the same work per element.
         PRESETS[_name + "-f16"] = Preset(_name + "-f16", "NCHW broadcast fp16", "broadcast_nchw",
                                          broadcast_args(_shape, _op, "float16"),
                                          f"{_op} {'×'.join(map(str, _shape))} fp16")
@@ -123,7 +123,7 @@ BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BR
 BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 
 
-# A custom kernel in Kernel Tuner's manner (engine.templates.custom): the classic
+# A custom kernel in Kernel Tuner's manner (engine.ops.custom): the classic
 # shared-memory transpose, for the operators benchmark and the tests. Not a preset: the job
 # system runs only custom kernels that staff added (jobs.custom_kernels).
 _TRANSPOSE_SOURCE = r"""

@@ -1,4 +1,4 @@
-"""Custom kernels: a user's own CUDA kernel with tunable macros (engine.templates.custom), added by staff.
+"""Custom kernels: a user's own CUDA kernel with tunable macros (engine.ops.custom), added by staff.
 
 A kernel is stored as the `custom` workload whose args are `[SPEC]` (canonical JSON, as a
 log writes it) plus a CustomKernel row naming it. The spec is checked here only through
@@ -12,10 +12,8 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from engine.records import canonical_args
-from engine.templates.custom import MAX_SOURCE_CHARS, TASK_NAME, CustomParams, SpecError, parse_spec
+from engine import CUSTOM_TEMPLATE, MAX_SOURCE_CHARS, CustomParams, SpecError, canonical_args, parse_spec
 from records.custom_specs import KernelSummary
-from records.importing import Catalog
 from records.models import Workload
 
 from .models import CustomKernel
@@ -24,7 +22,7 @@ from .models import CustomKernel
 MAX_SPEC_CHARS = MAX_SOURCE_CHARS + 56_000
 SPEC_HELP = (
     'The spec as JSON: kernel_name, sizes, tune_params [[name, [values]], ...], restrictions, block, grid, '
-    'shared_bytes, arguments, reference, flops, default (see engine/templates/custom.py). Leave "source" '
+    'shared_bytes, arguments, reference, flops, default (see engine/ops/custom/tiling.py). Leave "source" '
     "out when it is in the Source field."
 )
 
@@ -63,20 +61,7 @@ def check_spec(spec) -> CustomParams:
     try:
         return parse_spec(spec)
     except SpecError as exc:
-        raise CustomKernelError(_field_of(spec, exc), str(exc)) from None
-
-
-def _field_of(spec: dict, error: SpecError) -> str:
-    """The source field when the source is what fails: with a stand-in source that passes
-    the source checks (the kernel name alone), the spec then fails differently or not at all."""
-    if not isinstance(spec, dict):
-        return "spec"
-    stand_in = {**spec, "source": str(spec.get("kernel_name", ""))}
-    try:
-        parse_spec(stand_in)
-    except SpecError as other:
-        return "spec" if str(other) == str(error) else "source"
-    return "source"
+        raise CustomKernelError("source" if exc.field == "source" else "spec", str(exc)) from None
 
 
 def check_new_kernel(name: str, spec) -> str:
@@ -99,18 +84,18 @@ def add_custom_kernel(user, name: str, spec) -> CustomKernel:
         raise PermissionDenied("adding custom kernels is for staff only")
     name = check_new_kernel(name, spec)
     with transaction.atomic():
-        workload, _note = Catalog().workload(TASK_NAME, [spec])
+        workload, _note = Workload.objects.catalog().workload(CUSTOM_TEMPLATE, [spec])
         return CustomKernel.objects.create(name=name, workload=workload, added_by=user)
 
 
 def stored_kernel_for(args: list) -> CustomKernel | None:
     """The custom kernel staff added whose args these are, or None."""
-    task_name, args_json = Workload.key_of(TASK_NAME, args)
+    task_name, args_json = Workload.key_of(CUSTOM_TEMPLATE, args)
     return CustomKernel.objects.filter(workload__task_name=task_name, workload__args_json=args_json).first()
 
 
 def summarize(kernel: CustomKernel) -> KernelSummary:
     summary = kernel.workload.custom_kernel_summary()
     if summary is None:  # stored kernels passed parse_spec when staff added them
-        raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses")
+        raise SpecError(f"custom kernel {kernel.name}: its stored spec no longer parses", field="spec")
     return summary

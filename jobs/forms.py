@@ -7,11 +7,7 @@ import json
 from django import forms
 from django.conf import settings
 
-from engine.networks import NETWORKS
-from engine.templates import TEMPLATES
-from engine.templates.custom import TASK_NAME as CUSTOM
-from engine.tuners import TUNERS
-from engine.workloads import PRESETS
+from engine import CUSTOM_TEMPLATE as CUSTOM, NETWORKS, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel, Job

@@ -19,8 +19,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.records import ErrorNo
-from records.bests import best_of
+from engine import ErrorNo
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 
 
@@ -285,7 +284,7 @@ class JobRun(models.Model):
         return MeasurementRecord.objects.filter(batch_id=self.batch_id).order_by("id")
 
     def best(self) -> MeasurementRecord | None:
-        return best_of(self.records())
+        return self.records().best()
 
     def failure_counts(self) -> list[tuple[str, int]]:
         """(error label, count), most frequent first: one grouped query."""

@@ -20,12 +20,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from engine.networks import NETWORKS, NetworkTask as NetworkPreset
-from engine.records import format_record
-from engine.scheduler import Strategy, TaskView, bests_per_round, next_task
-from engine.tuners import TUNERS
-from engine.workloads import PRESETS
-from records.bests import best_records
+from engine import (NETWORKS, PRESETS, TUNERS, NetworkTask as NetworkPreset, Strategy, TaskView, bests_per_round,
+                    format_record, next_task)
 from records.importing import Catalog
 from records.models import Device, MeasurementRecord
 
@@ -252,5 +248,5 @@ def task_views(runs: list[JobRun], round_trials: int) -> list[TaskView]:
 def best_log_lines(job: Job) -> Iterator[str]:
     """One AutoTVM log for the whole network: the best config of each task on each GPU model."""
     yield f"# tunerweb best configs of network job {job.pk} ({job.preset or 'listed tasks'})\n"
-    for record in best_records(MeasurementRecord.objects.filter(batch__job_run__job=job)).iterator():
+    for record in MeasurementRecord.objects.filter(batch__job_run__job=job).best_per_gpu().iterator():
         yield format_record(record.to_record()) + "\n"

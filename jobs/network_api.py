@@ -14,7 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from engine.scheduler import Strategy
+from engine import Strategy
 
 from .api import JobPages, submission_response
 from .models import Job

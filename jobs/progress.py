@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from records.bests import best_config_for, best_of
-
 from .models import Job, JobRun
 
 TRIAL_ROWS = 50
@@ -20,10 +18,10 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    board = best_config_for(run.workload, run.device)
+    board = run.workload.records.filter(device=run.device).best()
     if board is not None and board.pk != best.pk:
         return board
-    return best_of(run.workload.records.exclude(device=run.device))
+    return run.workload.records.exclude(device=run.device).best()
 
 
 def run_summary(run: JobRun) -> dict:

@@ -15,10 +15,9 @@ from typing import Sequence
 from django.db import transaction
 from django.db.models import F
 
-from engine.callbacks import StopTuning
-from engine.records import Record
-from records.importing import Catalog, record_row
-from records.models import ImportBatch, MeasurementRecord
+from engine import Record, StopTuning
+from records.importing import record_row
+from records.models import ImportBatch, MeasurementRecord, Workload
 
 from .claims import ClaimLost, held
 from .models import JobRun, State
@@ -51,7 +50,7 @@ class RunRecorder:
     def __init__(self, run: JobRun, token: uuid.UUID) -> None:
         self.run = run
         self.token = token
-        self.catalog = Catalog()
+        self.catalog = Workload.objects.catalog()
 
     def __call__(self, state, configs, results) -> None:
         self.store(state.records[-len(configs):])

@@ -3,18 +3,12 @@ stored records, and let engine.tune call back after every batch."""
 from __future__ import annotations
 
 import logging
-import tempfile
 import uuid
-from pathlib import Path
 
 from django.conf import settings
 
-from engine import create_task
-from engine.records import write_records
-from engine.replay import RecordingError, restrict_to_recording
-from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
-from engine.tune import tune
-from engine.tuners import UnknownTuner, get_tuner
+from engine import (BadArgs, DeviceLimits, RecordingError, UnknownTemplate, UnknownTuner, create_task, early_stopping,
+                    get_tuner, restrict_to_recording, tune)
 
 from . import network
 from .claims import ClaimLost, RunHeartbeat, finish
@@ -38,15 +32,12 @@ def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
         if config.kind == "replay":
             task = restrict_to_recording(task, measurer.records)
         tuner = get_tuner(job.tuner, task, seed=job.seed)
-        with tempfile.TemporaryDirectory() as tmp, RunHeartbeat(run_id, token):
-            history = Path(tmp) / "history.log"
-            with history.open("w", encoding="utf-8") as stream:
-                write_records(stream, stored_records(run))
-            result = tune(
-                task, tuner, measurer, n_trial=run.trials_planned, early_stopping=job.early_stopping,
-                callbacks=[RunRecorder(run, token)], log_file=str(history), target=measurer.device.target,
-                batch_size=settings.TUNERWEB_JOB_BATCH_SIZE,
-            )
+        callbacks = [RunRecorder(run, token)]
+        if job.early_stopping:
+            callbacks.append(early_stopping(job.early_stopping))
+        with RunHeartbeat(run_id, token):
+            result = tune(task, tuner, measurer, run.trials_planned, history=stored_records(run), callbacks=callbacks,
+                          batch_size=settings.TUNERWEB_JOB_BATCH_SIZE)
     except ClaimLost as exc:
         return str(exc)
     except EXPECTED_ERRORS as exc:

@@ -21,12 +21,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
-from engine.task import args_from_json, create_task
-from engine.templates import TEMPLATES, BadArgs, UnknownTemplate
-from engine.templates.custom import TASK_NAME as CUSTOM
-from engine.tuners import TUNERS
-from engine.workloads import PRESETS
-from records.importing import Catalog
+from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS, BadArgs, UnknownTemplate, args_from_json, create_task
 from records.models import Device, Workload
 
 from .custom_kernels import stored_kernel_for
@@ -36,7 +31,7 @@ log = logging.getLogger(__name__)
 
 # Retry a failed publish once, quickly, then tell the person.
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.2, "interval_max": 0.5}
-TASK_NAME = "jobs.run_tuning_job"
+CELERY_RUN_TASK = "jobs.run_tuning_job"  # the Celery task's name (jobs/tasks.py), not a template's
 
 
 @dataclass(frozen=True)
@@ -153,7 +148,7 @@ def submit_job(user, request: JobRequest) -> Submission:
     queue errors, if any, are only logged.
     """
     with transaction.atomic():
-        workload, _note = Catalog().workload(request.task_name, request.args)
+        workload, _note = Workload.objects.catalog().workload(request.task_name, request.args)
         job = Job.objects.create(
             owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
             early_stopping=request.early_stopping, seed=request.seed,
@@ -185,7 +180,7 @@ def send_run(run: JobRun) -> None:
     try:
         with current_app.connection_for_write(url) as connection:
             current_app.send_task(
-                TASK_NAME, args=(run.pk,), queue=run.queue, connection=connection,
+                CELERY_RUN_TASK, args=(run.pk,), queue=run.queue, connection=connection,
                 retry=True, retry_policy=PUBLISH_RETRY,
             )
     except (OperationalError, OSError) as exc:

@@ -5,10 +5,11 @@ from celery import shared_task
 
 from .claims import claim
 from .running import run_claimed
+from .submission import CELERY_RUN_TASK
 from .worker import WorkerConfig, this_worker
 
 
-@shared_task(name="jobs.run_tuning_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=CELERY_RUN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_tuning_job(run_id: int) -> str:
     """Claim the run for this worker and tune it; a run held elsewhere or finished is left alone."""
     worker = this_worker()

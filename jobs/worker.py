@@ -20,19 +20,16 @@ import os
 import socket
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from celery import signals
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from engine.measure import DeviceInfo, MeasureResult, Measurer
-from engine.records import Record, make_target
-from engine.replay import ReplayMeasurer, load_recording, recording_model
+from engine import (DeviceInfo, Measurer, PacedReplayMeasurer, ReplayMeasurer, load_recording, make_measurer, make_target,
+                    recording_model)
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +92,7 @@ def replay_config(recording: str | Path, pace: float = 0.0, slot: int = 0) -> Wo
 def gpu_config(index: int) -> WorkerConfig:
     """The GPU at `index`, as the GPU measurer's device module describes it. This makes
     a CUDA context: call it only in a process that then execs (run_worker does)."""
-    from engine.gpu.device import query_device  # needs CuPy and a GPU
+    from engine.gpu import query_device  # needs CuPy and a GPU
 
     return WorkerConfig(kind="gpu", device=query_device(index).to_dict(), gpu_index=index)
 
@@ -231,26 +228,6 @@ def _on_worker_shutdown(**_kwargs) -> None:
 
 # -- the measurer, built in the pool child on first use ------------------------------
 
-class ReplayAtPace(Measurer):
-    """A replay measurer whose answers carry the time they were given, so every
-    replayed trial is a new record; `pace` seconds per config make progress visible."""
-
-    def __init__(self, replay: ReplayMeasurer, pace: float) -> None:
-        self.replay = replay
-        self.device = replay.device
-        self.pace = pace
-
-    @property
-    def records(self) -> list[Record]:
-        return self.replay.records
-
-    def measure(self, task, configs: Sequence) -> list[MeasureResult]:
-        if self.pace:
-            time.sleep(self.pace * len(configs))
-        now = time.time()
-        return [dataclasses.replace(r, timestamp=now) for r in self.replay.measure(task, configs)]
-
-
 # One measurer per worker config, kept for the life of the pool child (a GPU
 # measurer holds compile workers and a timing child; building it per job is waste).
 _measurers: dict[str, Measurer] = {}
@@ -263,9 +240,7 @@ def measurer_for(config: WorkerConfig) -> Measurer:
         if config.kind == "replay":
             target = make_target(device.model)
             records = [dataclasses.replace(r, target=target) for r in load_recording(config.recording)]
-            _measurers[key] = ReplayAtPace(ReplayMeasurer(records, device=device), config.pace)
+            _measurers[key] = PacedReplayMeasurer(ReplayMeasurer(records, device=device), config.pace)
         else:
-            from engine.measurers import make_measurer
-
             _measurers[key] = make_measurer("gpu", device_id=config.gpu_index)
     return _measurers[key]

@@ -34,22 +34,19 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import IO, Iterable, Iterator
 
 from django.db import transaction
 
-from engine.records import Record, scan_log, target_model
-from engine.task import args_from_json
-from engine.templates import BadArgs
+from engine import PROVIDERS as ENGINE_PROVIDERS, BadArgs, Record, args_from_json, baseline_provider_of, scan_log, target_model
 
-from .importing import MAX_PROBLEMS, Catalog, new_batch
-from .models import Baseline, Device, ImportBatch, Workload
+from .importing import MAX_PROBLEMS, new_batch
+from .models import Baseline, Catalog, Device, ImportBatch, Workload
 
 FORMATS = ("csv", "json", "log")
-BASELINE_VERSION_PREFIX = "baseline:"
-PROVIDERS = tuple(Baseline.Provider.values)
+PROVIDERS = tuple(ENGINE_PROVIDERS)
 _DEVICE_MODEL_LENGTH = Device._meta.get_field("model").max_length
 _TASK_NAME_LENGTH = Workload._meta.get_field("task_name").max_length
 _EXTENSIONS = {".csv": "csv", ".json": "json", ".log": "log", ".jsonl": "log", ".txt": "log"}
@@ -61,20 +58,6 @@ class BaselineFileError(ValueError):
 
 class RowError(ValueError):
     """One row that is not a baseline; the message says why."""
-
-
-@dataclass
-class BaselineImportResult:
-    batch: ImportBatch
-    rows: int = 0
-    saved: int = 0
-    problems: list[dict] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {"batch": self.batch.pk, "file_name": self.batch.file_name, "rows": self.rows, "saved": self.saved, "problems": self.problems}
-
-    def summary(self) -> str:
-        return f"{self.rows} rows: {self.saved} baselines saved, {len(self.problems)} problems"
 
 
 @dataclass(frozen=True)
@@ -198,9 +181,10 @@ def read_json(stream: Iterable[str | bytes]) -> Iterator[tuple[int, BaselineRow 
 
 
 def _row_from_record(record: Record) -> BaselineRow:
-    if not record.tvm_version.startswith(BASELINE_VERSION_PREFIX) or record.entity:
-        raise RowError(f"not a baseline record (needs tvm_version '{BASELINE_VERSION_PREFIX}<provider>' and an empty config entity)")
-    provider = _provider(record.tvm_version.removeprefix(BASELINE_VERSION_PREFIX))
+    written = baseline_provider_of(record)
+    if written is None:
+        raise RowError("not a baseline record (needs tvm_version 'baseline:<provider>' and an empty config entity)")
+    provider = _provider(written)
     if not record.ok:
         raise RowError(f"the {provider} measurement failed ({record.error_no.label})")
     return BaselineRow(device=record.model, provider=provider, cost=record.mean_cost, task_name=record.task_name, args=record.args)
@@ -226,8 +210,9 @@ def import_baselines(
     file_name: str = "baselines",
     user=None,
     source: str = ImportBatch.Source.COMMAND,
-) -> BaselineImportResult:
-    """Upsert the baselines of one file; see the module docstring for the formats."""
+) -> ImportBatch:
+    """Upsert the baselines of one file (see the module docstring for the formats); the batch
+    counts its rows as `lines` and the baselines saved as `imported`."""
     if fmt not in READERS:
         raise BaselineFileError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     parsed = list(READERS[fmt](stream))
@@ -235,7 +220,7 @@ def import_baselines(
         number, error = parsed[0]
         raise BaselineFileError(f"no baseline in {file_name} (row {number}: {error})")
 
-    catalog = Catalog()
+    catalog = Workload.objects.catalog()
     problems: list[dict] = []
     found: dict[tuple[int, int, str], Baseline] = {}
     with transaction.atomic():
@@ -259,12 +244,11 @@ def import_baselines(
             unique_fields=["workload", "device", "provider"],
             update_fields=["cost", "note", "batch", "measured_at"],
         )
-        result = BaselineImportResult(batch=batch, rows=len(parsed), saved=len(found), problems=problems[:MAX_PROBLEMS])
         rejected = sum(isinstance(item, RowError) for _, item in parsed)
-        batch.lines, batch.imported, batch.malformed = result.rows, result.saved, rejected
-        batch.duplicates, batch.problems = result.rows - rejected - result.saved, result.problems
+        batch.lines, batch.imported, batch.malformed = len(parsed), len(found), rejected
+        batch.duplicates, batch.problems = len(parsed) - rejected - len(found), problems[:MAX_PROBLEMS]
         batch.save()
-    return result
+    return batch
 
 
 def _workload(catalog: Catalog, row: BaselineRow, problems: list[dict], number: int) -> Workload:

@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .bests import best_records
 from .diffs import knob_names, knobs_as_tuned
 from .leaderboards import workload_bests
 from .models import Device, MeasurementRecord, Workload
@@ -66,7 +65,7 @@ class DeviceComparison:
 
 def compare_devices(device_a: Device, device_b: Device) -> DeviceComparison:
     """Every workload both GPUs have a best for, with b's speedup over a."""
-    bests = best_records(MeasurementRecord.objects.filter(device__in=[device_a, device_b]))
+    bests = MeasurementRecord.objects.filter(device__in=[device_a, device_b]).best_per_gpu()
     by_workload: dict[int, dict[int, MeasurementRecord]] = {}
     for record in bests:
         by_workload.setdefault(record.workload_id, {})[record.device_id] = record

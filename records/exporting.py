@@ -3,7 +3,7 @@
 Two exports over the same filters (workload id, GPU model, import batch id, task
 name; none means everything): the best config per (GPU model, workload), as TVM's
 `pick_best` writes it, and every record. Lines come from
-`MeasurementRecord.to_record()` through `engine.records.format_record`, so the files
+`MeasurementRecord.to_record()` through `engine.logfile.format_record`, so the files
 import back into tunerweb and load in TVM's `apply_history_best` unchanged.
 """
 from __future__ import annotations
@@ -14,9 +14,8 @@ from typing import Iterator, Mapping
 from django.db.models import QuerySet
 from django.utils.text import slugify
 
-from engine.records import format_record
+from engine import format_record
 
-from .bests import best_records
 from .models import Device, ImportBatch, MeasurementRecord, Workload
 
 ITERATOR_CHUNK = 2000
@@ -110,7 +109,7 @@ class ExportFilter:
 def best_lines(selection: ExportFilter) -> Iterator[str]:
     """The best record per (GPU model, workload) among the selection, one line each."""
     yield f"# tunerweb best configs: {selection.describe()}\n"
-    for record in best_records(selection.records()).iterator(chunk_size=ITERATOR_CHUNK):
+    for record in selection.records().best_per_gpu().iterator(chunk_size=ITERATOR_CHUNK):
         yield format_record(record.to_record()) + "\n"
 
 

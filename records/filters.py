@@ -5,9 +5,9 @@ from __future__ import annotations
 import django_filters
 from django import forms
 
-from engine.records import ErrorNo
+from engine import ErrorNo
 
-from .leaderboards import ranked, search_workloads
+from .leaderboards import search_workloads
 from .models import Baseline, Device, MeasurementRecord, Workload
 
 
@@ -52,12 +52,12 @@ class RecordFilter(django_filters.FilterSet):
         queryset = super().filter_queryset(queryset)
         status = self.form.cleaned_data.get("status") or Status.VALID
         if status == Status.VALID:
-            queryset = queryset.filter(error_no=ErrorNo.NO_ERROR, mean_cost__isnull=False)
+            queryset = queryset.valid()
         elif status == Status.ERRORS:
             queryset = queryset.exclude(error_no=ErrorNo.NO_ERROR)
         elif status != Status.ALL:
             queryset = queryset.filter(error_no=int(status))
-        return ranked(queryset).select_related("device", "workload")
+        return queryset.ranked().select_related("device", "workload")
 
 
 class WorkloadRecordFilter(django_filters.FilterSet):

@@ -1,7 +1,7 @@
 """Bring an AutoTVM log into the records manager, streaming, in bulk.
 
 `import_log` reads a log line by line (an open file, an UploadedFile, any
-iterable of str or bytes lines), parses it with engine.records.scan_log, creates
+iterable of str or bytes lines), parses it with the engine's scan_log, creates
 devices and workloads the first time it sees them and inserts records in chunks.
 Re-importing a file, or a log exported from here, adds nothing: a record's
 fingerprint is the sha256 of its canonical line (`format_record` of the parsed
@@ -16,55 +16,22 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from django.db import transaction
 
-from engine.flops import FlopCountError, flop_count
-from engine.templates import least_bytes_moved
-from engine.records import LegacyLineError, LogLineError, Record, canonical_args, format_record, scan_log
+from engine import LegacyLineError, LogFileError, LogLineError, Record, canonical_args, format_record, log_lines, scan_log
 
-from .models import Device, ImportBatch, MeasurementRecord, Workload
+from .models import BIGINT_MAX, Catalog, Device, ImportBatch, MeasurementRecord, Workload
 
 CHUNK_SIZE = 2000
 MAX_PROBLEMS = 300
 # The first lines a file must show a record among, or it is refused as not a log.
 SNIFF_LINES = 20
-_BIGINT_MAX = 2**63 - 1
 
 
 class NotALogError(ValueError):
     """The file is not an AutoTVM log at all; nothing was imported."""
-
-
-@dataclass
-class ImportResult:
-    batch: ImportBatch
-    lines: int = 0
-    imported: int = 0
-    duplicates: int = 0
-    legacy_skipped: int = 0
-    malformed: int = 0
-    problems: list[dict] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {
-            "batch": self.batch.pk,
-            "file_name": self.batch.file_name,
-            "lines": self.lines,
-            "imported": self.imported,
-            "duplicates": self.duplicates,
-            "legacy_skipped": self.legacy_skipped,
-            "malformed": self.malformed,
-            "problems": self.problems,
-        }
-
-    def summary(self) -> str:
-        return (
-            f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
-            f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed"
-        )
 
 
 def canonical_line(record: Record) -> str:
@@ -78,55 +45,6 @@ def canonical_line(record: Record) -> str:
 def fingerprint(line: str) -> str:
     """What makes a record unique: the sha256 of its canonical line."""
     return hashlib.sha256(line.encode()).hexdigest()
-
-
-class Catalog:
-    """Devices and workloads by their natural keys, created on first sight, cached."""
-
-    def __init__(self) -> None:
-        self._devices: dict[str, int] = {}
-        self._workloads: dict[tuple[str, str], Workload] = {}
-        # repr() of parsed JSON is far cheaper than canonical_args and as exact;
-        # it is only a shortcut to the canonical key.
-        self._by_repr: dict[tuple[str, str], Workload] = {}
-
-    def device_id(self, model: str) -> int:
-        if model not in self._devices:
-            self._devices[model] = Device.objects.get_or_create(model=model)[0].pk
-        return self._devices[model]
-
-    def workload(self, task_name: str, args: list) -> tuple[Workload, str | None]:
-        """The workload and, the first time a FLOP count is missing, a note saying why."""
-        quick = (task_name, repr(args))
-        if quick in self._by_repr:
-            return self._by_repr[quick], None
-        key = Workload.key_of(task_name, args)
-        note = None
-        if key not in self._workloads:
-            flops, note = _flops_or_note(task_name, args)
-            workload, created = Workload.objects.get_or_create(
-                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": _bytes_or_none(task_name, args)})
-            self._workloads[key] = workload
-            note = note if created else None
-        self._by_repr[quick] = self._workloads[key]
-        return self._workloads[key], note
-
-
-def _bytes_or_none(task_name: str, args: list) -> int | None:
-    moved = least_bytes_moved(task_name, args)
-    return moved if moved is not None and moved <= _BIGINT_MAX else None
-
-
-def _flops_or_note(task_name: str, args: list) -> tuple[int | None, str | None]:
-    try:
-        flops = flop_count(task_name, args)
-    except FlopCountError as exc:
-        return None, f"no FLOP count for {task_name} ({exc}): imported with time only"
-    if flops is None:
-        return None, f"no FLOP counter for task {task_name}: imported with time only"
-    if flops > _BIGINT_MAX:
-        return None, f"FLOP count of {task_name} is too large to store: imported with time only"
-    return flops, None
 
 
 _LIMITS = {
@@ -158,7 +76,7 @@ def storage_problem(record: Record, line: str) -> str | None:
             return f"{what} is not a string"
         if len(value) > _LIMITS[what]:
             return f"{what} is longer than {_LIMITS[what]} characters"
-    if record.config_index > _BIGINT_MAX:
+    if record.config_index > BIGINT_MAX:
         return "config.index is larger than a 64-bit integer"
     if "\x00" in line or "\\u0000" in line:
         return "contains a NUL character"
@@ -217,7 +135,7 @@ class _Importer:
     def __init__(self, batch: ImportBatch, reader: _Reader) -> None:
         self.batch = batch
         self.reader = reader
-        self.catalog = Catalog()
+        self.catalog = Workload.objects.catalog()
         self.pending: dict[str, tuple[int, Record]] = {}  # fingerprint: (line number, record)
         self.valid = 0
         self.legacy = 0
@@ -306,13 +224,23 @@ def new_batch(file_name: str, source: str, user=None, kind: str = ImportBatch.Ki
 
 
 def import_log(
-    lines: Iterable[str | bytes],
+    lines: Iterable[str | bytes] | BinaryIO,
     file_name: str,
     user=None,
     source: str = ImportBatch.Source.COMMAND,
-) -> ImportResult:
-    """Import one log; see the module docstring. Raises NotALogError, changing nothing,
-    for a file that is not a log."""
+) -> ImportBatch:
+    """Import one log (lines, or a binary stream, plain or gzipped, read by the engine's
+    `log_lines`); see the module docstring. Raises NotALogError, changing nothing, for a
+    file that is not a log."""
+    if hasattr(lines, "read"):
+        lines = log_lines(lines, file_name)
+    try:
+        return _import(lines, file_name, user, source)
+    except LogFileError as exc:  # a broken gzip, found while reading: nothing was kept
+        raise NotALogError(str(exc)) from None
+
+
+def _import(lines: Iterable[str | bytes], file_name: str, user, source: str) -> ImportBatch:
     reader = _Reader(lines)
     items = scan_log(reader)
     head = _sniff(items, reader, file_name)
@@ -322,18 +250,12 @@ def import_log(
         for lineno, item in itertools.chain(head, items):
             importer.take(lineno, item)
         importer.flush()
-        imported = batch.records.count()
-        result = ImportResult(
-            batch=batch,
-            lines=reader.count,
-            imported=imported,
-            duplicates=importer.valid - imported,
-            legacy_skipped=importer.legacy,
-            malformed=importer.malformed,
-            problems=sorted(importer.problems, key=lambda problem: problem["line"]),
-        )
+        batch.imported = batch.records.count()
+        batch.lines = reader.count
+        batch.duplicates = importer.valid - batch.imported
+        batch.legacy_skipped = importer.legacy
+        batch.malformed = importer.malformed
+        batch.problems = sorted(importer.problems, key=lambda problem: problem["line"])
         batch.sha256 = reader.sha256.hexdigest()
-        for name in ("lines", "imported", "duplicates", "legacy_skipped", "malformed", "problems"):
-            setattr(batch, name, getattr(result, name))
         batch.save()
-    return result
+    return batch

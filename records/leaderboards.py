@@ -1,41 +1,34 @@
 """The dashboard and a workload's leaderboard: who is best where, and everything ranked.
 
-The best rule itself is `records.bests`; this module only chooses what to ask it
-and shapes the answers for pages, the API and CSV.
+The best rule itself is `RecordQuerySet` (records/models.py); this module only chooses
+what to ask it and shapes the answers for pages, the API and CSV.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
-from .bests import BEST_ORDER, best_config_for, valid_records
-from .models import Device, MeasurementRecord, Workload
+from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
 
-_VALID = Q(records__error_no=0, records__mean_cost__isnull=False)
-
-
-def ranked(records: QuerySet) -> QuerySet:
-    """Fastest first; records without a time (errors) last, in the best rule's tie order."""
-    return records.order_by(F("mean_cost").asc(nulls_last=True), *BEST_ORDER[1:])
+_VALID = valid_filter("records__")
 
 
 def workload_bests(workload: Workload) -> list[MeasurementRecord]:
     """Each GPU's best record of `workload`, fastest GPU first.
 
-    One indexed LIMIT 1 query per GPU model (`best_config_for`) rather than one window
+    One indexed LIMIT 1 query per GPU model (`RecordQuerySet.best`) rather than one window
     over all the workload's records: a workload with half a million records still
     answers in milliseconds, and GPU models are few.
     """
-    bests = [best_config_for(workload, device) for device in Device.objects.all()]
+    bests = [MeasurementRecord.objects.filter(workload=workload, device=device).best() for device in Device.objects.all()]
     return sorted((best for best in bests if best is not None), key=lambda r: tuple(getattr(r, f) for f in BEST_ORDER))
 
 
 def workload_ranking(workload: Workload) -> QuerySet:
     """Every error-free record of `workload`, fastest first, with its device in the same query."""
-    records = valid_records(MeasurementRecord.objects.filter(workload=workload))
-    return ranked(records).select_related("device")
+    return MeasurementRecord.objects.filter(workload=workload).valid().ranked().select_related("device")
 
 
 @dataclass

@@ -6,10 +6,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 
-from engine.records import ErrorNo, Record, canonical_args, make_target
-from engine.task import create_task
-from engine.templates import BadArgs, UnknownTemplate
+from engine import (PROVIDERS, BadArgs, ErrorNo, Record, UnknownTemplate, canonical_args, create_task, describe_workload,
+                    make_target)
 
 from .custom_specs import KernelSummary, kernel_summary
 
@@ -40,6 +41,59 @@ class Device(models.Model):
         return make_target(self.model)
 
 
+BIGINT_MAX = 2**63 - 1
+
+
+class Catalog:
+    """Devices and workloads by their natural keys, created on first sight (a workload with
+    the engine's FLOP and byte counts), cached for one import or run: `Workload.objects.catalog()`."""
+
+    def __init__(self) -> None:
+        self._devices: dict[str, int] = {}
+        self._workloads: dict[tuple[str, str], Workload] = {}
+        # repr() of parsed JSON is far cheaper than canonical_args and as exact;
+        # it is only a shortcut to the canonical key.
+        self._by_repr: dict[tuple[str, str], Workload] = {}
+
+    def device_id(self, model: str) -> int:
+        if model not in self._devices:
+            self._devices[model] = Device.objects.get_or_create(model=model)[0].pk
+        return self._devices[model]
+
+    def workload(self, task_name: str, args: list) -> tuple[Workload, str | None]:
+        """The workload and, the first time a FLOP count is missing, a note saying why."""
+        quick = (task_name, repr(args))
+        if quick in self._by_repr:
+            return self._by_repr[quick], None
+        key = Workload.key_of(task_name, args)
+        note = None
+        if key not in self._workloads:
+            flops, bytes_moved, note = _counts_or_note(task_name, args)
+            workload, created = Workload.objects.get_or_create(
+                task_name=key[0], args_json=key[1], defaults={"flops": flops, "bytes_moved": bytes_moved})
+            self._workloads[key] = workload
+            note = note if created else None
+        self._by_repr[quick] = self._workloads[key]
+        return self._workloads[key], note
+
+
+def _counts_or_note(task_name: str, args: list) -> tuple[int | None, int | None, str | None]:
+    """FLOPs and bytes as the engine counts them, each None where unknown or too large to
+    store, and a note when the FLOPs are missing."""
+    facts = describe_workload(task_name, args)
+    moved = facts.bytes_moved if facts.bytes_moved is not None and facts.bytes_moved <= BIGINT_MAX else None
+    if facts.flops is None:
+        return None, moved, f"{facts.note}: imported with time only"
+    if facts.flops > BIGINT_MAX:
+        return None, moved, f"FLOP count of {task_name} is too large to store: imported with time only"
+    return facts.flops, moved, None
+
+
+class WorkloadManager(models.Manager):
+    def catalog(self) -> Catalog:
+        return Catalog()
+
+
 class Workload(models.Model):
     """A task and its arguments, as in a log's `input`: one operator shape."""
 
@@ -49,6 +103,8 @@ class Workload(models.Model):
     bytes_moved = models.BigIntegerField(
         null=True, blank=True, help_text="bytes one run must read and write at the least (memory-bound templates)")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = WorkloadManager()
 
     class Meta:
         ordering = ["task_name", "id"]
@@ -143,9 +199,68 @@ class ImportBatch(models.Model):
     def __str__(self) -> str:
         return f"{self.file_name} ({self.imported} new)"
 
+    def summary(self) -> str:
+        """One line of what became of the file's lines (or baseline rows)."""
+        if self.kind == self.Kind.BASELINES:
+            return f"{self.lines} rows: {self.imported} baselines saved, {len(self.problems)} problems"
+        return (f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
+                f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed")
+
+    def as_dict(self) -> dict:
+        """The batch as the import API answers it."""
+        if self.kind == self.Kind.BASELINES:
+            return {"batch": self.pk, "file_name": self.file_name, "rows": self.lines, "saved": self.imported,
+                    "problems": self.problems}
+        return {"batch": self.pk, "file_name": self.file_name, "lines": self.lines, "imported": self.imported,
+                "duplicates": self.duplicates, "legacy_skipped": self.legacy_skipped, "malformed": self.malformed,
+                "problems": self.problems}
+
+
+# AutoTVM's best rule: the valid record (error-free, timed) of lowest mean cost; a tie keeps
+# the earlier measurement. Every page, API endpoint and download that speaks of "valid",
+# "ranked" or "the best" asks the queryset below, and nothing else spells the rule.
+BEST_ORDER = ("mean_cost", "timestamp", "id")
+
+
+def valid_filter(prefix: str = "") -> Q:
+    """The valid-record condition, on records reached through `prefix` (`records__` from a workload)."""
+    return Q(**{f"{prefix}error_no": ErrorNo.NO_ERROR, f"{prefix}mean_cost__isnull": False})
+
+
+class RecordQuerySet(models.QuerySet):
+    def valid(self) -> "RecordQuerySet":
+        return self.filter(valid_filter())
+
+    def ranked(self) -> "RecordQuerySet":
+        """Fastest first; records without a time (errors) last, in the best rule's tie order."""
+        return self.order_by(F("mean_cost").asc(nulls_last=True), *BEST_ORDER[1:])
+
+    def best(self) -> "MeasurementRecord | None":
+        """The single best record of these (one workload's on one GPU, typically)."""
+        return self.valid().order_by(*BEST_ORDER).select_related("workload", "device").first()
+
+    def best_per_gpu(self) -> "RecordQuerySet":
+        """The best record of each (workload, device) among these."""
+        # Rank only the narrow indexed columns, then fetch the winners by key: ranking whole
+        # rows (with their joins) made PostgreSQL sort every candidate row on disk.
+        winners = (
+            self.valid()
+            .annotate(rank=Window(RowNumber(), partition_by=[F("workload_id"), F("device_id")],
+                                  order_by=[F(name).asc() for name in BEST_ORDER]))
+            .filter(rank=1)
+            .values("pk")
+        )
+        return (
+            MeasurementRecord.objects.filter(pk__in=winners)
+            .select_related("workload", "device")
+            .order_by("workload_id", "mean_cost")
+        )
+
 
 class MeasurementRecord(models.Model):
     """One measured config of a workload on a device: one line of an AutoTVM log."""
+
+    objects = RecordQuerySet.as_manager()
 
     device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="records")
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="records")
@@ -188,7 +303,8 @@ class MeasurementRecord(models.Model):
 
     @property
     def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR
+        """Valid: error-free and timed (the rule `RecordQuerySet.valid` asks the database)."""
+        return self.error_no == ErrorNo.NO_ERROR and self.mean_cost is not None
 
     @property
     def error(self) -> ErrorNo:
@@ -221,11 +337,9 @@ class MeasurementRecord(models.Model):
 class Baseline(models.Model):
     """A reference time for a workload on a device: a vendor library or the untuned default."""
 
-    class Provider(models.TextChoices):
-        CUDNN = "cudnn", "cuDNN"
-        CUBLAS = "cublas", "cuBLAS"
-        DEFAULT_CONFIG = "default-config", "untuned default config"
-        OTHER = "other", "other"
+    # The engine names the providers (engine/baselines.py): CUDNN, CUBLAS, DEFAULT_CONFIG, OTHER.
+    Provider = models.TextChoices(
+        "Provider", [(value.upper().replace("-", "_"), (value, label)) for value, label in PROVIDERS.items()])
 
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="baselines")
     device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="baselines")

@@ -5,7 +5,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .bests import best_records
 from .models import Baseline, Device, MeasurementRecord, Workload
 
 
@@ -45,7 +44,7 @@ class SpeedupTable:
 
 
 def speedup_table(device: Device, provider: str) -> SpeedupTable:
-    bests = {r.workload_id: r for r in best_records(MeasurementRecord.objects.filter(device=device))}
+    bests = {r.workload_id: r for r in MeasurementRecord.objects.filter(device=device).best_per_gpu()}
     baselines = {
         b.workload_id: b
         for b in Baseline.objects.filter(device=device, provider=provider).select_related("workload", "device")

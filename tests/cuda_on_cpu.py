@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 
 MAX_ARGS = 8
 
@@ -52,7 +52,7 @@ template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *p; }
 inline int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-// fp16 storage (engine.kernels.broadcast): the PTX cvt conversions, rounding to nearest even.
+// fp16 storage (engine.ops.broadcast.kernel): the PTX cvt conversions, rounding to nearest even.
 inline float half_to_float(unsigned short h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigned short h; memcpy(&h, &f, 2); return h; }
 using std::min;

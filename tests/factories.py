@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 
-from engine.flops import flop_count
-from engine.records import ErrorNo, canonical_args, make_target
+from engine.describe import describe_workload
+from engine.logfile import ErrorNo, canonical_args, make_target
 from records.models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 
 C12_ARGS = [
@@ -33,7 +33,7 @@ def make_workload(task_name: str = "conv2d_nchw.cuda", args: list | None = None,
     """A workload; flops defaults to the engine's count for these args (-1 means "count it")."""
     args = C12_ARGS if args is None else args
     if flops == -1:
-        flops = flop_count(task_name, args)
+        flops = describe_workload(task_name, args).flops
     return Workload.objects.create(task_name=task_name, args_json=canonical_args(args), flops=flops)
 
 

@@ -21,7 +21,7 @@ import redis
 from django.db import connection
 
 from engine import create_task
-from engine.records import write_records
+from engine.logfile import write_records
 from engine.synthetic import MODEL, synthetic_recording
 from engine.workloads import PRESETS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import engine
-from engine.records import write_records
+from engine.logfile import write_records
 from engine.replay import ReplayMeasurer, restrict_to_recording
 from engine.synthetic import synthetic_recording
 from engine.workloads import get_preset

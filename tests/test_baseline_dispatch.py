@@ -6,8 +6,8 @@ import engine
 from engine.gpu.baselines import (PROVIDERS, VENDOR_BASELINES, BaselineUnavailable, cublas_gemm, cudnn_conv2d,
                                   cudnn_depthwise, default_providers, vendor_baseline)
 from engine.gpu.runner import relative_l2_error
-from engine.templates import TEMPLATES
-from engine.templates.base import DEFAULT_CONFIG_BASELINE
+from engine.ops import TEMPLATES
+from engine.baselines import DEFAULT_CONFIG_BASELINE
 from engine.workloads import get_preset
 
 

@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from engine.records import ErrorNo, Record, canonical_args, format_record
+from engine.logfile import ErrorNo, Record, canonical_args, format_record
 from records.baselines import BaselineFileError, detect_format, import_baselines
 from records.models import Baseline, Device, ImportBatch, Workload
 
@@ -22,7 +22,7 @@ def csv_file(*rows: str, header: str = "task,args,device,provider,cost_us,note")
 def test_it_imports_a_csv_and_creates_the_workload_and_device():
     result = import_baselines(csv_file(f'conv2d_nchw.cuda,"{C12_CSV}",h200,cudnn,129.0,PyTorch 2.11'), "csv", "cudnn.csv")
     baseline = Baseline.objects.get()
-    assert (result.rows, result.saved, result.problems) == (1, 1, [])
+    assert (result.lines, result.imported, result.problems) == (1, 1, [])
     assert baseline.provider == "cudnn" and baseline.cost == pytest.approx(129e-6) and baseline.note == "PyTorch 2.11"
     assert baseline.device == Device.objects.get(model="h200")
     assert baseline.workload.args_json == canonical_args(C12) and baseline.workload.flops == 231_211_008
@@ -39,7 +39,7 @@ def test_a_second_import_replaces_the_time_of_the_same_workload_gpu_and_provider
 def test_a_workload_column_names_a_stored_workload():
     workload = Workload.objects.create(task_name="dense", args_json="[]")
     result = import_baselines(csv_file(f"{workload.pk},cuda -model=a100,cublas,42", "999999,a100,cublas,1", header="workload,device,provider,cost_us"), "csv")
-    assert result.saved == 1 and Baseline.objects.get().workload == workload
+    assert result.imported == 1 and Baseline.objects.get().workload == workload
     assert Baseline.objects.get().device.model == "a100"
     assert result.problems == [{"line": 3, "reason": "no workload with id 999999"}]
 
@@ -55,7 +55,7 @@ def test_bad_rows_are_reported_by_line_and_the_rest_imported():
         ),
         "csv",
     )
-    assert result.saved == 1
+    assert result.imported == 1
     assert [(p["line"], p["reason"]) for p in result.problems] == [
         (2, "provider 'mkl' is not one of cudnn, cublas, default-config, other"),
         (3, "cost_us '-3' is not a positive number"),
@@ -88,7 +88,7 @@ def test_it_imports_json_with_args_as_a_list_or_a_string():
         "not an object",
     ]
     result = import_baselines(io.BytesIO(json.dumps(rows).encode()), "json")
-    assert result.saved == 2 and Workload.objects.count() == 1
+    assert result.imported == 2 and Workload.objects.count() == 1
     assert result.problems == [{"line": 3, "reason": "not an object"}]
 
 

@@ -5,8 +5,8 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
-from engine.templates import BadArgs
-from engine.templates.broadcast import OPS, broadcast_layout
+from engine.ops import BadArgs
+from engine.ops.broadcast.tiling import OPS, broadcast_layout
 from engine.workloads import BROADCAST, BROADCAST_FP16, broadcast_args
 
 

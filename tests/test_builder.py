@@ -6,8 +6,8 @@ import pytest
 
 from engine.gpu.builder import Builder
 from engine.gpu.device import model_slug
-from engine.kernels import KernelSource
-from engine.records import ErrorNo
+from engine.ops.base import KernelSource
+from engine.logfile import ErrorNo
 
 ARGS = ("data", "kernel", "output")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.records import read_records
+from engine.logfile import read_records
 from engine.workloads import get_preset
 
 from synthetic_fixtures import c12_recording, write_recording
@@ -95,7 +95,7 @@ def conv_args(data=(1, 512, 7, 7), kernel=(512, 512, 3, 3)):
 ])
 def test_a_user_mistake_is_one_error_line_and_exit_status_2(argv, message, tmp_path, recording, capsys):
     (tmp_path / "junk.log").write_text("this is not a log\n")
-    (tmp_path / "bin.log").write_bytes(b"\x1f\x8b\x08\x00\xff\xfe binary \x00\x81")
+    (tmp_path / "bin.log").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe binary \x00\x81")
     paths = {"{rec}": recording, "{missing}": str(tmp_path / "absent.log"), "{junk}": str(tmp_path / "junk.log"),
              "{binary}": str(tmp_path / "bin.log")}
     assert main([paths.get(arg, arg) for arg in argv]) == 2

@@ -8,8 +8,8 @@ import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
 from engine.measure import MeasureResult, to_record
-from engine.records import ErrorNo, format_record, parse_line
-from engine.templates.custom import SpecError
+from engine.logfile import ErrorNo, format_record, parse_line
+from engine.ops.custom.tiling import SpecError
 from engine.workloads import transpose_spec
 
 SOURCE = r"""

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from engine.templates import TEMPLATES
+from engine.ops import TEMPLATES
 from engine.workloads import PRESETS
 from jobs.custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, add_custom_kernel
 from jobs.models import CustomKernel, Job

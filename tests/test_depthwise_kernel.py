@@ -1,11 +1,10 @@
-"""The depthwise_conv2d_nchw.cuda kernel generator: compiles, computes the reference."""
+"""The depthwise_conv2d_nchw.cuda kernel generator computes the reference (its compiles: the template contract)."""
 import numpy as np
 import pytest
 
 import cuda_on_cpu
 import engine
-from engine.gpu.builder import Builder
-from engine.workloads import PRESETS, depthwise_args
+from engine.workloads import depthwise_args
 
 # Multiplier 2, stride (2, 1), padding (top 1, left 0, bottom 1, right 1): every index rule at once.
 ODD = [["TENSOR", [2, 6, 9, 10], "float32"], ["TENSOR", [6, 2, 3, 3], "float32"], [2, 1], [1, 0, 1, 1], [1, 1],
@@ -28,16 +27,6 @@ def test_the_reference_is_the_direct_depthwise_sum():
                     window = padded[n, f // 2, 2 * y:2 * y + 3, x:x + 3]
                     expected[n, f, y, x] = (window * weight[f // 2, f % 2]).sum()
     np.testing.assert_allclose(task.template.reference(task.params, [data, weight, out]), expected, rtol=1e-12)
-
-
-@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
-def test_random_valid_configs_compile(tmp_path, arch):
-    rng = np.random.default_rng(5)
-    tasks = [engine.create_task(PRESETS[name].task_name, PRESETS[name].args) for name in ("D1", "D4", "D9")]
-    sources = [task.template.kernel(task.params, cfg)
-               for task in tasks for cfg in [task.default_config(), *task.config_space.sample(rng, 1)]]
-    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
-        assert [r.message[:300] for r in builder.build(sources) if not r.ok] == []
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")

@@ -4,8 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from engine.records import canonical_args, format_record, pick_best, read_records
-from records.bests import best_records
+from engine.logfile import canonical_args, format_record, pick_best, read_records
 from records.exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
 from records.importing import import_log
 from records.models import ImportBatch, MeasurementRecord, Workload
@@ -25,7 +24,7 @@ def tophub(tophub_log):
 def bests_by_key() -> dict:
     return {
         (r.device.model, r.workload.task_name, r.workload.args_json): format_record(r.to_record())
-        for r in best_records()
+        for r in MeasurementRecord.objects.best_per_gpu()
     }
 
 
@@ -72,14 +71,14 @@ def test_filters_select_by_task_device_and_batch(tophub, tophub_log):
     assert len(by_task) == 97
     both = read_records(best_lines(ExportFilter(task="conv2d_nchw.cuda", device="tx2")))
     assert both and {(r.model, r.task_name) for r in both} == {("tx2", "conv2d_nchw.cuda")}
-    assert len(read_records(record_lines(ExportFilter(batch=tophub.batch.pk)))) == 688
+    assert len(read_records(record_lines(ExportFilter(batch=tophub.pk)))) == 688
 
 
 def test_a_batch_filter_selects_only_that_batchs_records(tophub):
     other = import_log(
         [line.replace("titanx", "a100") for line in record_lines(ExportFilter(device="titanx"))], "a100.log"
     )
-    exported = read_records(record_lines(ExportFilter(batch=other.batch.pk)))
+    exported = read_records(record_lines(ExportFilter(batch=other.pk)))
     assert len(exported) == other.imported == 160 and {r.model for r in exported} == {"a100"}
 
 

@@ -15,7 +15,7 @@ import pytest
 import engine
 from engine.gpu.nvrtc import compile_to_cubin
 from engine.gpu.runner import DEFAULT_SHARED_LIMIT
-from engine.templates import DeviceLimits
+from engine.ops import DeviceLimits
 from engine.workloads import GEMM, PRESETS, gemm_args
 
 H200 = DeviceLimits.for_h200()

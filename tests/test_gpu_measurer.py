@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import engine
-from engine.kernels import KernelSource
-from engine.records import ErrorNo, format_record, read_records
+from engine.ops.base import KernelSource
+from engine.logfile import ErrorNo, format_record, read_records
 from engine.workloads import PRESETS
 
 from gpu_only import GPU_ONLY
@@ -113,12 +113,13 @@ def test_the_cudnn_baseline_is_checked_and_timed(measurer):
 
 def test_apply_best_gives_the_logged_best_kernel_back(measurer, tmp_path):
     from engine.gpu.apply_best import check_and_time, load_best_kernel
+    from engine.callbacks import log_to_file
     from engine.tune import tune
     from engine.tuners import get_tuner
 
     task = c12()
     log = tmp_path / "c12.log"
-    result = tune(task, get_tuner("random", task, seed=5), measurer, 24, log_file=str(log), batch_size=12)
+    result = tune(task, get_tuner("random", task, seed=5), measurer, 24, callbacks=[log_to_file(str(log))], batch_size=12)
     kernel = load_best_kernel(str(log), task)
     assert kernel.record.config_index == result.best.config_index
     checked = check_and_time(kernel)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from engine.records import format_record, pick_best, read_records
+from engine.logfile import format_record, pick_best, read_records
 from records.importing import import_log
 from records.leaderboards import leaderboard
 from records.models import Workload

@@ -48,3 +48,28 @@ def test_a_directory_is_refused_cleanly(tmp_path):
     with pytest.raises(CommandError):
         call_command("import_records", str(tmp_path), stdout=io.StringIO(), stderr=err)
     assert "cannot read it: Is a directory" in err.getvalue()
+
+
+def test_the_committed_gzip_recording_imports(tmp_path):
+    from pathlib import Path
+
+    recording = Path(__file__).parent / "data" / "c12_h200_recording.log.gz"
+    out, err = run(str(recording))
+    assert f"{recording}: 2616 lines: " in out and err == ""
+    batch = ImportBatch.objects.get()
+    assert batch.lines == 2616 and batch.imported == MeasurementRecord.objects.count() > 2000
+    assert set(MeasurementRecord.objects.values_list("device__model", flat=True)) == {"h200"}
+    assert MeasurementRecord.objects.filter(error_no=0).exists()
+
+
+def test_a_truncated_gzip_is_refused_and_nothing_is_kept(tmp_path):
+    from pathlib import Path
+
+    cut = tmp_path / "cut.log.gz"
+    log = (Path(__file__).parent / "data" / "c12_h200_recording.log.gz").read_bytes()
+    cut.write_bytes(log[:len(log) // 2])
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 of 1 files refused"):
+        call_command("import_records", str(cut), stdout=io.StringIO(), stderr=err)
+    assert "cut.log.gz is not" in err.getvalue()
+    assert ImportBatch.objects.count() == 0 and MeasurementRecord.objects.count() == 0

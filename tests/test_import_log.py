@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from engine.records import ErrorNo, Record, format_record, read_records
+from engine.logfile import ErrorNo, Record, format_record, read_records
 from records.importing import NotALogError, import_log
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 
@@ -34,7 +34,7 @@ def lines_of(*records_or_text) -> list[str]:
 
 def test_it_imports_the_tophub_log(tophub_log):
     with tophub_log.open("rb") as stream:
-        result = import_log(stream, "tophub_cuda_v0.08.log")
+        result = import_log(stream, tophub_log.name)
     records = read_records(tophub_log.open())
     assert (result.lines, result.imported, result.duplicates, result.malformed, result.legacy_skipped) == (688, 688, 0, 0, 0)
     assert MeasurementRecord.objects.count() == 688
@@ -42,7 +42,7 @@ def test_it_imports_the_tophub_log(tophub_log):
     assert Workload.objects.count() == len({r.workload_key for r in records}) == 342
     assert Workload.objects.filter(flops__isnull=True).count() == 0
     batch = ImportBatch.objects.get()
-    assert batch == result.batch and batch.imported == 688 and batch.source == ImportBatch.Source.COMMAND
+    assert batch == result and batch.imported == 688 and batch.source == ImportBatch.Source.COMMAND
     assert len(batch.sha256) == 64
 
 
@@ -51,7 +51,7 @@ def test_reimporting_the_same_file_adds_nothing(tophub_log):
     again = import_log(tophub_log.open(), "again.log")
     assert (again.imported, again.duplicates) == (0, 688)
     assert MeasurementRecord.objects.count() == 688
-    assert ImportBatch.objects.get(pk=again.batch.pk).duplicates == 688
+    assert ImportBatch.objects.get(pk=again.pk).duplicates == 688
 
 
 def test_a_line_repeated_within_a_file_counts_as_a_duplicate():
@@ -170,7 +170,7 @@ def test_problems_are_capped_but_all_malformed_lines_are_counted():
 
 def test_it_remembers_who_uploaded_and_how(alice):
     result = import_log(lines_of(a_record()), "mine.log", user=alice, source=ImportBatch.Source.UPLOAD)
-    batch = ImportBatch.objects.get(pk=result.batch.pk)
+    batch = ImportBatch.objects.get(pk=result.pk)
     assert (batch.created_by, batch.source) == (alice, "upload")
 
 

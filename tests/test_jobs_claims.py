@@ -9,14 +9,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 from jobs.claims import claim, finish
 from jobs.models import JobRun, State, Worker
 from jobs.running import run_claimed
 from jobs.submission import check_request, submit_job
 from jobs.worker import WorkerConfig, register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path  # noqa: F401
-from records.bests import best_of
+from jobs_fixtures import REPLAY_QUEUE
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +148,7 @@ def test_a_run_s_figures_are_read_from_its_records(run, worker, config, alice_cl
     run_claimed(run.pk, claim(run.pk, worker), config)
 
     records = JobRun.objects.get(pk=run.pk).records()
-    best = best_of(records)
+    best = records.best()
     # Random configs of the recording fail only now and then: make sure two kinds show.
     others = list(records.filter(error_no=0).exclude(pk=best.pk).values_list("pk", flat=True)[:3])
     records.filter(pk__in=others[:1]).update(error_no=ErrorNo.COMPILE_HOST)

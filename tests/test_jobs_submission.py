@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from jobs.models import Job, JobRun, State
 from jobs.worker import register, replay_config
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE
 
 pytestmark = pytest.mark.django_db
 

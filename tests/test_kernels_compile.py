@@ -1,6 +1,6 @@
 """Generated conv2d kernels: launch geometry and shared memory agree with the templates'
-validity rules, random valid configs compile with NVRTC for sm_90 and sm_80 (no GPU
-needed), and the numpy reference is the convolution."""
+validity rules, the unroll knobs set the pragmas, and the numpy reference is the convolution
+(that random valid configs compile is the template contract's, tests/test_template_contract.py)."""
 from __future__ import annotations
 
 import itertools
@@ -9,10 +9,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.gpu.builder import Builder
-from engine.kernels.conv2d import ConvSchedule, ConvShape, ScheduleError, generate, reference
-from engine.records import ErrorNo
-from engine.templates.conv2d import conv2d_tiling
+from engine.ops.conv2d.tiling import conv2d_tiling
 from engine.workloads import PRESETS
 
 SEED_C12 = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
@@ -38,35 +35,23 @@ def test_kernels_launch_what_the_validity_rules_counted():
         assert source.shared_bytes == stages * tiling.shared_bytes, config
 
 
-@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
-def test_random_valid_configs_of_every_conv2d_template_compile(tmp_path, arch):
-    picked = list(sources(per_task=3, seed=1 if arch == "sm_90" else 2))
-    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
-        results = builder.build([source for _, _, source in picked])
-    failed = [(task.name, config, r.message[:300]) for (task, config, _), r in zip(picked, results) if not r.ok]
-    assert failed == []
-    assert all(r.error_no == ErrorNo.NO_ERROR and r.cubin_path for r in results)
-
-
-def test_split_sizes_that_do_not_tile_the_convolution_are_refused():
-    shape = ConvShape(1, 16, 8, 8, 32, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)
-    good = dict(tile_f=(2, 1, 16, 1), tile_y=(1, 1, 8, 1), tile_x=(1, 1, 8, 1), tile_rc=(4, 4), tile_kh=(1, 3),
-                tile_kw=(3, 1))
-    assert "conv2d_nchw_kernel" in generate(shape, ConvSchedule(**good)).code
-    for knob, bad in (("tile_f", (2, 1, 8, 1)), ("tile_y", (1, 8, 1)), ("tile_rc", (4, 2)), ("tile_kh", (1, 1, 1, 3))):
-        with pytest.raises(ScheduleError, match=knob.replace("tile_kh", "kernel-height")):
-            generate(shape, ConvSchedule(**{**good, knob: bad}))
+def conv2d_args(n, ci, size, co, k, stride, pad):
+    return [["TENSOR", [n, ci, size, size], "float32"], ["TENSOR", [co, ci, k, k], "float32"], [stride, stride],
+            [pad, pad, pad, pad], [1, 1], "float32"]
 
 
 def test_unroll_knobs_change_the_pragmas_within_the_step_budget():
-    shape = ConvShape(1, 64, 7, 7, 64, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)
-    base = dict(tile_f=(8, 1, 8, 1), tile_y=(1, 1, 7, 1), tile_x=(1, 1, 7, 1), tile_rc=(8, 8), tile_kh=(1, 3),
-                tile_kw=(1, 3))
-    rolled = generate(shape, ConvSchedule(**base, auto_unroll_max_step=0, unroll_explicit=1)).code
-    unrolled = generate(shape, ConvSchedule(**base, auto_unroll_max_step=1500, unroll_explicit=1)).code
-    assert "#pragma unroll 1\n    for (int rcm" in rolled
+    task = engine.create_task("conv2d_nchw.cuda", conv2d_args(1, 64, 7, 64, 3, 1, 1))
+    base = [["tile_f", "sp", [-1, 1, 8, 1]], ["tile_y", "sp", [-1, 1, 7, 1]], ["tile_x", "sp", [-1, 1, 7, 1]],
+            ["tile_rc", "sp", [-1, 8]], ["tile_ry", "sp", [-1, 3]], ["tile_rx", "sp", [-1, 3]]]
+
+    def code(step):
+        config = task.config_space.from_entity(base + [["auto_unroll_max_step", "ot", step], ["unroll_explicit", "ot", 1]])
+        return task.template.kernel(task.params, config).code
+
+    assert "#pragma unroll 1\n    for (int rcm" in code(0)
     # 8 x 3 x 3 = 72 reduction steps of one output fit in 1500: the whole nest unrolls.
-    assert "#pragma unroll\n    for (int rcm" in unrolled
+    assert "#pragma unroll\n    for (int rcm" in code(1500)
 
 
 def naive_conv(data, weight, stride, pad):
@@ -84,11 +69,11 @@ def naive_conv(data, weight, stride, pad):
 @pytest.mark.parametrize("stride,pad,k", [(1, 1, 3), (2, 3, 7), (2, 0, 1)])
 def test_the_numpy_reference_is_the_convolution(stride, pad, k):
     rng = np.random.default_rng(stride * 10 + k)
-    shape = ConvShape(2, 3, 9, 9, 4, k, k, stride, stride, pad, pad, pad, pad)
-    data = rng.uniform(-1, 1, shape.data_shape).astype(np.float32)
-    weight = rng.uniform(-1, 1, shape.kernel_shape).astype(np.float32)
-    got = reference(shape, data, weight)
-    assert got.shape == shape.out_shape
+    task = engine.create_task("conv2d_nchw.cuda", conv2d_args(2, 3, 9, 4, k, stride, pad))
+    data = rng.uniform(-1, 1, task.params.data_shape).astype(np.float32)
+    weight = rng.uniform(-1, 1, task.params.kernel_shape).astype(np.float32)
+    got = task.template.reference(task.params, [data, weight, None])
+    assert got.shape == task.params.out_shape
     np.testing.assert_allclose(got, naive_conv(data, weight, stride, pad), rtol=1e-12, atol=1e-12)
 
 

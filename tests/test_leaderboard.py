@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from engine.records import canonical_args, pick_best, read_records
+from engine.logfile import canonical_args, pick_best, read_records
 from records.importing import import_log
 from records.leaderboards import leaderboard, search_workloads, summarize
 from records.models import MeasurementRecord, Workload
@@ -161,7 +161,7 @@ def test_the_migration_gives_stored_workloads_the_engines_byte_count(gpus):
 
     from django.apps import apps
 
-    from engine.templates import least_bytes_moved
+    from engine.describe import describe_workload
     from engine.workloads import PRESETS
 
     migration = importlib.import_module("records.migrations.0004_workload_bytes_moved")
@@ -171,5 +171,5 @@ def test_the_migration_gives_stored_workloads_the_engines_byte_count(gpus):
     migration.fill_bytes_moved(apps, None)
     broadcast.refresh_from_db()
     conv.refresh_from_db()
-    assert broadcast.bytes_moved == least_bytes_moved("broadcast_nchw", PRESETS["B-div-b"].args) == 4 * (2 * 256 * 64 * 56 * 56 + 64)
+    assert broadcast.bytes_moved == describe_workload("broadcast_nchw", PRESETS["B-div-b"].args).bytes_moved == 4 * (2 * 256 * 64 * 56 * 56 + 64)
     assert conv.bytes_moved is None

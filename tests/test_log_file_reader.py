@@ -1,9 +1,9 @@
-"""engine.records.read_log_file: the one reader of log files (plain or gzipped) for the CLI, replay and tuning."""
+"""engine.logfile.read_log_file: the one reader of log files (plain or gzipped) for the CLI, replay and tuning."""
 import gzip
 
 import pytest
 
-from engine.records import LogFileError, format_record, read_log_file
+from engine.logfile import LogFileError, format_record, log_lines, read_log_file
 from engine.replay import RecordingError, load_recording
 
 from synthetic_fixtures import c12_recording
@@ -25,9 +25,10 @@ def test_it_reads_a_plain_log_and_reports_each_bad_line_with_its_number(tmp_path
     assert "not JSON" in str(log.bad_lines[0][1])
 
 
-def test_it_reads_a_gzipped_log_by_its_name(tmp_path):
+@pytest.mark.parametrize("name", ["c12.log.gz", "c12.log"])
+def test_it_reads_a_gzipped_log_by_its_bytes_whatever_its_name(tmp_path, name):
     records = list(c12_recording()[:5])
-    path = tmp_path / "c12.log.gz"
+    path = tmp_path / name
     with gzip.open(path, "wt", encoding="utf-8") as stream:
         stream.write(log_text(records))
     assert read_log_file(str(path)).records == records
@@ -40,11 +41,38 @@ def test_it_refuses_a_binary_file_as_not_utf8(tmp_path):
         read_log_file(path)
 
 
-def test_it_refuses_a_plain_file_named_gz(tmp_path):
+def test_a_plain_file_named_gz_reads_as_the_plain_log_it_is(tmp_path):
     path = tmp_path / "plain.log.gz"
     path.write_text(log_text(c12_recording()[:1]), encoding="utf-8")
-    with pytest.raises(LogFileError, match=r"plain\.log\.gz is not a readable gzip file"):
+    assert read_log_file(path).records == list(c12_recording()[:1])
+
+
+def test_it_refuses_a_truncated_gzip(tmp_path):
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(gzip.compress(log_text(c12_recording()[:50]).encode())[:200])
+    with pytest.raises(LogFileError, match=r"cut\.log\.gz is not a readable gzip file"):
         read_log_file(path)
+
+
+def test_a_stream_that_cannot_seek_is_read_alike():
+    import io
+
+    class OneWay(io.RawIOBase):
+        def __init__(self, data):
+            self.data = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def seekable(self):
+            return False
+
+        def readinto(self, buffer):
+            return self.data.readinto(buffer)
+
+    text = log_text(c12_recording()[:3])
+    for data in (text.encode(), gzip.compress(text.encode())):
+        assert b"".join(log_lines(OneWay(data))) == text.encode()
 
 
 def test_a_missing_file_is_an_os_error(tmp_path):

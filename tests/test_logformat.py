@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from engine.records import (
+from engine.logfile import (
     ErrorNo,
     LegacyLineError,
     LogLineError,

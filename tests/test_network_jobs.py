@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from engine import create_task
 from engine.networks import NETWORKS
-from engine.records import read_records, write_records
+from engine.logfile import read_records, write_records
 from engine.scheduler import Strategy, TaskView, bests_per_round, next_task
 from engine.synthetic import synthetic_recording
 from jobs.claims import claim

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import engine
-from engine.records import read_records
+from engine.logfile import read_records
 from engine.workloads import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import pytest
 
 import engine
 from engine.measure import DeviceInfo
-from engine.records import ErrorNo, read_records
+from engine.logfile import ErrorNo, read_records
 from engine.replay import (RecordingError, ReplayMeasurer, load_recording, recording_task,
                            restrict_to_recording)
 

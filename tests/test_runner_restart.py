@@ -9,9 +9,9 @@ import time
 import pytest
 
 from engine.gpu.runner import RunResult, Runner
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import DeviceInfo
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 SOURCE = KernelSource("k", "", (1, 1, 1), (1, 1, 1), 0, ("data", "kernel", "output"), 2)
 
@@ -77,7 +77,7 @@ def child_without_gpu(conn, device_id, settings):
 
 def test_a_runner_that_cannot_start_says_so_instead_of_hanging():
     from engine.gpu.runner import GpuUnavailable
-    from engine.measurers import MeasurerUnavailable
+    from engine.measure import MeasurerUnavailable
 
     runner = Runner(child_main=child_without_gpu)
     with pytest.raises(GpuUnavailable, match="could not start") as caught:

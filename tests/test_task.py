@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import engine
-from engine.records import read_records
-from engine.templates import BadArgs, DeviceLimits, UnknownTemplate
+from engine.logfile import read_records
+from engine.ops import BadArgs, DeviceLimits, UnknownTemplate
 from engine.workloads import conv2d_args, depthwise_args
 
 SEED_ARGS = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
@@ -57,6 +57,6 @@ def test_bad_args_are_a_value_error_with_a_clear_message():
 
 
 def test_importing_engine_does_not_load_the_templates():
-    code = "import sys, engine, engine.records; print('engine.templates' in sys.modules, 'engine.space' in sys.modules)"
+    code = "import sys, engine, engine.logfile; print('engine.ops' in sys.modules, 'engine.space' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -9,7 +9,7 @@ import collections
 import pytest
 
 import engine
-from engine.records import read_records
+from engine.logfile import read_records
 
 # The one conv2d record whose index and entity disagree (tx2, CI=736 -> CO=128, 1x1):
 # its index 124107 decodes to tile_f [4, 2, 16, 1] (option 27 of the 120 splits of 128),

@@ -6,7 +6,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from engine.records import canonical_args, pick_best, read_records
+from engine.logfile import canonical_args, pick_best, read_records
 from records.importing import import_log
 from records.models import Baseline, ImportBatch, MeasurementRecord, Workload
 
@@ -47,6 +47,15 @@ def test_a_logged_in_user_uploads_a_log_and_lands_on_its_batch(alice_client, ali
     batch = ImportBatch.objects.get()
     assert response.redirect_chain[0][0] == reverse("records:batch_detail", args=[batch.pk])
     assert (batch.imported, batch.created_by, batch.source) == (688, alice, "upload")
+    assert "688 lines: 688 imported, 0 duplicates" in response.content.decode()
+
+
+def test_a_gzipped_log_uploads_as_its_lines(alice_client, tophub_log):
+    import gzip
+
+    upload = SimpleUploadedFile("tophub.log.gz", gzip.compress(tophub_log.read_bytes()))
+    response = alice_client.post(reverse("records:upload"), {"file": upload}, follow=True)
+    assert ImportBatch.objects.get().imported == 688
     assert "688 lines: 688 imported, 0 duplicates" in response.content.decode()
 
 

@@ -1,4 +1,4 @@
-"""The tuning loop: budget, logging through engine.records, resume after a kill, early stopping."""
+"""The tuning loop: budget, logging through engine.logfile, resume after a kill, early stopping."""
 from __future__ import annotations
 
 import io
@@ -6,18 +6,22 @@ import io
 import pytest
 
 import engine
-from engine.callbacks import StopTuning, progress_printer
-from engine.records import read_records
+from engine.callbacks import StopTuning, early_stopping as stop_early, log_to_file, progress_printer
+from engine.logfile import read_history, read_records
 from engine.tuners import get_tuner
 
 from synthetic_fixtures import CountingReplayMeasurer, c12_recording, replayed_c12
 
 
-def run(log_file, n_trial, name="xgb", seed=0, callbacks=(), measurer=None, **options):
+def run(log_file, n_trial, name="xgb", seed=0, callbacks=(), measurer=None, early_stopping=None, **options):
+    """Tune as the command line does: the log's records are the history, and it is appended to."""
     task, replay = replayed_c12()
     measurer = measurer or replay
+    callbacks = [log_to_file(str(log_file)), *callbacks]
+    if early_stopping:
+        callbacks.append(stop_early(early_stopping))
     return engine.tune(task, get_tuner(name, task, seed=seed), measurer, n_trial,
-                       callbacks=callbacks, log_file=str(log_file), **options)
+                       history=read_history(log_file), callbacks=callbacks, **options)
 
 
 def test_every_measurement_is_logged_and_reads_back_the_same(tmp_path):
@@ -95,6 +99,20 @@ def test_a_callback_can_stop_the_run_and_sees_the_state(tmp_path):
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("[conv2d_nchw.cuda] trials 16/200  best ") and "GFLOPS" in lines[0]
     assert lines[1].startswith("[conv2d_nchw.cuda] trials 32/200")
+
+
+def test_history_in_and_callbacks_out_write_nothing_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    task, measurer = replayed_c12()
+    first = engine.tune(task, get_tuner("random", task, seed=1), measurer, 32)
+    task, measurer = replayed_c12()
+    stored = []
+    again = engine.tune(task, get_tuner("random", task, seed=2), measurer, 48, history=first.results,
+                        callbacks=[lambda state, configs, results: stored.extend(state.records[-len(configs):])])
+    assert (again.resumed, again.trials) == (32, 16)
+    assert stored == again.results  # each new measurement reaches the callback once, the history never
+    assert not {r.config_index for r in stored} & {r.config_index for r in first.results}
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tune_refuses_a_negative_budget():

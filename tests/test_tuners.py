@@ -8,7 +8,7 @@ import pytest
 import engine
 from engine.callbacks import StopTuning
 from engine.measure import DeviceInfo
-from engine.records import ErrorNo, read_records
+from engine.logfile import ErrorNo, read_records
 from engine.replay import ReplayMeasurer, restrict_to_recording
 from engine.synthetic import MODEL, synthetic_recording
 from engine.tuners import TUNERS, UnknownTuner, get_tuner

@@ -4,9 +4,9 @@ import socket
 import pytest
 from django.urls import reverse
 
-from engine.records import read_records
+from engine.logfile import read_records
 from jobs.models import Job, JobRun, State, Worker
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker, wait_for  # noqa: F401
+from jobs_fixtures import REPLAY_QUEUE, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -134,10 +134,7 @@ def replay_recording(var_dir: Path) -> Path:
     if not path.exists():
         import gzip
 
-        from engine import create_task
-        from engine.records import write_records
-        from engine.synthetic import synthetic_recording
-        from engine.workloads import PRESETS
+        from engine import PRESETS, create_task, synthetic_recording, write_records
 
         preset = PRESETS["C12"]
         path.parent.mkdir(exist_ok=True)

@@ -1,7 +1,7 @@
-"""The seed's `apply_history_best` step: the best config of a log, as a callable kernel.
+"""AutoTVM's `apply_history_best` step (its conv2d tutorial's last one): the best config of a log, as a callable kernel.
 
 `load_best_kernel(log, task)` picks the log's best record for the task's
-workload (AutoTVM's rule, `engine.records.pick_best`) on this GPU's model (or
+workload (AutoTVM's rule, `engine.logfile.pick_best`) on this GPU's model (or
 any model when this GPU has none in the log), generates and compiles its
 kernel for this GPU, and returns a callable on CuPy arrays. `check_and_time`
 is the CLI's and the GPU tests' round trip: reference check, then timing by
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.kernels import KernelSource
-from engine.records import Record, pick_best, read_log_file
+from engine.ops.base import KernelSource
+from engine.logfile import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin
 from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error, time_launches

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from engine.measure import MeasureResult
-from engine.records import ErrorNo, Record
-from engine.templates.base import DEFAULT_CONFIG_BASELINE
+from engine.logfile import ErrorNo, Record
+from engine.baselines import DEFAULT_CONFIG_BASELINE, MEASURED_PROVIDERS, baseline_version
 
 from .runner import TimingSettings, cupy_graph, relative_l2_error, time_launches
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .measurer import GpuMeasurer
 
-PROVIDERS = ("cudnn", "cublas", DEFAULT_CONFIG_BASELINE)
+PROVIDERS = MEASURED_PROVIDERS
 
 
 class BaselineUnavailable(RuntimeError):
@@ -190,7 +190,7 @@ def baseline_record(task: "Task", provider: str, result: MeasureResult, target: 
         error_no=result.error_no,
         all_cost=result.all_cost,
         timestamp=result.timestamp,
-        tvm_version=f"baseline:{provider}",
+        tvm_version=baseline_version(provider),
         error_msg=result.error_msg,
     )
 

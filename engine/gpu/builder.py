@@ -17,8 +17,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Hashable, Iterable
 
-from engine.kernels import KernelSource
-from engine.records import ErrorNo
+from engine.ops.base import KernelSource
+from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .nvrtc import CompileError, compile_to_cubin, nvrtc_version

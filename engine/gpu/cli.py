@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 
 from engine.cli import CliError, Subcommand, add_task_arguments, make_task, register
-from engine.records import format_record
+from engine.logfile import format_record
 from engine.space import EntityError
-from engine.templates.base import DeviceLimits
+from engine.ops.base import DeviceLimits
 
 from .nvrtc import CompileError, NvrtcUnavailable
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import Measurer, MeasureResult
-from engine.records import ErrorNo
+from engine.logfile import ErrorNo
 
 from .builder import DEFAULT_TIMEOUT_S as BUILD_TIMEOUT_S, Builder
 from .device import arch_of

@@ -28,10 +28,10 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from engine.kernels import KernelSource
+from engine.ops.base import KernelSource
 from engine.measure import DeviceInfo
-from engine.measurers import MeasurerUnavailable
-from engine.records import ErrorNo
+from engine.measure import MeasurerUnavailable
+from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 

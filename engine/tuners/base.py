@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from ..measure import MeasureResult
-from ..records import Record
-from ..replay import result_of
+from ..logfile import Record
+from ..measure import MeasureResult, result_of
 from ..space import EntityError
 
 if TYPE_CHECKING:  # pragma: no cover

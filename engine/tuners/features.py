@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from ..records import Record
-from ..replay import result_of
+from ..logfile import Record
+from ..measure import result_of
 from .base import config_from_entity, score_of
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,7 +17,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..records import Record
+from ..logfile import Record
 from .base import Tuner, score_of
 from .cost_model import XGBoostCostModel
 from .features import FeatureTable

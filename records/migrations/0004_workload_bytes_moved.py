@@ -4,13 +4,13 @@ import json
 
 from django.db import migrations, models
 
-from engine.templates import least_bytes_moved
+from engine import describe_workload
 
 
 def fill_bytes_moved(apps, schema_editor):
     Workload = apps.get_model("records", "Workload")
     for workload in Workload.objects.filter(bytes_moved__isnull=True).iterator():
-        moved = least_bytes_moved(workload.task_name, json.loads(workload.args_json))
+        moved = describe_workload(workload.task_name, json.loads(workload.args_json)).bytes_moved
         if moved is not None and moved < 2**63:
             Workload.objects.filter(pk=workload.pk).update(bytes_moved=moved)
 

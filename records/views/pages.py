@@ -6,7 +6,6 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
-from ..bests import best_config_for
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
@@ -101,7 +100,7 @@ def record_detail(request, pk: int):
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
-        "record": record, "best": best_config_for(record.workload, record.device),
+        "record": record, "best": MeasurementRecord.objects.filter(workload=record.workload, device=record.device).best(),
     })
 
 

@@ -39,7 +39,7 @@ def upload(request):
             form.add_error("file", str(exc))
         else:
             messages.success(request, f"{upload.name}: {result.summary()}.")
-            return redirect("records:batch_detail", pk=result.batch.pk)
+            return redirect("records:batch_detail", pk=result.pk)
     status = 400 if form.errors else 200
     return render(request, "records/upload.html", {"form": form, "max_bytes": settings.TUNERWEB_MAX_UPLOAD_BYTES}, status=status)
 

@@ -20,7 +20,7 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
+from engine.ops.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
 from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 

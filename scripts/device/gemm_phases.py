@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 import engine  # noqa: E402
 from engine.gpu.baselines import cublas_gemm  # noqa: E402
 from engine.gpu.runner import TimingSettings, cupy_graph, time_launches  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
-from engine.templates.gemm import gemm_tiling  # noqa: E402
+from engine.ops.base import DeviceLimits  # noqa: E402
+from engine.ops.gemm.tiling import gemm_tiling  # noqa: E402
 from engine.workloads import gemm_args  # noqa: E402
 from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402
 

@@ -20,7 +20,7 @@ from engine.gpu.apply_best import load_function  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.gpu.nvrtc import compile_to_cubin  # noqa: E402
 from engine.gpu.baselines import cublas_gemm  # noqa: E402
-from engine.templates.base import DeviceLimits  # noqa: E402
+from engine.ops.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
 # Knob values in the space's order: block m n k, warp m n, thread m n, lanes_n, vector a b,

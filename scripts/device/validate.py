@@ -19,7 +19,7 @@ sys.path.insert(0, os.getcwd())
 import engine  # noqa: E402
 from engine.gpu.baselines import cudnn_conv2d  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
-from engine.kernels import KernelSource  # noqa: E402
+from engine.ops.base import KernelSource  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp/out")

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from engine.records import read_records
-from jobs_fixtures import REPLAY_QUEUE, recording_path, redis_url, start_worker  # noqa: F401
+from engine.logfile import read_records
+from jobs_fixtures import REPLAY_QUEUE
 from records.importing import import_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

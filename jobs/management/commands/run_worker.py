@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from engine.replay import RecordingError
+from engine import RecordingError
 from jobs.worker import already_running, exec_worker, gpu_config, replay_config
 
 

@@ -24,6 +24,6 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: cannot read it: {exc.strerror or exc}") from None
         except BaselineFileError as exc:
             raise CommandError(f"{file}: refused: {exc}") from None
-        self.stdout.write(f"{file}: {result.summary()} (batch {result.batch.pk})")
+        self.stdout.write(f"{file}: {result.summary()} (batch {result.pk})")
         for problem in result.problems:
             self.stdout.write(f"  row {problem['line']}: {problem['reason']}")

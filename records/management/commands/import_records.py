@@ -27,7 +27,7 @@ class Command(BaseCommand):
                 refused += 1
                 self.stderr.write(f"{name}: refused: {exc}")
                 continue
-            self.stdout.write(f"{name}: {result.summary()} (batch {result.batch.pk})")
+            self.stdout.write(f"{name}: {result.summary()} (batch {result.pk})")
             for problem in result.problems:
                 self.stdout.write(f"  line {problem['line']}: {problem['reason']}")
             if len(result.problems) >= MAX_PROBLEMS:

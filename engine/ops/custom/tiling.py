@@ -25,24 +25,22 @@ AutoTVM's format like any workload (`["cuda -model=h200", "custom", [SPEC], {}]`
 Each tunable parameter is a knob (an "ot" knob, values in the given order) and
 reaches the source as `#define name value`, as do the sizes. Restrictions, launch
 sizes, shapes and FLOPs are parsed by engine.safe_expr (a whitelist walker, never
-`eval`); a numpy reference uses its small array vocabulary (engine.kernels.custom).
+`eval`); a numpy reference uses its small array vocabulary (ARRAY_FUNCTIONS).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..flops import FlopCountError, register
-from ..safe_expr import Expr, ExprError, parse
-from ..space import ENUMERATE_LIMIT, ConfigEntity, ConfigSpace, OtherKnob
-from .base import (MAX_TENSOR_ELEMENTS, BadArgs, DeviceLimits, LaunchShape, Template, first_valid, knob_features,
-                   why_launch_fails)
+from ...safe_expr import Expr, ExprError, parse
+from ...space import ConfigEntity
+from ..base import MAX_TENSOR_ELEMENTS, BadArgs
 
-TASK_NAME = "custom"
+TEMPLATE_NAME = "custom"
+CUSTOM_TEMPLATE = TEMPLATE_NAME  # as the front door names it
 DTYPES = ("float32", "float64", "int32")
 MAX_SOURCE_CHARS = 200_000
 MAX_PARAMS = 24
@@ -55,11 +53,16 @@ SPEC_KEYS = {"kernel_name", "source", "sizes", "tune_params", "restrictions", "b
 
 
 class SpecError(BadArgs):
-    """A custom kernel spec that cannot be used; the message says which field and why."""
+    """A custom kernel spec that cannot be used; the message says which field and why, and
+    `field` names it as the spec spells it (`source`, `sizes.N`, `tune_params[2]`, ...)."""
+
+    def __init__(self, message: str, field: str = "spec") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _fail(where: str, why: str) -> SpecError:
-    return SpecError(f"custom kernel spec: {where}: {why}")
+    return SpecError(f"custom kernel spec: {where}: {why}", field=where)
 
 
 def checked_identifier(name, where: str) -> str:
@@ -140,7 +143,7 @@ def parse_spec(spec) -> CustomParams:
     if not isinstance(sizes_raw, dict):
         raise _fail("sizes", "must be an object of name: positive integer")
     sizes = {}
-    for key, value in sizes_raw.items():
+    for key, value in sorted(sizes_raw.items()):  # as canonical args spell them: one source per workload
         checked_identifier(key, "sizes")
         if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_TENSOR_ELEMENTS:
             raise _fail(f"sizes.{key}", f"{value!r} is not a positive integer below 2^31")
@@ -174,8 +177,6 @@ def parse_spec(spec) -> CustomParams:
     reference = spec["reference"]
     if not (isinstance(reference, dict) and len(reference) == 1 and set(reference) <= {"numpy", "kernel"}):
         raise _fail("reference", 'must be {"numpy": expression} or {"kernel": {...}}')
-    from ..kernels.custom import check_reference  # the array vocabulary lives with the GPU half
-
     check_reference(reference, arguments, sizes)
 
     flops = 0
@@ -231,16 +232,41 @@ def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
     return tuple(out)
 
 
-def _custom_flops(args: list) -> int:
-    if not isinstance(args, list) or len(args) != 1:
-        raise FlopCountError("custom args are [SPEC], SPEC a JSON object")
-    try:
-        return parse_spec(args[0]).flops
-    except BadArgs as exc:
-        raise FlopCountError(str(exc)) from None
+# The numpy vocabulary of a `{"numpy": ...}` reference, parsed by engine.safe_expr.
+ARRAY_FUNCTIONS = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "abs": np.abs,
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "maximum": np.maximum, "minimum": np.minimum,
+    "where": np.where, "matmul": np.matmul, "transpose": np.transpose,
+}
 
 
-register(TASK_NAME, _custom_flops)
+def _inputs(arguments) -> list[Argument]:
+    return [a for a in arguments if not a.output]
+
+
+def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dict) -> None:
+    """SpecError unless the reference is a valid numpy expression or trusted-kernel spec."""
+    if "numpy" in reference:
+        names = {a.name for a in _inputs(arguments)} | set(sizes)
+        try:
+            parse(reference["numpy"], names, ARRAY_FUNCTIONS)
+        except ExprError as exc:
+            raise _fail("reference.numpy", str(exc)) from None
+        return
+    trusted = reference["kernel"]
+    if not isinstance(trusted, dict) or set(trusted) != {"source", "kernel_name", "grid", "block"}:
+        raise SpecError('custom kernel spec: reference.kernel must be {"source", "kernel_name", "grid", "block"}',
+                        field="reference.kernel")
+    name = checked_identifier(trusted["kernel_name"], "reference.kernel.kernel_name")
+    if not isinstance(trusted["source"], str) or name not in trusted["source"] or len(trusted["source"]) > MAX_SOURCE_CHARS:
+        raise SpecError(f"custom kernel spec: reference.kernel.source must be CUDA source that defines {name!r}",
+                        field="reference.kernel.source")
+    for key in ("grid", "block"):
+        for expr in dim3_exprs(trusted[key], set(sizes), f"reference.kernel.{key}"):
+            try:
+                expr.evaluate_int(sizes, f"reference.kernel.{key}")
+            except ExprError as exc:
+                raise _fail(f"reference.kernel.{key}", str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -256,77 +282,3 @@ def custom_launch(params: CustomParams, config: ConfigEntity) -> CustomLaunch:
     block = tuple(e.evaluate_int(values, "block") for e in params.block)
     grid = tuple(e.evaluate_int(values, "grid") for e in params.grid)
     return CustomLaunch(block, grid, params.shared_bytes.evaluate_int(values, "shared_bytes"))  # type: ignore[arg-type]
-
-
-class CustomKernel(Template):
-    name = TASK_NAME
-    baseline_provider = "default-config"
-
-    def parse_args(self, args: list) -> CustomParams:
-        if not isinstance(args, list) or len(args) != 1:
-            raise SpecError("custom kernel args are [SPEC], SPEC a JSON object (see engine.templates.custom)")
-        return parse_spec(args[0])
-
-    def define_space(self, params: CustomParams) -> ConfigSpace:
-        return ConfigSpace([OtherKnob(name, list(values)) for name, values in params.tune_params])
-
-    def why_invalid(self, params: CustomParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        values = params.values_of(config)
-        try:
-            for restriction in params.restrictions:
-                if not restriction.evaluate(values):
-                    return f"restriction {restriction.text!r} is false"
-            launch = custom_launch(params, config)
-        except ExprError as exc:
-            return str(exc)
-        for what, dims in (("block", launch.block), ("grid", launch.grid)):
-            if min(dims) < 1:
-                return f"{what} {list(dims)} has a size below 1"
-        if launch.shared_bytes < 0:
-            return f"shared_bytes {launch.shared_bytes} is negative"
-        # The runner opts in to more than 48 KB of dynamic shared memory when a kernel asks for it.
-        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(LaunchShape(launch.block, launch.grid, launch.shared_bytes, 0), opted_in)
-
-    def features(self, params: CustomParams, config: ConfigEntity) -> dict[str, float]:
-        out = knob_features(config)
-        try:
-            launch = custom_launch(params, config)
-        except ExprError:
-            return {**out, "threads_per_block": float("nan"), "blocks": float("nan"), "shared_bytes": float("nan")}
-        out.update({"threads_per_block": math.prod(launch.block), "blocks": math.prod(launch.grid),
-                    "shared_bytes": launch.shared_bytes})
-        return out
-
-    def default_config(self, params: CustomParams, space: ConfigSpace) -> ConfigEntity:
-        """The spec's `default` values when given, else the valid config of lowest index."""
-        if params.default:
-            entity = [[name, "ot", params.default.get(name, values[0])] for name, values in params.tune_params]
-            try:
-                return first_valid(space, space.from_entity(entity))
-            except ValueError as exc:
-                raise SpecError(f"custom kernel spec: default: {exc}") from None
-        for index in range(min(len(space), ENUMERATE_LIMIT)):
-            if space.is_valid(space.get(index)):
-                return space.get(index)
-        return first_valid(space, space.get(0))
-
-    def bytes_moved(self, params: CustomParams) -> int:
-        """Every argument read or written once: the least traffic the kernel can need."""
-        return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in params.arguments)
-
-    # -- GPU half: engine.kernels.custom
-    def kernel(self, params: CustomParams, config: ConfigEntity):
-        from ..kernels.custom import generate
-
-        return generate(params, config)
-
-    def make_inputs(self, params: CustomParams, rng: np.random.Generator) -> list[np.ndarray]:
-        from ..kernels.custom import make_inputs
-
-        return make_inputs(params, rng)
-
-    def reference(self, params: CustomParams, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..kernels.custom import reference
-
-        return reference(params, inputs)

@@ -2,7 +2,7 @@
 
 A config's source is the user's source after one `#define` per size and per
 tunable parameter. The reference is either a numpy expression over the input
-arguments and sizes, in a small fixed vocabulary (ARRAY_FUNCTIONS, parsed by
+arguments and sizes, in a small fixed vocabulary (tiling.ARRAY_FUNCTIONS, parsed by
 engine.safe_expr), or a trusted kernel of the user's (same arguments, same size
 macros, its own launch sizes over the sizes), run once on the GPU with CuPy.
 """
@@ -10,44 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..safe_expr import ExprError, parse
-from ..templates.custom import (MAX_SOURCE_CHARS, Argument, CustomParams, SpecError, checked_identifier, custom_launch,
-                                dim3_exprs)
-from . import KernelSource
+from ...safe_expr import ExprError, parse
+from ..base import KernelSource
+from .tiling import ARRAY_FUNCTIONS, CustomParams, SpecError, custom_launch, dim3_exprs
 
-ARRAY_FUNCTIONS = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "abs": np.abs,
-    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "maximum": np.maximum, "minimum": np.minimum,
-    "where": np.where, "matmul": np.matmul, "transpose": np.transpose,
-}
 _NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
-
-
-def _inputs(arguments) -> list[Argument]:
-    return [a for a in arguments if not a.output]
-
-
-def check_reference(reference: dict, arguments: tuple[Argument, ...], sizes: dict) -> None:
-    """SpecError unless the reference is a valid numpy expression or trusted-kernel spec."""
-    if "numpy" in reference:
-        names = {a.name for a in _inputs(arguments)} | set(sizes)
-        try:
-            parse(reference["numpy"], names, ARRAY_FUNCTIONS)
-        except ExprError as exc:
-            raise SpecError(f"custom kernel spec: reference.numpy: {exc}") from None
-        return
-    trusted = reference["kernel"]
-    if not isinstance(trusted, dict) or set(trusted) != {"source", "kernel_name", "grid", "block"}:
-        raise SpecError('custom kernel spec: reference.kernel must be {"source", "kernel_name", "grid", "block"}')
-    name = checked_identifier(trusted["kernel_name"], "reference.kernel.kernel_name")
-    if not isinstance(trusted["source"], str) or name not in trusted["source"] or len(trusted["source"]) > MAX_SOURCE_CHARS:
-        raise SpecError(f"custom kernel spec: reference.kernel.source must be CUDA source that defines {name!r}")
-    for key in ("grid", "block"):
-        for expr in dim3_exprs(trusted[key], set(sizes), f"reference.kernel.{key}"):
-            try:
-                expr.evaluate_int(sizes, f"reference.kernel.{key}")
-            except ExprError as exc:
-                raise SpecError(f"custom kernel spec: reference.kernel.{key}: {exc}") from None
 
 
 def _macros(values: dict) -> str:
@@ -91,7 +58,7 @@ def reference(params: CustomParams, inputs: list[np.ndarray]) -> np.ndarray:
             return np.broadcast_to(result, output.shape).copy()
         except (ExprError, ValueError) as exc:
             raise SpecError(f"custom kernel spec: reference.numpy {expr.text!r} does not give the output's "
-                            f"shape {list(output.shape)}: {exc}") from None
+                            f"shape {list(output.shape)}: {exc}", field="reference.numpy") from None
     return _trusted_kernel_output(params, inputs)
 
 

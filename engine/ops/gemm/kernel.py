@@ -1,4 +1,4 @@
-"""CUDA source for the warp-tiled fp32 GEMM of engine.templates.gemm, from a GemmTiling.
+"""CUDA source for the warp-tiled fp32 GEMM of engine.ops.gemm, from a GemmTiling.
 
 Every size is a literal in the source (the runner passes arrays only), so NVRTC
 sees constant loop bounds and unrolls the register tile completely. The
@@ -13,8 +13,8 @@ import dataclasses
 
 import numpy as np
 
-from ..templates.gemm import GemmParams, GemmTiling
-from . import KernelSource
+from ..base import KernelSource
+from .tiling import GemmParams, GemmTiling
 
 ENTRY = "gemm_kernel"
 SMALLEST_TILE = 16  # the smallest block_m / block_n of the space: sizes the counter array

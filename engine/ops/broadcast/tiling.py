@@ -1,7 +1,7 @@
 """NCHW broadcasts on CUDA with two tactics: CINN's general tiling and its TileBroadcastTactic.
 
 Args: [["TENSOR", [N, C, H, W], dtype], op] with dtype float32 or float16 (x, v and out
-all of it; fp16 is computed in fp32 and rounded once, as the seed's fp16 models were) and op one of
+all of it; fp16 is computed in fp32 and rounded once, as the fp16 models of Paddle CINN's TileBroadcastTactic pull request were) and op one of
     div        out[n,c,h,w] = x[n,c,h,w] / v[c]
     mul_rsqrt  out[n,c,h,w] = x[n,c,h,w] * rsqrt(v[c] + 1e-5)
     exp        out[n,c,h,w] = exp(v[c])
@@ -15,18 +15,18 @@ Knobs: `tactic`, `threads` (per block), `elems_per_thread`, `vector` (floats per
   for every element (CINN's `exp(var[k * 256 + threadIdx.x])`). A block covers
   threads x elems_per_thread vectors, its threads striding by one vector each.
 * tile_broadcast: C gets a block axis of its own, so a thread loads v[c] and computes
-  its part of f once, then streams its elements. The seed's rule: only when H x W is a
-  multiple of 32. The seed binds by the size of an H x W plane; here the plane is
+  its part of f once, then streams its elements. The tactic's rule: only when H x W is a
+  multiple of 32. The tactic binds by the size of an H x W plane; here the plane is
   counted in vectors (P) against the block:
-    - P < threads (the seed's small binding, [(blockIdx.y, loop), blockIdx.x, threadIdx.x]):
+    - P < threads (the tactic's small binding, [(blockIdx.y, loop), blockIdx.x, threadIdx.x]):
       a block holds threads // P whole planes of one channel (threadIdx.y picks the
       plane), each thread taking elems_per_thread planes (n) in turn; blocks over
       (C, N chunks);
     - P >= threads: channel c's N planes fused into one axis of N x P vectors, cut into
       chunks of threads x elems_per_thread vectors (S). With S < P, blocks over
-      (chunks, C): the seed's large binding, [blockIdx.x', blockIdx.y, (blockIdx.x, loop,
+      (chunks, C): the tactic's large binding, [blockIdx.x', blockIdx.y, (blockIdx.x, loop,
       threadIdx.x)]. With S >= P, blocks over (C, chunks), so that neighbouring blocks
-      write neighbouring planes: S = P is the seed's medium binding (a block per (n, c)
+      write neighbouring planes: S = P is the tactic's medium binding (a block per (n, c)
       plane, looping over it); a larger S keeps blocks big where planes are short in
       vectors (fp16 32 x 32 planes are 128 vectors of 8).
   `elems_per_thread` beyond what N (or N x P) needs only repeats a smaller config, so
@@ -37,23 +37,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
+from ...space import ConfigEntity
+from ..args import tensor_shape
+from ..base import BadArgs, LaunchShape
 
-from ..flops import FlopCountError, tensor_shape, register
-from ..space import ConfigEntity, ConfigSpace, OtherKnob
-from .base import (
-    MAX_TENSOR_ELEMENTS,
-    BadArgs,
-    DeviceLimits,
-    REFERENCE_THREAD_SLOTS,
-    LaunchShape,
-    Template,
-    knob_features,
-    reason_vector_width,
-    why_launch_fails,
-)
-
-TASK_NAME = "broadcast_nchw"
+TEMPLATE_NAME = "broadcast_nchw"
 BINARY_OPS = ("div", "mul_rsqrt")
 UNARY_OPS = ("exp", "rsqrt")
 OPS = BINARY_OPS + UNARY_OPS
@@ -67,24 +55,15 @@ TILE_BROADCAST_MULTIPLE = 32  # the CINN tactic's condition on H x W
 REGISTERS_ESTIMATE = 32  # a streaming kernel: indexes, one vector in, one out
 
 
-def _broadcast_shape(args: list) -> tuple[list[int], str]:
+def broadcast_shape(args: list) -> tuple[list[int], str]:
     if not isinstance(args, list) or len(args) != 2:
-        raise FlopCountError(f'broadcast_nchw args are [["TENSOR", [N, C, H, W], "float32"], op] with op in {", ".join(OPS)}')
+        raise BadArgs(f'broadcast_nchw args are [["TENSOR", [N, C, H, W], "float32"], op] with op in {", ".join(OPS)}')
     shape = tensor_shape(args[0], "x")
     if len(shape) != 4:
-        raise FlopCountError(f"x shape {shape} is not 4-D (NCHW)")
+        raise BadArgs(f"x shape {shape} is not 4-D (NCHW)")
     if args[1] not in OPS:
-        raise FlopCountError(f"op {args[1]!r} is not one of {', '.join(OPS)}")
+        raise BadArgs(f"op {args[1]!r} is not one of {', '.join(OPS)}")
     return shape, args[1]
-
-
-def _broadcast_flops(args: list) -> int:
-    shape, op = _broadcast_shape(args)
-    return math.prod(shape) * OP_FLOPS[op]
-
-
-register(TASK_NAME, _broadcast_flops)
-
 
 
 @dataclass(frozen=True)
@@ -108,6 +87,10 @@ class BroadcastParams:
     @property
     def total(self) -> int:
         return self.n * self.c * self.hw
+
+    @property
+    def flops(self) -> int:
+        return self.total * OP_FLOPS[self.op]
 
     @property
     def reads_x(self) -> bool:
@@ -199,73 +182,3 @@ class BroadcastLayout:
 def broadcast_layout(params: BroadcastParams, config: ConfigEntity) -> BroadcastLayout:
     return BroadcastLayout(params, config["tactic"].val, config["threads"].val,
                            config["elems_per_thread"].val, config["vector"].val)
-
-
-class BroadcastNCHW(Template):
-    name = TASK_NAME
-    baseline_provider = "default-config"
-
-    def parse_args(self, args: list) -> BroadcastParams:
-        try:
-            shape, op = _broadcast_shape(args)
-        except FlopCountError as exc:
-            raise BadArgs(str(exc)) from None
-        if not isinstance(args[0][2], str) or args[0][2] not in ELEMENT_BYTES:
-            raise BadArgs(f"dtype {args[0][2]!r} is not supported (only {' and '.join(ELEMENT_BYTES)})")
-        if math.prod(shape) > MAX_TENSOR_ELEMENTS:
-            raise BadArgs(f"x would have {math.prod(shape)} elements, more than 2^31 - 1")
-        return BroadcastParams(*shape, op=op, dtype=args[0][2], args=list(args))
-
-    def define_space(self, params: BroadcastParams) -> ConfigSpace:
-        return ConfigSpace([
-            OtherKnob("tactic", ["general", "tile_broadcast"]),
-            OtherKnob("threads", [64, 128, 256, 512, 1024]),
-            OtherKnob("elems_per_thread", [1, 2, 4, 8]),
-            OtherKnob("vector", VECTOR_CHOICES[params.dtype]),
-        ])
-
-    def why_invalid(self, params: BroadcastParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        layout = broadcast_layout(params, config)
-        return (reason_vector_width(layout.vector, params.element_bytes, limits) or layout.why_not()
-                or why_launch_fails(layout.launch(), limits))
-
-    def features(self, params: BroadcastParams, config: ConfigEntity) -> dict[str, float]:
-        layout = broadcast_layout(params, config)
-        out = knob_features(config)
-        blocks = math.prod(layout.grid)
-        threads = math.prod(layout.block)
-        out.update({
-            "threads_per_block": threads,
-            "blocks": blocks,
-            "waves": blocks * threads / REFERENCE_THREAD_SLOTS,
-            "floats_per_thread": params.total / (blocks * threads),
-            "broadcast_per_element": layout.broadcast_evaluations / params.total,
-        })
-        return out
-
-    def default_config(self, params: BroadcastParams, space: ConfigSpace) -> ConfigEntity:
-        """The general tactic, 256 threads, one 16-byte vector each where N*C*H*W allows."""
-        vector = 16 // params.element_bytes
-        entity = [["tactic", "ot", "general"], ["threads", "ot", 256], ["elems_per_thread", "ot", 1],
-                  ["vector", "ot", vector if params.total % vector == 0 else 1]]
-        return space.from_entity(entity)
-
-    def bytes_moved(self, params: BroadcastParams) -> int:
-        """Least traffic of a run: x read (div, mul_rsqrt), v read, out written."""
-        return params.element_bytes * (params.total * (2 if params.reads_x else 1) + params.c)
-
-    # -- GPU half: engine.kernels.broadcast
-    def kernel(self, params: BroadcastParams, config: ConfigEntity):
-        from ..kernels.broadcast import generate
-
-        return generate(broadcast_layout(params, config))
-
-    def make_inputs(self, params: BroadcastParams, rng: np.random.Generator) -> list[np.ndarray]:
-        from ..kernels.broadcast import make_inputs
-
-        return make_inputs(params, rng)
-
-    def reference(self, params: BroadcastParams, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..kernels.broadcast import reference
-
-        return reference(params, inputs)

@@ -1,4 +1,4 @@
-"""CUDA source for the NCHW broadcast of engine.templates.broadcast, per tactic and op.
+"""CUDA source for the NCHW broadcast of engine.ops.broadcast, per tactic and op.
 
 Arguments: (x, v, out) for div and mul_rsqrt, (v, out) for exp and rsqrt. Each op
 is written as a broadcast part `b = g(v[c])` and an element part `h(x, b)`; the
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..templates.broadcast import EPSILON, BroadcastLayout, BroadcastParams
-from . import KernelSource
+from ..base import KernelSource
+from .tiling import EPSILON, BroadcastLayout, BroadcastParams
 
 ENTRY = "broadcast_nchw_kernel"
 _VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}

@@ -1,25 +1,26 @@
 """CUDA source for depthwise NCHW convolution (`depthwise_conv2d_nchw.cuda`), from a config.
 
-The schedule is the one engine.templates.depthwise describes (TVM topi's
+The schedule is the one engine.ops.depthwise.tiling describes (TVM topi's
 depthwise schedule): output axes f (C x multiplier), y (OH), x (OW) split four
 ways (block, virtual thread, thread, inner), blocks on blockIdx.z/y/x (batch
 folded into z), threads on threadIdx.z/y/x, each thread holding vthread x inner
-outputs of each axis in registers at TVM's placement (as engine.kernels.conv2d).
+outputs of each axis in registers at TVM's placement (as engine.ops.conv2d.kernel).
 There is no reduction split: a block stages, once, its whole input window of
 the `cin` input channels its `bf` output channels read (halo, stride and zero
 padding included) and its `bf` filters, then every thread runs the KH x KW
 window over them. Output channel f reads input channel f // multiplier.
 
 `auto_unroll_max_step` and `unroll_explicit` set the pragmas of the kernel
-window loops (kh, then kw) as engine.kernels.conv2d counts them.
+window loops (kh, then kw) as engine.ops.conv2d.kernel counts them.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..templates.depthwise import depthwise_tiling
-from . import KernelSource
-from .conv2d import COPY_HELPERS, cooperative_load, store_outputs, unroll_pragma
+from ..base import KernelSource
+from ..conv2d.tiling import ConvParams
+from ..cuda import COPY_HELPERS, cooperative_load, store_outputs, unroll_pragma
+from .tiling import DepthwiseTiling
 
 ENTRY = "depthwise_conv2d_nchw_kernel"
 
@@ -32,8 +33,7 @@ def _window_pragmas(kh: int, kw: int, tile_steps: int, max_step: int, explicit: 
     return unroll_pragma(unroll_kh, explicit), unroll_pragma(unroll_kw, explicit)
 
 
-def generate(params, config) -> KernelSource:
-    tiling = depthwise_tiling(params, config)
+def generate(params: ConvParams, tiling: DepthwiseTiling) -> KernelSource:
     p = params
     (_, vf, tf, fi), (_, vy, ty, yi), (_, vx, tx, xi) = tiling.f, tiling.y, tiling.x
     nf, ny, nx = vf * fi, vy * yi, vx * xi
@@ -45,8 +45,8 @@ def generate(params, config) -> KernelSource:
     threads = tiling.threads
     input_floats = cin * th * tw
     weight_floats = bf * p.kh * p.kw
-    pragma_kh, pragma_kw = _window_pragmas(p.kh, p.kw, nf * ny * nx, int(config["auto_unroll_max_step"].val),
-                                           int(config["unroll_explicit"].val))
+    pragma_kh, pragma_kw = _window_pragmas(p.kh, p.kw, nf * ny * nx, tiling.auto_unroll_max_step,
+                                           tiling.unroll_explicit)
 
     load_input = cooperative_load(
         input_floats, threads,
@@ -124,14 +124,14 @@ extern "C" __global__ void __launch_bounds__({threads})
     )
 
 
-def make_inputs(params, rng: np.random.Generator) -> list[np.ndarray]:
+def make_inputs(params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
     """Random data and filters [C, multiplier, KH, KW] (never zeros), plus the output buffer."""
     data = rng.uniform(-1.0, 1.0, size=(params.n, params.ci, params.h, params.w)).astype(np.float32)
     weight = rng.uniform(-1.0, 1.0, size=(params.ci, params.multiplier, params.kh, params.kw)).astype(np.float32)
     return [data, weight, np.empty((params.n, params.co, params.oh, params.ow), dtype=np.float32)]
 
 
-def reference(params, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def reference(params: ConvParams, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """The depthwise convolution in float64, one kernel tap at a time."""
     p = params
     top, left, bottom, right = p.padding

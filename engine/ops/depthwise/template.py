@@ -1,53 +1,13 @@
-"""Depthwise NCHW conv2d on CUDA: TVM topi's `depthwise_conv2d_nchw.cuda`.
-
-Args as in TVM's logs: [data TENSOR [N, C, H, W], kernel TENSOR [C, multiplier, KH, KW],
-strides, padding, dilation, out_dtype]; output channel f reads input channel f // multiplier.
-Knobs (TVM's order): tile_f, tile_y, tile_x split four ways (blocks, vthreads, threads,
-inner) over C*multiplier, OH, OW; auto_unroll_max_step in [0, 256, 1500]; unroll_explicit.
-
-There is no reduction split: a block stages its whole input window and its filters in
-shared memory once (TVM's cache_read at the block's x axis):
-
-    input tile  [cin, (by-1)*sh + KH, (bx-1)*sw + KW]   floats
-    weight tile [bf, KH, KW]                             floats
-
-where cin is the most input channels any block's bf output channels read
-(bf / multiplier when the block starts on a channel boundary).
-"""
+"""Depthwise NCHW conv2d on CUDA: TVM topi's `depthwise_conv2d_nchw.cuda` (see `tiling`)."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from .base import FLOAT_BYTES, BadArgs, DeviceLimits, Template, first_valid, why_launch_fails
-from .conv2d import (ConvParams, ConvTiling, conv_flops, conv_params, largest_divisor_at_most, nchw_shape,
-                     spatial_features)
-
-
-def input_channels_per_block(block_f: int, multiplier: int, blocks: int) -> int:
-    """Most distinct input channels that `block_f` consecutive output channels read, over all blocks."""
-    return max((b * block_f + block_f - 1) // multiplier - (b * block_f) // multiplier + 1
-               for b in range(min(blocks, multiplier)))
-
-
-@dataclass(frozen=True)
-class DepthwiseTiling(ConvTiling):
-    multiplier: int = 1
-
-    @property
-    def input_tile(self) -> tuple[int, int, int]:
-        _, rows, cols = super().input_tile
-        return (input_channels_per_block(self.block_tile[0], self.multiplier, self.f[0]), rows, cols)
-
-
-def depthwise_tiling(params: ConvParams, config: ConfigEntity) -> DepthwiseTiling:
-    return DepthwiseTiling(
-        f=config["tile_f"].size, y=config["tile_y"].size, x=config["tile_x"].size,
-        rc=(1, 1), ry=(1, params.kh), rx=(1, params.kw),
-        batch=params.n, stride=params.stride, multiplier=params.multiplier,
-    )
+from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..conv2d.tiling import ConvParams, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
+from . import kernel
+from .tiling import depthwise_tiling
 
 
 class DepthwiseConv2dNCHW(Template):
@@ -78,9 +38,11 @@ class DepthwiseConv2dNCHW(Template):
     def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_launch_fails(depthwise_tiling(params, config).launch(), limits)
 
+    def flops(self, params: ConvParams) -> int:
+        return params.flops
+
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        return spatial_features(params, config, depthwise_tiling(params, config), conv_flops(type(self), params),
-                                DeviceLimits())
+        return spatial_features(params, config, depthwise_tiling(params, config), DeviceLimits())
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About 128 threads (x up to 16, then y, then f), one output per thread."""
@@ -103,18 +65,12 @@ class DepthwiseConv2dNCHW(Template):
         weights = params.co * params.kh * params.kw
         return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
 
-    # -- GPU half: engine.kernels.depthwise generates the CUDA source that stages these tiles.
-    def kernel(self, params: ConvParams, config: ConfigEntity):
-        from ..kernels.depthwise import generate
-
-        return generate(params, config)
+    # -- GPU half: the kernel stages exactly the tiles `depthwise_tiling` describes.
+    def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:
+        return kernel.generate(params, depthwise_tiling(params, config))
 
     def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-        from ..kernels.depthwise import make_inputs
-
-        return make_inputs(params, rng)
+        return kernel.make_inputs(params, rng)
 
     def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..kernels.depthwise import reference
-
-        return reference(params, inputs[0], inputs[1])
+        return kernel.reference(params, inputs[0], inputs[1])

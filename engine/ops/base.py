@@ -1,10 +1,11 @@
-"""What every template provides, and the device limits its validity rules read.
+"""What every template provides, the device limits its validity rules read, and the
+kernel source it generates.
 
 A template names a task (the `task_name` written in logs), checks the log's `args`,
-defines the config space, counts FLOPs, says why a config cannot run on a device
-(before anything is compiled), describes a config to the cost model, and picks an
-untuned default. The GPU half (CUDA source, inputs, numpy reference) is filled in by
-`engine.kernels`.
+defines the config space, counts FLOPs and bytes, says why a config cannot run on a
+device (before anything is compiled), describes a config to the cost model, picks an
+untuned default, and generates a config's CUDA source with its inputs and numpy
+reference. Each operator's template lives in `engine/ops/<op>/template.py`.
 """
 from __future__ import annotations
 
@@ -16,21 +17,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..flops import FlopCountError, flop_count
+from ..baselines import DEFAULT_CONFIG_BASELINE
 from ..space import ConfigEntity, ConfigSpace, SplitValue
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..kernels import KernelSource
     from ..measure import DeviceInfo
 
 # Tensors beyond this many elements are a typo, not a workload (and overflow int32 indexing).
 MAX_TENSOR_ELEMENTS = 2**31 - 1
 FLOAT_BYTES = 4
-DEFAULT_CONFIG_BASELINE = "default-config"
 # Registers a thread needs besides accumulators and operands: indexes, addresses, loop counters.
 REGISTER_OVERHEAD = 24
 # Threads resident at once on an H200 (132 SMs x 2048): blocks x threads over this is "waves".
 REFERENCE_THREAD_SLOTS = 132 * 2048
+
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Everything the builder and the runner need and nothing else: the builder compiles
+    `code` (the entry point is `name`, declared `extern "C"`), the runner launches it on
+    `grid` x `block` with `shared_bytes` of dynamic shared memory, passing the task's input
+    arrays in `arg_order` with the output array at `output_index`."""
+
+    name: str
+    code: str
+    grid: Dim3
+    block: Dim3
+    shared_bytes: int
+    arg_order: tuple[str, ...]
+    output_index: int
 
 
 class BadArgs(ValueError):
@@ -163,8 +181,8 @@ class Template(ABC):
     """One tunable operator; stateless, its params come from `parse_args`."""
 
     name: str = ""
-    # The vendor library a tuned kernel is held against ("cudnn", "cublas"), measured by
-    # engine.gpu.baselines; templates without one are held against their default config.
+    # The vendor library a tuned kernel is held against ("cudnn", "cublas": engine.baselines),
+    # measured by engine.gpu.baselines; templates without one are held against their default config.
     baseline_provider: str = DEFAULT_CONFIG_BASELINE
 
     @abstractmethod
@@ -175,15 +193,9 @@ class Template(ABC):
     def define_space(self, params: Any) -> ConfigSpace:
         """The knobs (without device rules: `Task` adds `why_invalid` as the space's rule)."""
 
+    @abstractmethod
     def flops(self, params: Any) -> int:
-        """FLOPs of one run, counted by engine.flops from the args `parse_args` kept."""
-        try:
-            count = flop_count(self.name, params.args)
-        except FlopCountError as exc:
-            raise BadArgs(str(exc)) from None
-        if count is None:
-            raise BadArgs(f"no FLOP count is known for {self.name}")
-        return count
+        """FLOPs of one run (a multiply-add counts two, as AutoTVM counts)."""
 
     def bytes_moved(self, params: Any) -> int | None:
         """Bytes one run must read and write at the least, where the template counts them
@@ -202,12 +214,15 @@ class Template(ABC):
     def default_config(self, params: Any, space: ConfigSpace) -> ConfigEntity:
         """An untuned but valid config, the same every time."""
 
-    # -- GPU half: engine.kernels provides these ------------------------------------------
-    def kernel(self, params: Any, config: ConfigEntity) -> "KernelSource":
-        raise NotImplementedError(f"{self.name}: no CUDA kernel generator is registered yet (engine.kernels)")
+    # -- GPU half: the op's kernel module -------------------------------------------------
+    @abstractmethod
+    def kernel(self, params: Any, config: ConfigEntity) -> KernelSource:
+        """The config's CUDA source, every size a compile-time constant, and its launch."""
 
+    @abstractmethod
     def make_inputs(self, params: Any, rng: np.random.Generator) -> list[np.ndarray]:
-        raise NotImplementedError(f"{self.name}: no input maker is registered yet (engine.kernels)")
+        """Arrays in the kernel's `arg_order`, the output among them."""
 
+    @abstractmethod
     def reference(self, params: Any, inputs: list[np.ndarray]) -> np.ndarray:
-        raise NotImplementedError(f"{self.name}: no numpy reference is registered yet (engine.kernels)")
+        """What the output must hold, computed with numpy on the CPU."""

@@ -1,8 +1,8 @@
 """Dense fp32 GEMM on CUDA, row-major: C[M, N] = A[M, K] · B[K, N].
 
-Args as a log writes them: [A TENSOR [M, K], B TENSOR [K, N]] (float32). DESIGN.md's
-"512×49×4608" reads M × N × K: those skinny shapes are conv layers as implicit GEMMs
-(M = output channels, N = output pixels, K = CI·KH·KW: ResNet-18 C12 and a 56² layer).
+Args as a log writes them: [A TENSOR [M, K], B TENSOR [K, N]] (float32). The skinny
+benchmark shapes read M × N × K (512×49×4608 is ResNet-18 C12 as an implicit GEMM: M = output
+channels, N = output pixels, K = CI·KH·KW; 128×3136×576 a 56² layer).
 
 The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warptiling"):
 
@@ -39,28 +39,13 @@ dynamic shared memory attribute), so configs may use up to the device's opt-in l
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
-import numpy as np
+from ...space import ConfigEntity
+from ..args import tensor_shape
+from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
 
-from ..flops import FlopCountError, tensor_shape, register
-from ..space import ConfigEntity, ConfigSpace, OtherKnob
-from .base import (
-    FLOAT_BYTES,
-    MAX_TENSOR_ELEMENTS,
-    BadArgs,
-    DeviceLimits,
-    REFERENCE_THREAD_SLOTS,
-    REGISTER_OVERHEAD,
-    LaunchShape,
-    Template,
-    first_valid,
-    knob_features,
-    why_launch_fails,
-)
-
-TASK_NAME = "gemm"
+TEMPLATE_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
 SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
@@ -69,25 +54,16 @@ MAX_WORKSPACE_BYTES = 64 * 2**20
 MIN_K_PER_SPLIT = 64
 
 
-def _gemm_shapes(args: list) -> tuple[int, int, int]:
+def gemm_shapes(args: list) -> tuple[int, int, int]:
     if not isinstance(args, list) or len(args) != 2:
-        raise FlopCountError('gemm args are [["TENSOR", [M, K], "float32"], ["TENSOR", [K, N], "float32"]]')
+        raise BadArgs('gemm args are [["TENSOR", [M, K], "float32"], ["TENSOR", [K, N], "float32"]]')
     a = tensor_shape(args[0], "A")
     b = tensor_shape(args[1], "B")
     if len(a) != 2 or len(b) != 2:
-        raise FlopCountError(f"A {a} and B {b} must both be 2-D")
+        raise BadArgs(f"A {a} and B {b} must both be 2-D")
     if a[1] != b[0]:
-        raise FlopCountError(f"A {a} and B {b} do not multiply: A is [M, K], B is [K, N]")
+        raise BadArgs(f"A {a} and B {b} do not multiply: A is [M, K], B is [K, N]")
     return a[0], b[1], a[1]
-
-
-def _gemm_flops(args: list) -> int:
-    m, n, k = _gemm_shapes(args)
-    return 2 * m * n * k
-
-
-register(TASK_NAME, _gemm_flops)
-
 
 
 @dataclass(frozen=True)
@@ -96,6 +72,10 @@ class GemmParams:
     n: int
     k: int
     args: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
 
     @property
     def split_k_choices(self) -> list[int]:
@@ -293,109 +273,3 @@ def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
         slice_k=v["slice_k"], split_reduce=v["split_reduce"],
     )
-
-
-class Gemm(Template):
-    name = TASK_NAME
-    baseline_provider = "cublas"
-
-    def parse_args(self, args: list) -> GemmParams:
-        try:
-            m, n, k = _gemm_shapes(args)
-        except FlopCountError as exc:
-            raise BadArgs(str(exc)) from None
-        for what, arg in (("A", args[0]), ("B", args[1])):
-            if arg[2] != "float32":
-                raise BadArgs(f"{what} dtype {arg[2]!r} is not supported (only float32)")
-        for what, elements in (("A", m * k), ("B", k * n), ("C", m * n)):
-            if elements > MAX_TENSOR_ELEMENTS:
-                raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
-        return GemmParams(m, n, k, list(args))
-
-    def define_space(self, params: GemmParams) -> ConfigSpace:
-        return ConfigSpace([
-            OtherKnob("block_m", [16, 32, 64, 128, 256]),
-            OtherKnob("block_n", [16, 32, 64, 128, 256]),
-            OtherKnob("block_k", [8, 16, 32]),
-            OtherKnob("warp_m", [16, 32, 64, 128]),
-            OtherKnob("warp_n", [16, 32, 64, 128]),
-            OtherKnob("thread_m", [1, 2, 4, 8]),
-            OtherKnob("thread_n", [1, 2, 4, 8]),
-            OtherKnob("warp_lanes_n", [2, 4, 8, 16]),
-            OtherKnob("vector_a", [1, 2, 4]),
-            OtherKnob("vector_b", [1, 2, 4]),
-            OtherKnob("pipeline", list(PIPELINES)),
-            OtherKnob("smem_pad", [0, 4]),
-            OtherKnob("split_k", params.split_k_choices),
-            OtherKnob("unroll_k", [1, 4, 32]),
-            # Last, defaults first: logs from before these knobs load as before, same index.
-            OtherKnob("slice_k", [1, 2, 4], default=1),
-            OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
-        ])
-
-    def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        tiling = gemm_tiling(params, config)
-        reason = tiling.why_not_tiled()
-        if reason:
-            return reason
-        if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
-            most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
-                    else "this GPU has no clusters")
-            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
-        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
-        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(tiling.launch(), opted_in)
-
-    def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
-        tiling = gemm_tiling(params, config)
-        out = knob_features(config)
-        blocks = math.prod(tiling.grid)
-        covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
-        out.update({
-            "stages": tiling.stages,
-            "cp_async": float(tiling.uses_cp_async),
-            "threads_per_block": tiling.threads,
-            "work_per_thread": tiling.accumulators,
-            "registers_estimate": tiling.registers,
-            "shared_bytes": tiling.shared_bytes,
-            "blocks": blocks,
-            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
-            "tile_waste": covered / (params.m * params.n),
-            "k_steps_per_block": tiling.k_per_split / tiling.block_k,
-            # FLOPs per float staged through shared memory, and per float a thread reads from it.
-            "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
-            "thread_intensity": tiling.accumulators / (tiling.iter_m * tiling.thread_m + tiling.iter_n * tiling.thread_n),
-        })
-        return out
-
-    def default_config(self, params: GemmParams, space: ConfigSpace) -> ConfigEntity:
-        """A textbook 64x64x8 tile, 128 threads of 4x8 registers, register prefetch."""
-        entity = [
-            ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
-            ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
-            ["warp_lanes_n", "ot", 4],
-            ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
-            ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
-            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"],
-        ]
-        return first_valid(space, space.from_entity(entity))
-
-    # -- GPU half: engine.kernels.gemm
-    def kernel(self, params: GemmParams, config: ConfigEntity):
-        from ..kernels.gemm import generate
-
-        return generate(gemm_tiling(params, config))
-
-    def make_inputs(self, params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
-        from ..kernels.gemm import make_inputs
-
-        return make_inputs(params, rng)
-
-    def reference(self, params: GemmParams, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..kernels.gemm import reference
-
-        return reference(inputs[0], inputs[1])
-
-    def bytes_moved(self, params: GemmParams) -> int:
-        """A and B read once, C written once: the least traffic any schedule needs."""
-        return FLOAT_BYTES * (params.m * params.k + params.k * params.n + params.m * params.n)

@@ -8,6 +8,7 @@ Inside tunerweb an error is `error_no != NO_ERROR` with empty `costs`; the
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
@@ -15,7 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from os import PathLike
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, BinaryIO, Iterable, Iterator, TextIO
 
 LOG_VERSION = 0.2
 PRODUCER = "tunerweb-0.1"
@@ -51,8 +52,24 @@ class LegacyLineError(LogLineError):
     """A version 0.1 line (`{"i": .., "r": .., "v": 0.1}`): skipped, not imported."""
 
 
+class Outcome:
+    """The rule of a measurement's outcome, written once for a log record and a measurer's
+    result alike: it ran when it has no error and a time; its cost is the mean of its times."""
+
+    error_no: ErrorNo
+    costs: tuple[float, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
+
+    @property
+    def mean_cost(self) -> float | None:
+        return sum(self.costs) / len(self.costs) if self.ok else None
+
+
 @dataclass(frozen=True)
-class Record:
+class Record(Outcome):
     target: str
     task_name: str
     args: list
@@ -66,14 +83,6 @@ class Record:
     tvm_version: str = PRODUCER
     error_msg: str = ""
     code_hash: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == ErrorNo.NO_ERROR and bool(self.costs)
-
-    @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok else None
 
     @property
     def model(self) -> str:
@@ -230,6 +239,44 @@ class LogFileError(ValueError):
     """A file that cannot be read as a text log at all (binary, not UTF-8, a broken gzip)."""
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def log_lines(stream: BinaryIO, name: str = "the file") -> Iterator[bytes]:
+    """The lines of a log as bytes, from a binary stream, plain or gzipped: told by its first
+    two bytes, not by its name, so an upload, an API post, the command line and a replay
+    recording read alike. LogFileError (naming `name`) when gzip data is broken."""
+    head = stream.read(2)
+    if stream.seekable():
+        stream.seek(0)
+        body = stream
+    else:
+        body = io.BufferedReader(_Prepended(head, stream))
+    if head != GZIP_MAGIC:
+        yield from body
+        return
+    try:
+        yield from gzip.GzipFile(fileobj=body, mode="rb")
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise LogFileError(f"{name} is not a readable gzip file") from None
+
+
+class _Prepended(io.RawIOBase):
+    """A stream that cannot seek, its first bytes read already and given back."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._head or self._rest.read(len(buffer))
+        data, self._head = data[:len(buffer)], data[len(buffer):]
+        buffer[:len(data)] = data
+        return len(data)
+
+
 @dataclass(frozen=True)
 class LogFile:
     """What `read_log_file` found: the records, and each unreadable line with its reason."""
@@ -239,26 +286,33 @@ class LogFile:
 
 
 def read_log_file(path: str | PathLike) -> LogFile:
-    """Scan a log file, gzipped (name ending `.gz`) or plain.
+    """Scan a log file, gzipped or plain (see `log_lines`).
 
-    OSError when it cannot be opened; LogFileError when it is not UTF-8 text (or not
-    gzip data despite its name). Malformed lines are kept in `bad_lines`, never raised.
+    OSError when it cannot be opened; LogFileError when it is not UTF-8 text (or broken
+    gzip data). Malformed lines are kept in `bad_lines`, never raised.
     """
-    opener = gzip.open if str(path).endswith(".gz") else open
     records: list[Record] = []
     bad: list[tuple[int, LogLineError]] = []
     try:
-        with opener(path, "rt", encoding="utf-8") as stream:
-            for lineno, item in scan_log(stream):
+        with open(path, "rb") as stream:
+            lines = (line.decode("utf-8") for line in log_lines(stream, str(path)))
+            for lineno, item in scan_log(lines):
                 if isinstance(item, Record):
                     records.append(item)
                 else:
                     bad.append((lineno, item))
     except UnicodeDecodeError:
         raise LogFileError(f"{path} is not a UTF-8 text log") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error):
-        raise LogFileError(f"{path} is not a readable gzip file") from None
     return LogFile(records, bad)
+
+
+def read_history(path: str | PathLike) -> list[Record]:
+    """The records of a log that a tuning run appends to, none when it does not exist yet:
+    the history `engine.tune` resumes from."""
+    try:
+        return read_log_file(path).records
+    except FileNotFoundError:
+        return []
 
 
 def write_records(stream: TextIO, records: Iterable[Record]) -> int:

@@ -1,0 +1,1 @@
+"""The broadcast operator: tiling (params, rules), kernel (CUDA source), template."""

@@ -1,0 +1,1 @@
+"""The conv2d operator: tiling (params, rules), kernel (CUDA source), template."""

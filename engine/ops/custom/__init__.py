@@ -1,0 +1,1 @@
+"""The custom operator: tiling (params, rules), kernel (CUDA source), template."""

@@ -1,0 +1,1 @@
+"""The depthwise operator: tiling (params, rules), kernel (CUDA source), template."""

@@ -1,0 +1,1 @@
+"""The gemm operator: tiling (params, rules), kernel (CUDA source), template."""

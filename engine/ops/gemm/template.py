@@ -1,0 +1,113 @@
+"""Dense fp32 GEMM on CUDA, row-major (the schedule and its knobs: `tiling`)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ...space import ConfigEntity, ConfigSpace, OtherKnob
+from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
+                    Template, first_valid, knob_features, why_launch_fails)
+from . import kernel
+from .tiling import PIPELINES, TEMPLATE_NAME, GemmParams, gemm_shapes, gemm_tiling
+
+
+class Gemm(Template):
+    name = TEMPLATE_NAME
+    baseline_provider = "cublas"
+
+    def parse_args(self, args: list) -> GemmParams:
+        m, n, k = gemm_shapes(args)
+        for what, arg in (("A", args[0]), ("B", args[1])):
+            if arg[2] != "float32":
+                raise BadArgs(f"{what} dtype {arg[2]!r} is not supported (only float32)")
+        for what, elements in (("A", m * k), ("B", k * n), ("C", m * n)):
+            if elements > MAX_TENSOR_ELEMENTS:
+                raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
+        return GemmParams(m, n, k, list(args))
+
+    def define_space(self, params: GemmParams) -> ConfigSpace:
+        return ConfigSpace([
+            OtherKnob("block_m", [16, 32, 64, 128, 256]),
+            OtherKnob("block_n", [16, 32, 64, 128, 256]),
+            OtherKnob("block_k", [8, 16, 32]),
+            OtherKnob("warp_m", [16, 32, 64, 128]),
+            OtherKnob("warp_n", [16, 32, 64, 128]),
+            OtherKnob("thread_m", [1, 2, 4, 8]),
+            OtherKnob("thread_n", [1, 2, 4, 8]),
+            OtherKnob("warp_lanes_n", [2, 4, 8, 16]),
+            OtherKnob("vector_a", [1, 2, 4]),
+            OtherKnob("vector_b", [1, 2, 4]),
+            OtherKnob("pipeline", list(PIPELINES)),
+            OtherKnob("smem_pad", [0, 4]),
+            OtherKnob("split_k", params.split_k_choices),
+            OtherKnob("unroll_k", [1, 4, 32]),
+            # Last, defaults first: logs from before these knobs load as before, same index.
+            OtherKnob("slice_k", [1, 2, 4], default=1),
+            OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
+        ])
+
+    def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        tiling = gemm_tiling(params, config)
+        reason = tiling.why_not_tiled()
+        if reason:
+            return reason
+        if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
+            most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
+                    else "this GPU has no clusters")
+            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
+        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
+        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
+        return why_launch_fails(tiling.launch(), opted_in)
+
+    def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
+        tiling = gemm_tiling(params, config)
+        out = knob_features(config)
+        blocks = math.prod(tiling.grid)
+        covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
+        out.update({
+            "stages": tiling.stages,
+            "cp_async": float(tiling.uses_cp_async),
+            "threads_per_block": tiling.threads,
+            "work_per_thread": tiling.accumulators,
+            "registers_estimate": tiling.registers,
+            "shared_bytes": tiling.shared_bytes,
+            "blocks": blocks,
+            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+            "tile_waste": covered / (params.m * params.n),
+            "k_steps_per_block": tiling.k_per_split / tiling.block_k,
+            # FLOPs per float staged through shared memory, and per float a thread reads from it.
+            "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
+            "thread_intensity": tiling.accumulators / (tiling.iter_m * tiling.thread_m + tiling.iter_n * tiling.thread_n),
+        })
+        return out
+
+    def default_config(self, params: GemmParams, space: ConfigSpace) -> ConfigEntity:
+        """A textbook 64x64x8 tile, 128 threads of 4x8 registers, register prefetch."""
+        entity = [
+            ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
+            ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
+            ["warp_lanes_n", "ot", 4],
+            ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
+            ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
+            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    def flops(self, params: GemmParams) -> int:
+        return params.flops
+
+    # -- GPU half
+    def kernel(self, params: GemmParams, config: ConfigEntity) -> KernelSource:
+        return kernel.generate(gemm_tiling(params, config))
+
+    def make_inputs(self, params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
+        return kernel.make_inputs(params, rng)
+
+    def reference(self, params: GemmParams, inputs: list[np.ndarray]) -> np.ndarray:
+        return kernel.reference(inputs[0], inputs[1])
+
+    def bytes_moved(self, params: GemmParams) -> int:
+        """A and B read once, C written once: the least traffic any schedule needs."""
+        return FLOAT_BYTES * (params.m * params.k + params.k * params.n + params.m * params.n)
