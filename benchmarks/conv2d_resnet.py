@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -31,20 +30,9 @@ from engine.logfile import read_history  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
+from provenance import git_describe  # noqa: E402,F401  (operators.py takes it from here too)
 
 LAYERS = [f"C{i}" for i in range(1, 13)]
-
-
-def git_describe() -> str:
-    # The device machine gets a copy of the tree (its .git, if any, is not this checkout's):
-    # the sender names the commit.
-    if os.environ.get("TUNERWEB_COMMIT"):
-        return os.environ["TUNERWEB_COMMIT"]
-    try:
-        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no git checkout here)"
 
 
 def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) -> dict:

@@ -95,6 +95,7 @@ def import_through_importer(count: int) -> None:
 COLUMNS = (
     "device_id", "workload_id", "target", "config_index", "entity", "costs", "mean_cost", "gflops", "error_no",
     "error_msg", "all_cost", "timestamp", "tvm_version", "code_hash", "kwargs", "batch_id", "fingerprint",
+    "kind", "cache", "environment",
 )
 
 
@@ -124,7 +125,7 @@ def copy_records(count: int) -> None:
                     json.dumps(record.entity), json.dumps(list(record.costs)), record.mean_cost,
                     workload.gflops(record.mean_cost), int(record.error_no), record.error_msg, record.all_cost,
                     record.timestamp, record.tvm_version, None, "{}", batch.pk,
-                    hashlib.sha256(f"copy-fill-{number}".encode()).hexdigest(),
+                    hashlib.sha256(f"copy-fill-{number}".encode()).hexdigest(), "tuning", "warm", "{}",
                 ))
         # What autovacuum would soon do: statistics, and the visibility map that lets
         # index-only scans skip the table.

@@ -32,6 +32,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "engine.replay": ("ReplayMeasurer", "PacedReplayMeasurer", "RecordingError", "load_recording", "recording_model",
                       "restrict_to_recording"),
     "engine.synthetic": ("synthetic_recording",),
+    # confirmations and the code a record measured
+    "engine.confirm": ("MIN_ROUNDS", "Confirmation", "Contender", "ReplayStopwatch", "Role", "Spread", "Stopwatch",
+                       "Timing", "Unready", "confirm_contenders", "contenders_for", "entities_of", "top_k_distinct"),
+    "engine.codehash": ("CODE_CURRENT", "CODE_CHANGED", "CODE_UNKNOWN", "code_status"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

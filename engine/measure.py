@@ -51,6 +51,7 @@ class MeasureResult(Outcome):
     error_msg: str = ""
     all_cost: float = 0.0
     timestamp: float = field(default_factory=time.time)
+    code_hash: str | None = None  # engine.codehash of what ran; None where nothing was generated
 
     @classmethod
     def failure(cls, error_no: ErrorNo, message: str, all_cost: float = 0.0) -> "MeasureResult":
@@ -65,6 +66,7 @@ def result_of(record: Record) -> MeasureResult:
         error_msg=record.error_msg,
         all_cost=record.all_cost,
         timestamp=record.timestamp,
+        code_hash=record.code_hash,
     )
 
 
@@ -81,6 +83,7 @@ def to_record(task: "Task", config: "ConfigEntity", result: MeasureResult, targe
         all_cost=result.all_cost,
         timestamp=result.timestamp,
         error_msg=result.error_msg,
+        code_hash=result.code_hash,
     )
 
 
@@ -92,6 +95,11 @@ class Measurer(ABC):
     @abstractmethod
     def measure(self, task: "Task", configs: Sequence["ConfigEntity"]) -> list[MeasureResult]:
         """One result per config, in order. Never raises for a bad config: it reports it."""
+
+    def environment(self) -> dict:
+        """What the next batch is measured on (GPU board, driver, runtime, compiler, clock);
+        empty where there is nothing to say."""
+        return {}
 
     def close(self) -> None:
         """Release child processes and GPU state; a no-op where there is none."""

@@ -16,9 +16,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
-from .models import Job, JobRun
+from .models import Job, JobKind, JobRun
 from .progress import job_progress, job_summary
-from .submission import check_request, submit_job
+from .submission import check_remeasure_request, check_request, submit_job
 
 
 class JobRequestSerializer(serializers.Serializer):
@@ -30,6 +30,10 @@ class JobRequestSerializer(serializers.Serializer):
     early_stopping = serializers.IntegerField(required=False, allow_null=True, default=None)
     gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models, e.g. [\"h200\"]")
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                     help_text="distinct configs confirmed when the run ends (0: none; default 5)")
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                      help_text="interleaved confirmation rounds (at least 5)")
 
     def validate(self, data):
         return check_request(**data)
@@ -41,6 +45,25 @@ def submission_response(submission, body: dict) -> Response:
         return Response({"detail": " ".join(submission.queue_errors), "job": body},
                         status=status.HTTP_503_SERVICE_UNAVAILABLE)
     return Response(body, status=status.HTTP_201_CREATED)
+
+
+class RemeasureRequestSerializer(serializers.Serializer):
+    """`{"kind": "remeasure", ...}`: configs measured again by the confirmation protocol."""
+
+    kind = serializers.ChoiceField(choices=["remeasure"])
+    workload = serializers.IntegerField(help_text="workload id")
+    from_batch = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                          help_text="an import batch: its best configs of the workload")
+    from_device = serializers.CharField(required=False, allow_null=True, default=None,
+                                        help_text="a GPU model: the top-k configs of its leaderboard")
+    top_k = serializers.IntegerField(required=False, allow_null=True, default=None)
+    rounds = serializers.IntegerField(required=False, allow_null=True, default=None)
+    gpus = serializers.ListField(child=serializers.CharField(), help_text="GPU models to measure on")
+
+    def validate(self, data):
+        data = dict(data)
+        data.pop("kind")
+        return check_remeasure_request(**data)
 
 
 class JobPages(PageNumberPagination):
@@ -55,7 +78,7 @@ class JobListCreate(APIView):
     @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         """Newest first, a page at a time (`?page=N&page_size=M`); each job's full progress is at its own URL."""
-        jobs = Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE).select_related("workload", "owner").prefetch_related(
+        jobs = Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK).select_related("workload", "owner").prefetch_related(
             Prefetch("runs", queryset=JobRun.objects.with_figures())
         )
         paginator = JobPages()
@@ -65,6 +88,8 @@ class JobListCreate(APIView):
     @extend_schema(
         operation_id="jobs_create",
         request=JobRequestSerializer,
+        description="A tuning job; or, with `\"kind\": \"remeasure\"` (RemeasureRequestSerializer's fields), "
+                    "a re-measure job.",
         responses={
             201: OpenApiTypes.OBJECT,
             400: OpenApiResponse(description="a field is wrong; the body names it and says why"),
@@ -72,7 +97,8 @@ class JobListCreate(APIView):
         },
     )
     def post(self, request):
-        serializer = JobRequestSerializer(data=request.data)
+        is_remeasure = isinstance(request.data, dict) and request.data.get("kind") == "remeasure"
+        serializer = (RemeasureRequestSerializer if is_remeasure else JobRequestSerializer)(data=request.data)
         serializer.is_valid(raise_exception=True)
         submission = submit_job(request.user, serializer.validated_data)
         return submission_response(submission, job_progress(submission.job))
@@ -83,7 +109,7 @@ class JobDetail(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
-        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE), pk=pk)))
+        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK), pk=pk)))
 
 
 class JobCancel(APIView):
@@ -91,7 +117,7 @@ class JobCancel(APIView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, pk: int):
-        job = get_object_or_404(Job.objects.visible_to(request.user).filter(kind=Job.Kind.TUNE), pk=pk)
+        job = get_object_or_404(Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK), pk=pk)
         job.cancel(by=request.user.username)
         return Response(job_progress(job))
 

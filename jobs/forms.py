@@ -12,7 +12,7 @@ from engine import CUSTOM_TEMPLATE as CUSTOM, NETWORKS, PRESETS, TEMPLATES, TUNE
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
 from .models import CustomKernel, Job
 from .network import NetworkRequest, check_network_request
-from .submission import JobRequest, check_request, online_devices
+from .submission import JobRequest, check_remeasure_request, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
 
@@ -43,7 +43,26 @@ def gpu_choices() -> list:
     return choices
 
 
-class JobForm(forms.Form):
+class JobRequestForm(forms.Form):
+    """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
+    the GPUs online now; `request` holds it once the form is valid."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: JobRequest | None = None
+
+    def check(self, data: dict) -> JobRequest:
+        raise NotImplementedError
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            self.request = self.check(data)
+        return data
+
+
+class JobForm(JobRequestForm):
     template = forms.ChoiceField(help_text="the kernel template (task name in logs)")
     preset = forms.ChoiceField(required=False, label="Workload preset")
     custom_kernel = forms.ModelChoiceField(
@@ -56,33 +75,52 @@ class JobForm(forms.Form):
     early_stopping = forms.IntegerField(
         required=False, help_text="stop after this many trials without a faster config (empty: never)"
     )
+    top_k = forms.IntegerField(
+        required=False, label="Confirm top k", help_text="distinct configs re-measured when the run ends, "
+        "interleaved with the vendor baseline and the default config (0: none; empty: the site's default)",
+    )
     gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["top_k"].initial = settings.TUNERWEB_CONFIRM_TOP_K
         self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
-        self.fields["gpus"].choices = gpu_choices()
-        self.request: JobRequest | None = None
 
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
+    def check(self, data: dict) -> JobRequest:
         args = data.get("args", "")
         kernel = data.get("custom_kernel")
         if kernel is not None:
             if data["template"] != CUSTOM:
                 raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
             args = kernel.workload.args
-        self.request = check_request(
+        return check_request(
             template=data["template"], preset=data.get("preset", ""), args=args,
             tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
-            early_stopping=data.get("early_stopping"),
+            early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
         )
-        return data
+
+
+class RemeasureForm(JobRequestForm):
+    """A re-measure job: a workload's configs from an import batch or a GPU's leaderboard,
+    measured again by the confirmation protocol on the GPUs chosen."""
+
+    workload = forms.IntegerField(help_text="the workload's id (its leaderboard's number)")
+    from_batch = forms.IntegerField(required=False, label="From import batch",
+                                    help_text="its best config of this workload on each GPU model")
+    from_device = forms.CharField(required=False, label="Or from the leaderboard of GPU model",
+                                  help_text="its top-k configs of this workload")
+    top_k = forms.IntegerField(required=False, initial=5, label="Top k")
+    rounds = forms.IntegerField(required=False, initial=5, help_text="interleaved rounds, at least 5")
+    gpus = AnyChoices(label="Measure on", widget=forms.CheckboxSelectMultiple)
+
+    def check(self, data: dict) -> JobRequest:
+        return check_remeasure_request(
+            workload=data["workload"], gpus=data["gpus"], from_batch=data.get("from_batch"),
+            from_device=data.get("from_device") or None, top_k=data.get("top_k"), rounds=data.get("rounds"),
+        )
 
 
 class CustomKernelForm(forms.Form):

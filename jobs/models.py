@@ -49,10 +49,16 @@ class JobQuerySet(models.QuerySet):
         return self.filter(owner=user)
 
 
+class JobKind(models.TextChoices):
+    TUNE = "tune", "tune"
+    REMEASURE = "remeasure", "re-measure"
+    NETWORK = "network", "network"
+
+
 class Job(models.Model):
-    class Kind(models.TextChoices):
-        TUNE = "tune", "one workload"
-        NETWORK = "network", "a network's tasks"
+    """A tuning job (then its top-k confirmed), a re-measure job (configs from an import batch
+    or a leaderboard's top-k, measured by the confirmation protocol), or a network job (its
+    tasks share one budget, jobs.network)."""
 
     class Allocation(models.TextChoices):
         # The values are engine.scheduler.Strategy's.
@@ -60,9 +66,9 @@ class Job(models.Model):
         ROUND_ROBIN = "round_robin", "round-robin"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tuning_jobs")
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TUNE)
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.TUNE)
     workload = models.ForeignKey(
-        Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs", help_text="tune jobs only"
+        Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs", help_text="not network jobs"
     )
     preset = models.CharField(max_length=32, blank=True, help_text="workload or network preset name, if one was picked")
     tuner = models.CharField(max_length=32)
@@ -73,6 +79,18 @@ class Job(models.Model):
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
     seed = models.BigIntegerField(null=True, blank=True)
+    top_k = models.PositiveSmallIntegerField(
+        default=5, help_text="distinct configs confirmed after tuning (0: none), or re-measured from a leaderboard"
+    )
+    rounds = models.PositiveSmallIntegerField(default=5, help_text="interleaved confirmation rounds")
+    from_batch = models.ForeignKey(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="remeasure_jobs",
+        help_text="re-measure: the best configs of this workload in this import",
+    )
+    from_device = models.ForeignKey(
+        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="remeasure_jobs",
+        help_text="re-measure: the top-k configs of this GPU's leaderboard",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = JobQuerySet.as_manager()
@@ -81,11 +99,26 @@ class Job(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        what = self.workload.task_name if self.workload_id else f"network {self.preset or 'of your tasks'}"
+        if self.kind == JobKind.REMEASURE:
+            return f"job {self.pk}: re-measure {self.workload.task_name} ({self.source_label})"
+        what = self.workload.task_name if self.workload_id else f"network {self.preset or 'of listed tasks'}"
         return f"job {self.pk}: {what} ({self.tuner}, {self.n_trial} trials)"
 
+    @property
+    def is_remeasure(self) -> bool:
+        return self.kind == JobKind.REMEASURE
+
+    @property
+    def source_label(self) -> str:
+        """What a re-measure job measures, in words."""
+        if self.from_batch_id:
+            return f"the bests of import {self.from_batch_id}"
+        if self.from_device_id:
+            return f"the top {self.top_k} of {self.from_device.model}'s leaderboard"
+        return ""
+
     def get_absolute_url(self) -> str:
-        if self.kind == Job.Kind.NETWORK:
+        if self.kind == JobKind.NETWORK:
             return reverse("jobs:network_detail", args=[self.pk])
         return reverse("jobs:detail", args=[self.pk])
 
@@ -222,6 +255,10 @@ class JobRun(models.Model):
         ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="job_run",
         help_text="the records this run measured",
     )
+    confirmation_batch = models.OneToOneField(
+        ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="confirming_run",
+        help_text="the confirmations this run measured",
+    )
     best_record = models.ForeignKey(
         MeasurementRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -285,6 +322,12 @@ class JobRun(models.Model):
 
     def best(self) -> MeasurementRecord | None:
         return self.records().best()
+
+    def confirmations(self):
+        """The confirmation records this run measured (warm and cold)."""
+        if self.confirmation_batch_id is None:
+            return MeasurementRecord.objects.none()
+        return MeasurementRecord.objects.filter(batch_id=self.confirmation_batch_id).order_by("id")
 
     def failure_counts(self) -> list[tuple[str, int]]:
         """(error label, count), most frequent first: one grouped query."""

@@ -26,7 +26,7 @@ from records.importing import Catalog
 from records.models import Device, MeasurementRecord
 
 from .claims import finish, held
-from .models import Job, JobRun, NetworkTask, State, Worker
+from .models import Job, JobKind, JobRun, NetworkTask, State, Worker
 from .submission import Submission, _check_workload, _why_gpus_cannot_run, send_runs
 
 MAX_TASKS = 100
@@ -143,7 +143,7 @@ def submit_network_job(user, request: NetworkRequest) -> Submission:
     with transaction.atomic():
         catalog = Catalog()
         job = Job.objects.create(
-            owner=user, kind=Job.Kind.NETWORK, preset=request.network, tuner=request.tuner, n_trial=request.n_trial,
+            owner=user, kind=JobKind.NETWORK, preset=request.network, tuner=request.tuner, n_trial=request.n_trial,
             allocation=request.allocation.value, round_trials=request.round_trials, seed=request.seed,
         )
         devices = [Device.objects.get(model=model) for model in request.gpus]

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from engine import Strategy
 
 from .api import JobPages, submission_response
-from .models import Job
+from .models import Job, JobKind
 from .network import check_network_request, submit_network_job
 from .network_progress import network_progress
 from .network_views import best_log_response
@@ -44,7 +44,7 @@ class NetworkJobRequestSerializer(serializers.Serializer):
 
 
 def _network_jobs(user):
-    return Job.objects.visible_to(user).filter(kind=Job.Kind.NETWORK).select_related("owner")
+    return Job.objects.visible_to(user).filter(kind=JobKind.NETWORK).select_related("owner")
 
 
 class NetworkJobListCreate(APIView):

@@ -8,25 +8,22 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from .forms import NetworkJobForm
-from .models import Job
+from .models import Job, JobKind
 from .network import best_log_lines, submit_network_job
 from .network_progress import network_progress
-from .views import submitted
+from .views import _submit
 
 
 def _network_job_for(request, pk: int) -> Job:
     """The network job, if this user may see it; 404 otherwise."""
-    jobs = Job.objects.visible_to(request.user).filter(kind=Job.Kind.NETWORK).select_related("owner")
+    jobs = Job.objects.visible_to(request.user).filter(kind=JobKind.NETWORK).select_related("owner")
     return get_object_or_404(jobs, pk=pk)
 
 
 @login_required
 def submit(request):
     form = NetworkJobForm(request.POST or None, initial=request.GET.dict())
-    if request.method == "POST" and form.is_valid():
-        return submitted(request, submit_network_job(request.user, form.request), what="Network job")
-    status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/network_submit.html", {"form": form}, status=status)
+    return _submit(request, form, "jobs/network_submit.html", submit_network_job, what="Network job")
 
 
 @login_required

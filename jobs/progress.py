@@ -1,6 +1,8 @@
 """A job's progress as plain data: the job page's JSON endpoint and the API both serve it."""
 from __future__ import annotations
 
+import statistics
+
 from django.urls import reverse
 
 from .models import Job, JobRun
@@ -45,6 +47,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     rival = leaderboard_best_for(run)
     trials = list(run.records().order_by("-id")[:trial_rows])
     summary = run_summary(run)
+    confirmations = confirmation_summary(run)
     first_number = summary["trials_done"] - len(trials) + 1
     return {
         **summary,
@@ -68,7 +71,40 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
         ),
         "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
+        "confirmations": confirmations,
+        "confirmed_best": confirmed_best(confirmations),
     }
+
+
+def confirmation_summary(run: JobRun) -> list[dict]:
+    """Each confirmed config and baseline of the run: median, min and max of its rounds, warm and cold."""
+    rows: dict[str, dict] = {}
+    for record in run.confirmations():
+        role = record.environment.get("role", "tuned")
+        key = f"{role}:{record.config_index}"
+        row = rows.setdefault(key, {"role": role, "config_index": record.config_index, "record": record.pk,
+                                    "code_hash": record.code_hash, "error": record.error_msg})
+        if record.ok:
+            costs = sorted(record.costs)
+            row[record.cache] = {"median": statistics.median(costs), "min": costs[0], "max": costs[-1],
+                                 "n": len(costs)}
+    baselines = run.job.workload.baselines.filter(device=run.device, batch_id=run.confirmation_batch_id)
+    for baseline in baselines if run.confirmation_batch_id else []:
+        if baseline.provider == "default-config":
+            continue
+        costs = sorted(baseline.costs)
+        rows[baseline.provider] = {
+            "role": "vendor", "provider": baseline.provider, "note": baseline.note,
+            "warm": {"median": baseline.cost, "min": costs[0], "max": costs[-1], "n": len(costs)} if costs else None,
+            "cold": {"median": baseline.cold_cost, "n": len(baseline.cold_costs)} if baseline.cold_costs else None,
+        }
+    return list(rows.values())
+
+
+def confirmed_best(confirmations: list[dict]) -> dict | None:
+    """The run's best by its confirmed warm median (what the run's best is, where confirmed)."""
+    confirmed = [row for row in confirmations if row["role"] != "vendor" and row.get("warm")]
+    return min(confirmed, key=lambda row: row["warm"]["median"]) if confirmed else None
 
 
 def job_summary(job: Job, runs=None) -> dict:
@@ -76,12 +112,15 @@ def job_summary(job: Job, runs=None) -> dict:
     runs = job.runs.with_figures() if runs is None else runs
     return {
         "id": job.pk,
-        "kind": job.kind,
         "state": job.state,
         "owner": job.owner.username,
         "task_name": job.workload.task_name if job.workload_id else None,
         "args": job.workload.args if job.workload_id else None,
         "workload": job.workload_id,
+        "kind": job.kind,
+        "source": job.source_label,
+        "top_k": job.top_k,
+        "rounds": job.rounds,
         "preset": job.preset,
         "tuner": job.tuner,
         "n_trial": job.n_trial,

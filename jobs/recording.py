@@ -10,7 +10,7 @@ in flight, and what is stored is what resumes.
 from __future__ import annotations
 
 import uuid
-from typing import Sequence
+from typing import Callable, Sequence
 
 from django.db import transaction
 from django.db.models import F
@@ -27,16 +27,17 @@ class RunCancelled(StopTuning):
     """The run was cancelled; the batch just measured is stored, nothing more is measured."""
 
 
-def open_batch(run: JobRun) -> ImportBatch:
-    """The ImportBatch holding the run's records, made on first use."""
-    if run.batch_id is None:
-        run.batch = ImportBatch.objects.create(
-            file_name=f"job-{run.job_id}-{run.device.model}.log",
-            source=ImportBatch.Source.ENGINE,
-            created_by=run.job.owner,
+def open_batch(run: JobRun, field: str = "batch", source: str = ImportBatch.Source.ENGINE,
+               prefix: str = "job") -> ImportBatch:
+    """The ImportBatch in `run.<field>` (its tuning records, or its confirmations), made on first use."""
+    batch = getattr(run, field)
+    if batch is None:
+        batch = ImportBatch.objects.create(
+            file_name=f"{prefix}-{run.job_id}-{run.device.model}.log", source=source, created_by=run.job.owner,
         )
-        JobRun.objects.filter(pk=run.pk).update(batch=run.batch)
-    return run.batch
+        setattr(run, field, batch)
+        JobRun.objects.filter(pk=run.pk).update(**{field: batch})
+    return batch
 
 
 def stored_records(run: JobRun) -> list[Record]:
@@ -47,22 +48,27 @@ def stored_records(run: JobRun) -> list[Record]:
 class RunRecorder:
     """Tuning-loop callback: store each batch and the run's best record, stop on cancel."""
 
-    def __init__(self, run: JobRun, token: uuid.UUID) -> None:
+    def __init__(self, run: JobRun, token: uuid.UUID, environment: Callable[[], dict] = dict) -> None:
         self.run = run
         self.token = token
         self.catalog = Workload.objects.catalog()
+        self.environment = environment  # what measured the batch: asked once per batch
 
     def __call__(self, state, configs, results) -> None:
         self.store(state.records[-len(configs):])
 
     def store(self, records: Sequence[Record]) -> None:
+        environment = self.environment()
         with transaction.atomic():
             # Locks the row (PostgreSQL) so a takeover cannot interleave with this batch.
             current = held(self.run.pk, self.token).select_for_update().values_list("state", flat=True).first()
             if current is None:
                 raise ClaimLost(f"run {self.run.pk} was taken over by another worker")
             batch = open_batch(self.run)
-            MeasurementRecord.objects.bulk_create([record_row(r, batch, self.catalog)[0] for r in records], ignore_conflicts=True)
+            rows = [record_row(r, batch, self.catalog)[0] for r in records]
+            for row in rows:
+                row.environment = environment
+            MeasurementRecord.objects.bulk_create(rows, ignore_conflicts=True)
             ImportBatch.objects.filter(pk=batch.pk).update(
                 lines=F("lines") + len(records), imported=self.run.records().count()
             )

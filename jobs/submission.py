@@ -21,17 +21,22 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
-from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS, BadArgs, UnknownTemplate, args_from_json, create_task
-from records.models import Device, Workload
+from engine import (CUSTOM_TEMPLATE as CUSTOM, MIN_ROUNDS, PRESETS, TEMPLATES, TUNERS, BadArgs, UnknownTemplate,
+                    args_from_json, create_task)
+from records.models import Device, ImportBatch, Workload
 
 from .custom_kernels import stored_kernel_for
-from .models import Job, JobRun, State, Worker, stale_before
+from .models import Job, JobKind, JobRun, State, Worker, stale_before
 
 log = logging.getLogger(__name__)
 
 # Retry a failed publish once, quickly, then tell the person.
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_RUN_TASK = "jobs.run_tuning_job"  # the Celery task's name (jobs/tasks.py), not a template's
+
+
+MAX_TOP_K = 50
+MAX_ROUNDS = 50
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,11 @@ class JobRequest:
     preset: str = ""
     early_stopping: int | None = None
     seed: int | None = None
+    kind: str = JobKind.TUNE
+    top_k: int = 5
+    rounds: int = 5
+    from_batch: ImportBatch | None = None
+    from_device: Device | None = None
 
 
 @dataclass
@@ -62,11 +72,61 @@ def online_devices() -> dict[str, list[Worker]]:
     return found
 
 
+def _check_confirmation(top_k, rounds, errors: dict, least_top_k: int = 0) -> tuple[int, int]:
+    top_k = settings.TUNERWEB_CONFIRM_TOP_K if top_k is None else top_k
+    rounds = settings.TUNERWEB_CONFIRM_ROUNDS if rounds is None else rounds
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not least_top_k <= top_k <= MAX_TOP_K:
+        errors["top_k"] = f"top_k must be a whole number from {least_top_k} to {MAX_TOP_K}"
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
+        errors["rounds"] = f"a confirmation takes a whole number of rounds from {MIN_ROUNDS} to {MAX_ROUNDS}"
+    return top_k, rounds
+
+
+def check_remeasure_request(*, workload, gpus, from_batch=None, from_device=None, top_k=None, rounds=None) -> JobRequest:
+    """A re-measure request: a workload (id), the configs to measure (an import batch's bests
+    of it, or a GPU model's leaderboard top-k) and the GPU models to measure on."""
+    errors: dict[str, str] = {}
+    top_k, rounds = _check_confirmation(top_k, rounds, errors, least_top_k=1)
+    found = Workload.objects.filter(pk=workload).first() if isinstance(workload, int) else None
+    if found is None:
+        errors["workload"] = "choose a workload by its id (the number in its leaderboard's address)"
+    batch = device = None
+    if (from_batch is None) == (from_device is None):
+        errors["from_batch"] = "re-measure either an import batch's bests (from_batch) or a leaderboard's top-k (from_device)"
+    elif from_batch is not None:
+        batch = ImportBatch.objects.filter(pk=from_batch).first() if isinstance(from_batch, int) else None
+        if batch is None:
+            errors["from_batch"] = "there is no import batch with that id"
+        elif found is not None and not batch.records.filter(workload=found, error_no=0).exists():
+            errors["from_batch"] = f"import {batch.pk} holds no error-free record of this workload"
+    else:
+        device = Device.objects.filter(model=from_device).first() if isinstance(from_device, str) else None
+        if device is None:
+            errors["from_device"] = "there is no GPU model of that name"
+        elif found is not None and not found.records.filter(device=device, error_no=0).exists():
+            errors["from_device"] = f"{device.model} has no error-free record of this workload"
+    gpu_list = list(gpus or [])
+    if not gpu_list:
+        errors["gpus"] = "choose at least one GPU model"
+    elif found is not None:
+        problem = _why_gpus_cannot_run(gpu_list, found.task_name, found.args)
+        if problem:
+            errors["gpus"] = problem
+    if errors:
+        raise ValidationError(errors)
+    return JobRequest(
+        task_name=found.task_name, args=found.args, tuner="", n_trial=0, gpus=sorted(set(gpu_list)),
+        kind=JobKind.REMEASURE, top_k=top_k, rounds=rounds, from_batch=batch, from_device=device,
+    )
+
+
 def check_request(
-    *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None
+    *, template: str, preset: str = "", args=None, tuner: str, n_trial, gpus, early_stopping=None, seed=None,
+    top_k=None, rounds=None,
 ) -> JobRequest:
     """The request as a JobRequest, or ValidationError naming each bad field and why."""
     errors: dict[str, str] = {}
+    top_k, rounds = _check_confirmation(top_k, rounds, errors)
     task_name, task_args = _check_workload(template, preset, args, errors)
     if tuner not in TUNERS:
         errors["tuner"] = f"unknown tuner {tuner!r}; choose one of {', '.join(sorted(TUNERS))}"
@@ -86,7 +146,7 @@ def check_request(
         raise ValidationError(errors)
     return JobRequest(
         task_name=task_name, args=task_args, tuner=tuner, n_trial=n_trial, gpus=sorted(set(gpu_list)),
-        preset=preset or "", early_stopping=early_stopping, seed=seed,
+        preset=preset or "", early_stopping=early_stopping, seed=seed, top_k=top_k, rounds=rounds,
     )
 
 
@@ -151,7 +211,8 @@ def submit_job(user, request: JobRequest) -> Submission:
         workload, _note = Workload.objects.catalog().workload(request.task_name, request.args)
         job = Job.objects.create(
             owner=user, workload=workload, preset=request.preset, tuner=request.tuner, n_trial=request.n_trial,
-            early_stopping=request.early_stopping, seed=request.seed,
+            early_stopping=request.early_stopping, seed=request.seed, kind=request.kind, top_k=request.top_k,
+            rounds=request.rounds, from_batch=request.from_batch, from_device=request.from_device,
         )
         runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
         submission = Submission(job)

@@ -6,6 +6,7 @@ app_name = "jobs"
 urlpatterns = [
     path("jobs/", views.job_list, name="list"),
     path("jobs/new/", views.submit, name="submit"),
+    path("jobs/remeasure/", views.remeasure, name="remeasure"),
     path("jobs/<int:pk>/", views.detail, name="detail"),
     path("jobs/<int:pk>/progress.json", views.progress, name="progress"),
     path("jobs/<int:pk>/cancel/", views.cancel, name="cancel"),

@@ -14,14 +14,14 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm
-from .models import CustomKernel, Job, Worker
+from .forms import CustomKernelForm, JobForm, RemeasureForm
+from .models import CustomKernel, Job, JobKind, Worker
 from .progress import job_progress
 from .submission import submit_job
 from .tokens import token_for
 
 
-def _job_for(request, pk: int, kinds=(Job.Kind.TUNE,)) -> Job:
+def _job_for(request, pk: int, kinds=(JobKind.TUNE, JobKind.REMEASURE)) -> Job:
     """The job, if this user may see it; 404 otherwise (not 403: others' ids stay private)."""
     jobs = Job.objects.visible_to(request.user).filter(kind__in=kinds).select_related("workload", "owner")
     return get_object_or_404(jobs, pk=pk)
@@ -33,23 +33,30 @@ def job_list(request):
     return render(request, "jobs/list.html", {"jobs": jobs[:200]})
 
 
-def submitted(request, submission, what: str = "Job"):
-    """Say how the submission went (a task queue that is down, in its words) and show the job."""
-    for error in submission.queue_errors:
-        messages.error(request, error)
-    if not submission.queue_errors:
-        messages.success(request, f"{what} {submission.job.pk} is queued.")
-    return redirect(submission.job)
+def _submit(request, form, template: str, submit=submit_job, what: str = "Job"):
+    """Queue the job a valid form asks for and show it (saying how the queue took it); else
+    the form again, with its messages."""
+    if request.method == "POST" and form.is_valid():
+        submission = submit(request.user, form.request)
+        for error in submission.queue_errors:
+            messages.error(request, error)
+        if not submission.queue_errors:
+            messages.success(request, f"{what} {submission.job.pk} is queued.")
+        return redirect(submission.job)
+    status = 400 if request.method == "POST" else 200
+    return render(request, template, {"form": form}, status=status)
 
 
 @login_required
 def submit(request):
     # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    form = JobForm(request.POST or None, initial=request.GET.dict())
-    if request.method == "POST" and form.is_valid():
-        return submitted(request, submit_job(request.user, form.request))
-    status = 400 if request.method == "POST" else 200
-    return render(request, "jobs/submit.html", {"form": form}, status=status)
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html")
+
+
+@login_required
+def remeasure(request):
+    # A leaderboard's "re-measure" link prefills the workload and the GPU.
+    return _submit(request, RemeasureForm(request.POST or None, initial=request.GET.dict()), "jobs/remeasure.html")
 
 
 @login_required
@@ -66,7 +73,7 @@ def progress(request, pk: int):
 @require_POST
 @login_required
 def cancel(request, pk: int):
-    job = _job_for(request, pk, kinds=Job.Kind.values)
+    job = _job_for(request, pk, kinds=JobKind.values)
     if job.cancel(by=request.user.username):
         messages.success(request, f"Job {job.pk} is cancelled; a running GPU stops after its current batch.")
     else:

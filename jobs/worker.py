@@ -28,8 +28,8 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from engine import (DeviceInfo, Measurer, PacedReplayMeasurer, ReplayMeasurer, load_recording, make_measurer, make_target,
-                    recording_model)
+from engine import (DeviceInfo, Measurer, PacedReplayMeasurer, ReplayMeasurer, ReplayStopwatch, Stopwatch,
+                    load_recording, make_measurer, make_target, recording_model)
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +231,17 @@ def _on_worker_shutdown(**_kwargs) -> None:
 # One measurer per worker config, kept for the life of the pool child (a GPU
 # measurer holds compile workers and a timing child; building it per job is waste).
 _measurers: dict[str, Measurer] = {}
+
+
+def stopwatch_for(config: WorkerConfig) -> Stopwatch:
+    """A confirmation's stopwatch: for a GPU, a fresh measuring process of its own (closed
+    when the confirmation ends); for a replay, the recording's repeated measurements."""
+    if config.kind == "replay":
+        target = make_target(config.device_info().model)
+        return ReplayStopwatch(load_recording(config.recording), target, name=Path(config.recording).name)
+    from engine.gpu import FreshProcessStopwatch  # needs CuPy and a GPU
+
+    return FreshProcessStopwatch(device_id=config.gpu_index or 0)
 
 
 def measurer_for(config: WorkerConfig) -> Measurer:

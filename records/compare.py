@@ -4,10 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .code_status import CodeHashes
 from .diffs import knob_names, knobs_as_tuned
-from .leaderboards import workload_bests
-from .models import Device, MeasurementRecord, Workload
-from .speedups import geomean
+from .models import Device, Workload
+from .speedups import device_bests, geomean, rounds_of
+from .standings import Ratio, Standing, workload_bests
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class KnobAcross:
 @dataclass
 class WorkloadComparison:
     workload: Workload
-    bests: list[MeasurementRecord]
+    bests: list[Standing]
     knobs: list[KnobAcross]
 
     @property
@@ -35,7 +36,7 @@ def compare_workload(workload: Workload) -> WorkloadComparison:
     """Each GPU's best config of `workload`, knob rows aligned across GPUs."""
     bests = workload_bests(workload)
     defaults = workload.knob_defaults()
-    tuned = [knobs_as_tuned(best, defaults) for best in bests]
+    tuned = [knobs_as_tuned(best.record, defaults) for best in bests]
     knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
     return WorkloadComparison(workload=workload, bests=bests, knobs=knobs)
 
@@ -43,13 +44,25 @@ def compare_workload(workload: Workload) -> WorkloadComparison:
 @dataclass(frozen=True)
 class HeadToHeadRow:
     workload: Workload
-    best_a: MeasurementRecord
-    best_b: MeasurementRecord
+    best_a: Standing
+    best_b: Standing
+
+    @property
+    def warm(self) -> Ratio:
+        return Ratio.of(self.best_a.spread, self.best_b.spread)
+
+    @property
+    def cold(self) -> Ratio | None:
+        return Ratio.of(self.best_a.cold, self.best_b.cold)
 
     @property
     def speedup(self) -> float:
-        """How many times faster GPU b runs its best than GPU a: time a / time b."""
-        return self.best_a.mean_cost / self.best_b.mean_cost
+        """How many times faster GPU b runs its best than GPU a: median time a / median time b."""
+        return self.warm.value
+
+    @property
+    def rounds(self) -> int | None:
+        return rounds_of(self.best_a.rounds, self.best_b.rounds)
 
 
 @dataclass
@@ -65,14 +78,12 @@ class DeviceComparison:
 
 def compare_devices(device_a: Device, device_b: Device) -> DeviceComparison:
     """Every workload both GPUs have a best for, with b's speedup over a."""
-    bests = MeasurementRecord.objects.filter(device__in=[device_a, device_b]).best_per_gpu()
-    by_workload: dict[int, dict[int, MeasurementRecord]] = {}
-    for record in bests:
-        by_workload.setdefault(record.workload_id, {})[record.device_id] = record
+    hashes = CodeHashes()
+    bests_a, bests_b = device_bests(device_a, hashes), device_bests(device_b, hashes)
     rows = [
-        HeadToHeadRow(workload=pair[device_a.pk].workload, best_a=pair[device_a.pk], best_b=pair[device_b.pk])
-        for pair in by_workload.values()
-        if device_a.pk in pair and device_b.pk in pair
+        HeadToHeadRow(workload=best_a.workload, best_a=best_a, best_b=bests_b[workload_id])
+        for workload_id, best_a in bests_a.items()
+        if workload_id in bests_b
     ]
     rows.sort(key=lambda row: (row.workload.task_name, row.workload.pk))
     return DeviceComparison(device_a=device_a, device_b=device_b, rows=rows)

@@ -91,6 +91,26 @@ def records_table(records: Iterable[MeasurementRecord]) -> Table:
     return RECORD_HEADER, rows
 
 
+STANDING_HEADER = [
+    "rank", "record_id", "task", "shape", "gpu", "replay", "config_index", "median_us", "min_us", "max_us",
+    "n_measurements", "confirmed", "rounds", "cold_median_us", "gflops", "code_status", "tie_with_best", "knobs",
+]
+
+
+def standings_table(standings) -> Table:
+    """Configs grouped per GPU and code hash (`records.standings`)."""
+    rows = (
+        [
+            rank, s.pk, s.workload.task_name, s.workload.shape_summary, s.device.model, s.device.is_replay,
+            s.config_index, usec(s.median_cost), usec(s.min_cost), usec(s.max_cost), s.n_measurements,
+            s.confirmed, s.rounds or "", usec(s.cold.median) if s.cold else "", gflops(s.gflops), s.code_status,
+            s.tie_with_best, _knobs_json(s.record),
+        ]
+        for rank, s in enumerate(standings, start=1)
+    )
+    return STANDING_HEADER, rows
+
+
 def workloads_table(workloads) -> Table:
     """Workloads annotated by `leaderboards.summarize`."""
     header = ["workload_id", "task", "shape", "flops", "records", "valid_records", "best_gflops"]
@@ -119,7 +139,7 @@ def workload_compare_table(comparison: WorkloadComparison) -> Table:
     header = ["row"] + [device.model for device in comparison.devices] + ["differs"]
     rows = [
         ["record_id"] + [best.pk for best in comparison.bests] + [""],
-        ["time_us"] + [usec(best.mean_cost) for best in comparison.bests] + [""],
+        ["median_us"] + [usec(best.median_cost) for best in comparison.bests] + [""],
         ["gflops"] + [gflops(best.gflops) for best in comparison.bests] + [""],
     ]
     rows += [[knob.name] + [_json_or_empty(v) for v in knob.values] + [knob.differs] for knob in comparison.knobs]
@@ -128,33 +148,41 @@ def workload_compare_table(comparison: WorkloadComparison) -> Table:
 
 def devices_compare_table(comparison: DeviceComparison) -> Table:
     a, b = comparison.device_a.model, comparison.device_b.model
-    header = ["workload_id", "task", "shape", f"{a}_time_us", f"{b}_time_us", f"speedup_{b}_over_{a}"]
+    header = ["workload_id", "task", "shape", f"{a}_median_us", f"{b}_median_us", f"speedup_{b}_over_{a}",
+              "speedup_low", "speedup_high", "cold_speedup", "rounds"]
     rows = [
         [row.workload.pk, row.workload.task_name, row.workload.shape_summary,
-         usec(row.best_a.mean_cost), usec(row.best_b.mean_cost), f"{row.speedup:.3f}"]
+         usec(row.best_a.median_cost), usec(row.best_b.median_cost), f"{row.speedup:.3f}",
+         f"{row.warm.low:.3f}", f"{row.warm.high:.3f}", f"{row.cold.value:.3f}" if row.cold else "", row.rounds or ""]
         for row in comparison.rows
     ]
     if comparison.geomean is not None:
-        rows.append(["", "geometric mean", "", "", "", f"{comparison.geomean:.3f}"])
+        rows.append(["", "geometric mean", "", "", "", f"{comparison.geomean:.3f}", "", "", "", ""])
     return header, rows
 
 
 def speedup_rows_table(table: SpeedupTable) -> Table:
-    header = ["workload_id", "task", "shape", f"{table.provider}_time_us", "tuned_time_us", "speedup", "record_id"]
-    rows = [
-        [row.workload.pk, row.workload.task_name, row.workload.shape_summary,
-         usec(row.baseline.cost), usec(row.best.mean_cost), f"{row.speedup:.3f}", row.best.pk]
-        for row in table.rows
-    ]
+    header = ["workload_id", "task", "shape", f"{table.provider}_time_us", "tuned_median_us", "speedup",
+              "speedup_low", "speedup_high", "cold_speedup", "cold_low", "cold_high", "rounds", "record_id"]
+    rows = []
+    for row in table.rows:
+        cold = row.cold
+        rows.append([
+            row.workload.pk, row.workload.task_name, row.workload.shape_summary, usec(row.baseline.cost),
+            usec(row.best.median_cost), f"{row.speedup:.3f}", f"{row.warm.low:.3f}", f"{row.warm.high:.3f}",
+            *([f"{cold.value:.3f}", f"{cold.low:.3f}", f"{cold.high:.3f}"] if cold else ["", "", ""]),
+            row.rounds or "", row.best.pk,
+        ])
     if table.geomean is not None:
-        rows.append(["", "geometric mean", "", "", "", f"{table.geomean:.3f}", ""])
+        cold_geomean = f"{table.cold_geomean:.3f}" if table.cold_geomean is not None else ""
+        rows.append(["", "geometric mean", "", "", "", f"{table.geomean:.3f}", "", "", cold_geomean, "", "", "", ""])
     return header, rows
 
 
 def without_baseline_table(table: SpeedupTable) -> Table:
     header = ["workload_id", "task", "shape", "tuned_time_us", "gflops", "record_id"]
     rows = [
-        [r.workload.pk, r.workload.task_name, r.workload.shape_summary, usec(r.mean_cost), gflops(r.gflops), r.pk]
+        [r.workload.pk, r.workload.task_name, r.workload.shape_summary, usec(r.median_cost), gflops(r.gflops), r.pk]
         for r in table.without_baseline
     ]
     return header, rows

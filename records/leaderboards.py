@@ -1,53 +1,17 @@
 """The dashboard and a workload's leaderboard: who is best where, and everything ranked.
 
-The best rule itself is `RecordQuerySet` (records/models.py); this module only chooses
-what to ask it and shapes the answers for pages, the API and CSV.
+A workload's bests and its ranked configs are `records.standings` (one row per config,
+GPU and code hash, with its spread); this module finds and summarises workloads.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 from django.db.models import Count, Max, Q, QuerySet
 
-from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
+from .models import Device, MeasurementRecord, Workload, valid_filter
 
 _VALID = valid_filter("records__")
-
-
-def workload_bests(workload: Workload) -> list[MeasurementRecord]:
-    """Each GPU's best record of `workload`, fastest GPU first.
-
-    One indexed LIMIT 1 query per GPU model (`RecordQuerySet.best`) rather than one window
-    over all the workload's records: a workload with half a million records still
-    answers in milliseconds, and GPU models are few.
-    """
-    bests = [MeasurementRecord.objects.filter(workload=workload, device=device).best() for device in Device.objects.all()]
-    return sorted((best for best in bests if best is not None), key=lambda r: tuple(getattr(r, f) for f in BEST_ORDER))
-
-
-def workload_ranking(workload: Workload) -> QuerySet:
-    """Every error-free record of `workload`, fastest first, with its device in the same query."""
-    return MeasurementRecord.objects.filter(workload=workload).valid().ranked().select_related("device")
-
-
-@dataclass
-class Leaderboard:
-    workload: Workload
-    bests: list[MeasurementRecord]
-
-    @property
-    def best_by_device(self) -> dict[int, MeasurementRecord]:
-        """Device id to its best record: lets each ranked row link to a diff without a query."""
-        return {record.device_id: record for record in self.bests}
-
-    @property
-    def devices(self) -> list[Device]:
-        return [record.device for record in self.bests]
-
-
-def leaderboard(workload: Workload) -> Leaderboard:
-    return Leaderboard(workload=workload, bests=workload_bests(workload))
 
 
 def search_workloads(search: str = "", workloads: QuerySet | None = None) -> QuerySet:

@@ -170,6 +170,7 @@ class ImportBatch(models.Model):
         UPLOAD = "upload", "upload"
         COMMAND = "command", "command line"
         ENGINE = "engine", "tuning job"
+        CONFIRMATION = "confirmation", "confirmation"
 
     class Kind(models.TextChoices):
         RECORDS = "records", "tuning records"
@@ -257,8 +258,25 @@ class RecordQuerySet(models.QuerySet):
         )
 
 
+# What a measurement's environment may hold: the GPU board and software that timed it
+# (`environment` of records and baselines; the records page filters and groups by these).
+ENVIRONMENT_KEYS = ("gpu_uuid", "gpu_name", "driver", "cuda_runtime", "nvrtc", "cupy", "sm_clock_mhz",
+                    "library", "library_version", "algorithm")
+
+
 class MeasurementRecord(models.Model):
-    """One measured config of a workload on a device: one line of an AutoTVM log."""
+    """One measured config of a workload on a device: one line of an AutoTVM log.
+
+    A confirmation (kind) is a re-measurement by the confirmation protocol: its costs are
+    one value per interleaved round, warm or cold (L2 flushed before each launch)."""
+
+    class Kind(models.TextChoices):
+        TUNING = "tuning", "tuning measurement"
+        CONFIRMATION = "confirmation", "confirmation"
+
+    class Cache(models.TextChoices):
+        WARM = "warm", "warm (inputs in L2)"
+        COLD = "cold", "cold (L2 flushed)"
 
     objects = RecordQuerySet.as_manager()
 
@@ -277,6 +295,10 @@ class MeasurementRecord(models.Model):
     tvm_version = models.CharField(max_length=64, blank=True, help_text="producer that wrote the line")
     code_hash = models.CharField(max_length=128, null=True, blank=True)
     kwargs = models.JSONField(default=dict, blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TUNING)
+    cache = models.CharField(max_length=8, choices=Cache.choices, default=Cache.WARM)
+    rounds = models.PositiveSmallIntegerField(null=True, blank=True, help_text="confirmations: interleaved rounds")
+    environment = models.JSONField(default=dict, blank=True, help_text="GPU board, driver, runtime, NVRTC, CuPy, SM clock")
     batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="records")
     fingerprint = models.CharField(max_length=64, unique=True, help_text="sha256 of the canonical log line")
 
@@ -296,6 +318,15 @@ class MeasurementRecord(models.Model):
                 name="record_rank_idx",
                 condition=models.Q(error_no=0),
             ),
+            # A workload's (GPU, config, code hash) groups as an index-only scan (the leaderboard's one
+            # aggregate), and all measurements of one config (a row's median); a workload's confirmations.
+            models.Index(
+                fields=["workload", "device", "config_index", "code_hash", "mean_cost"],
+                name="record_config_idx",
+                condition=models.Q(error_no=0, cache="warm"),
+            ),
+            models.Index(fields=["workload", "device"], name="record_confirmation_idx",
+                         condition=models.Q(kind="confirmation")),
         ]
 
     def __str__(self) -> str:
@@ -314,6 +345,10 @@ class MeasurementRecord(models.Model):
     def knobs(self) -> dict:
         """Knob name to value, in definition order."""
         return {name: value for name, _kind, value in self.entity}
+
+    @property
+    def is_confirmation(self) -> bool:
+        return self.kind == self.Kind.CONFIRMATION
 
     def to_record(self) -> Record:
         """The engine's view of this row, for writing it back as a log line."""
@@ -346,6 +381,11 @@ class Baseline(models.Model):
     provider = models.CharField(max_length=32, choices=Provider.choices)
     cost = models.FloatField(help_text="seconds per run")
     note = models.CharField(max_length=255, blank=True, help_text="library version, settings")
+    costs = models.JSONField(default=list, blank=True, help_text="confirmations: warm seconds, one per round")
+    cold_cost = models.FloatField(null=True, blank=True, help_text="median seconds with L2 flushed before each run")
+    cold_costs = models.JSONField(default=list, blank=True, help_text="confirmations: cold seconds, one per round")
+    rounds = models.PositiveSmallIntegerField(null=True, blank=True, help_text="interleaved rounds it rests on")
+    environment = models.JSONField(default=dict, blank=True, help_text="library, version, algorithm; GPU board")
     batch = models.ForeignKey(ImportBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="baselines")
     measured_at = models.DateTimeField(auto_now=True)
 

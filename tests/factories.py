@@ -48,10 +48,14 @@ def conv2d_entity(tile_f=(-1, 2, 8, 1), tile_y=(-1, 1, 7, 1), tile_x=(-1, 1, 7, 
 
 def make_record(workload: Workload, device: Device, cost: float | None = 100e-6, *, error_no: int = 0,
                 entity: list | None = None, timestamp: float | None = None, config_index: int | None = None,
-                batch: ImportBatch | None = None, error_msg: str = "") -> MeasurementRecord:
-    """A record measured at `cost` seconds; an error (error_no != 0) has no cost."""
+                batch: ImportBatch | None = None, error_msg: str = "", costs: list | None = None,
+                **fields) -> MeasurementRecord:
+    """A record measured at `cost` seconds (or at `costs`, one per repeat or round); an error
+    (error_no != 0) has no cost. `fields` set the rest (kind, cache, rounds, code_hash, ...)."""
     n = next(_sequence)
     ok = error_no == ErrorNo.NO_ERROR
+    if costs is not None:
+        cost = sum(costs) / len(costs)
     mean_cost = cost if ok else None
     return MeasurementRecord.objects.create(
         device=device,
@@ -59,7 +63,7 @@ def make_record(workload: Workload, device: Device, cost: float | None = 100e-6,
         target=make_target(device.model),
         config_index=n if config_index is None else config_index,
         entity=conv2d_entity() if entity is None else entity,
-        costs=[cost] if ok else [],
+        costs=(costs or [cost]) if ok else [],
         mean_cost=mean_cost,
         gflops=workload.gflops(mean_cost),
         error_no=error_no,
@@ -69,6 +73,7 @@ def make_record(workload: Workload, device: Device, cost: float | None = 100e-6,
         tvm_version="test",
         batch=batch,
         fingerprint=hashlib.sha256(f"factory-{n}".encode()).hexdigest(),
+        **fields,
     )
 
 

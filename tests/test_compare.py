@@ -23,7 +23,7 @@ def test_one_workload_puts_each_gpus_best_side_by_side_and_marks_differing_knobs
 
     comparison = compare_workload(workload)
 
-    assert comparison.bests == [h200_best, v100_best]
+    assert [best.record for best in comparison.bests] == [h200_best, v100_best]
     assert [d.model for d in comparison.devices] == ["h200", "v100"]
     knobs = {k.name: k for k in comparison.knobs}
     assert knobs["unroll_explicit"].values == [1, 0] and knobs["unroll_explicit"].differs

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from engine.logfile import canonical_args, pick_best, read_records
 from records.importing import import_log
-from records.leaderboards import leaderboard, search_workloads, summarize
+from records.leaderboards import search_workloads, summarize
+from records.standings import leaderboard
 from records.models import MeasurementRecord, Workload
 from tests.factories import C9_ARGS, conv2d_entity, make_device, make_record, make_workload
 
@@ -31,7 +32,7 @@ def test_each_gpu_gets_its_own_fastest_error_free_config(gpus):
     board = leaderboard(workload)
 
     assert [r.pk for r in board.bests] == [h200_best.pk, v100_best.pk]
-    assert board.best_by_device == {h200.pk: h200_best, v100.pk: v100_best}
+    assert {pk: best.record for pk, best in board.best_by_device.items()} == {h200.pk: h200_best, v100.pk: v100_best}
 
 
 def test_a_tie_keeps_the_earlier_measurement(gpus):
@@ -40,7 +41,7 @@ def test_a_tie_keeps_the_earlier_measurement(gpus):
     make_record(workload, v100, 50e-6, timestamp=2_000.0)
     earlier = make_record(workload, v100, 50e-6, timestamp=1_000.0)
 
-    assert leaderboard(workload).bests == [earlier]
+    assert [best.record for best in leaderboard(workload).bests] == [earlier]
 
 
 def test_an_error_never_wins_even_with_a_time_stored(gpus):
@@ -50,7 +51,7 @@ def test_an_error_never_wins_even_with_a_time_stored(gpus):
     MeasurementRecord.objects.filter(pk=failed.pk).update(mean_cost=1e-9, costs=[1e-9])
     good = make_record(workload, v100, 80e-6)
 
-    assert leaderboard(workload).bests == [good]
+    assert [best.record for best in leaderboard(workload).bests] == [good]
 
 
 def test_the_ranked_table_filters_by_gpu_and_paginates(client, gpus):
@@ -64,13 +65,13 @@ def test_the_ranked_table_filters_by_gpu_and_paginates(client, gpus):
 
     everything = client.get(url)
     assert everything.context["page"].paginator.count == 56  # valid ones only
-    assert everything.context["rows"][0][0].device == h200
+    assert everything.context["rows"][0].device == h200
 
     second = client.get(url, {"device": "v100", "page": 2})
     page = second.context["page"]
     assert page.paginator.count == 55
     assert len(page.object_list) == 5
-    assert page.object_list[0].mean_cost == pytest.approx(150e-6)
+    assert page.object_list[0].low == pytest.approx(150e-6)
     assert 'href="?device=v100&page=1"' in second.content.decode()  # the pager keeps the filter
 
 
@@ -122,7 +123,7 @@ def test_an_imported_tophub_log_shows_each_gpus_best_from_the_file(client, tophu
         expected = pick_best(read_records(lines))
 
     shown = {
-        (best.device.model, workload.task_name, workload.args_json): (best.config_index, best.mean_cost)
+        (best.device.model, workload.task_name, workload.args_json): (best.config_index, best.median_cost)
         for workload in Workload.objects.all()
         for best in leaderboard(workload).bests
     }

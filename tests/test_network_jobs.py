@@ -13,7 +13,7 @@ from engine.logfile import read_records, write_records
 from engine.scheduler import Strategy, TaskView, bests_per_round, next_task
 from engine.synthetic import synthetic_recording
 from jobs.claims import claim
-from jobs.models import Job, JobRun, State, Worker, stale_before
+from jobs.models import Job, JobKind, JobRun, State, Worker, stale_before
 from jobs.network import check_network_request, submit_network_job
 from jobs.recording import RunRecorder
 from jobs.running import run_claimed
@@ -128,7 +128,7 @@ def test_rounds_go_to_every_online_worker_one_task_each(alice, worker, redis_url
     more_workers(worker, 2)
     job = submit(alice, django_capture_on_commit_callbacks, network="resnet18", n_trial=240, round_trials=8)
 
-    assert job.kind == Job.Kind.NETWORK and job.tasks.count() == 12 and job.runs.count() == 12
+    assert job.kind == JobKind.NETWORK and job.tasks.count() == 12 and job.runs.count() == 12
     queued = job.runs.filter(state=State.QUEUED).select_related("task")
     assert [run.task.label for run in queued] == ["C1", "C2", "C3"]
     assert all(run.trials_allotted == 8 and run.enqueued_at is not None for run in queued)

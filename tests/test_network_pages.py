@@ -1,7 +1,7 @@
 """The network job's browser pages: the submit form, the jobs list."""
 import pytest
 
-from jobs.models import Job, State
+from jobs.models import Job, JobKind, State
 from jobs.worker import register, replay_config
 from jobs_fixtures import redis_url, resnet18_recording  # noqa: F401
 
@@ -31,7 +31,7 @@ def test_a_network_job_submitted_from_the_form_lands_on_its_page(alice_client, w
         response = alice_client.post("/jobs/network/new/", form())
     job = Job.objects.get()
     assert response.status_code == 302 and response.url == f"/jobs/network/{job.pk}/"
-    assert job.kind == Job.Kind.NETWORK and job.allocation == "gradient" and job.round_trials == 8
+    assert job.kind == JobKind.NETWORK and job.allocation == "gradient" and job.round_trials == 8
     assert job.runs.filter(state=State.QUEUED).count() == 1
 
     listing = alice_client.get("/jobs/").content.decode()

@@ -1,16 +1,18 @@
 """The GPU half of the engine: compile (NVRTC, process pool, disk cache), run and time
 (a killable child per GPU), the GPU measurer, baselines and apply-best.
 
-`query_device` is named here for the web side's workers (engine.gpu.device); it loads
-on first use, since it needs CuPy and a GPU."""
+`query_device` (engine.gpu.device) and `FreshProcessStopwatch` (engine.gpu.confirming)
+are named here for the web side's workers; they load on first use, since they need CuPy
+and a GPU."""
 from __future__ import annotations
 
-__all__ = ["query_device"]
+from importlib import import_module
+
+_EXPORTS = {"query_device": "engine.gpu.device", "FreshProcessStopwatch": "engine.gpu.confirming"}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name == "query_device":
-        from .device import query_device
-
-        return query_device
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'engine.gpu' has no attribute {name!r}")

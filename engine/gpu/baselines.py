@@ -71,23 +71,29 @@ def time_torch_op(op, reference: np.ndarray, what: str, settings: TimingSettings
         with torch.cuda.stream(stream):
             op()
 
-    def make_replay(number: int):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(number):
-                op()
-
-        def replay():
-            with torch.cuda.stream(stream):
-                graph.replay()
-        return replay
-
-    costs = time_launches(cp, cp.cuda.ExternalStream(stream.cuda_stream), launch, make_replay, settings)
+    costs = time_launches(cp, cp.cuda.ExternalStream(stream.cuda_stream), launch,
+                          lambda number: torch_graph(stream, op, number), settings)
     return MeasureResult(ErrorNo.NO_ERROR, costs, all_cost=time.perf_counter() - start)
 
 
+def torch_graph(stream, op, number: int):
+    """`number` calls of `op` captured in one CUDA graph on PyTorch `stream`; returns its replay."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(number):
+            op()
+
+    def replay():
+        with torch.cuda.stream(stream):
+            graph.replay()
+    return replay
+
+
 def fp32_torch():
-    """PyTorch with TF32 off everywhere and cuDNN's autotuner on; BaselineUnavailable without it."""
+    """PyTorch with TF32 off everywhere and cuDNN's autotuner on, searching every algorithm;
+    BaselineUnavailable without it."""
     try:
         import cupy  # noqa: F401  (the timing rule runs on CuPy events)
         import torch
@@ -96,6 +102,7 @@ def fp32_torch():
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.benchmark_limit = 0  # cudnnFind over every algorithm, not the top ten heuristics
     return torch
 
 

@@ -9,18 +9,21 @@ once (fixed seed) and kept by the runner.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from engine.ops.base import KernelSource
-from engine.measure import Measurer, MeasureResult
+from engine.codehash import code_hash, generator_version
 from engine.logfile import ErrorNo
+from engine.measure import Measurer, MeasureResult
+from engine.ops.base import KernelSource
 
 from .builder import DEFAULT_TIMEOUT_S as BUILD_TIMEOUT_S, Builder
 from .device import arch_of
+from .environment import measuring_environment
 from .runner import DEFAULT_TIMEOUT_S as RUN_TIMEOUT_S, Runner, TimingSettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,14 +45,19 @@ class GpuMeasurer(Measurer):
         seed: int = 0,
     ):
         self.seed = seed
+        self.device_id = device_id
         self.timing = timing or TimingSettings()
         self._runner = Runner(device_id, run_timeout, self.timing)
         self.device = self._runner.start()
+        self._arch = arch_of(self.device)
         try:
-            self._builder = Builder(arch_of(self.device), build_workers, cache_dir, build_timeout)
+            self._builder = Builder(self._arch, build_workers, cache_dir, build_timeout)
         except BaseException:
             self._runner.close()  # nobody else holds the runner child to stop it
             raise
+
+    def environment(self) -> dict:
+        return measuring_environment(self.device_id, self.device)
 
     @property
     def runner_restarts(self) -> int:
@@ -70,6 +78,9 @@ class GpuMeasurer(Measurer):
         """Measure kernels of `task` (a MeasureResult in the list is an early failure, passed through)."""
         self.prepare(task)
         results: list[MeasureResult | None] = list(s if isinstance(s, MeasureResult) else None for s in sources)
+        generator = generator_version(task.template)
+        hashes = {i: code_hash(s, self._arch, generator, self._builder.options)
+                  for i, s in enumerate(sources) if isinstance(s, KernelSource)}
         build_seconds: dict[int, float] = {}
         for i, source in enumerate(sources):
             if isinstance(source, KernelSource):
@@ -80,13 +91,15 @@ class GpuMeasurer(Measurer):
                 if build.ok:
                     self._runner.submit(i, task.workload_key, build.cubin_path, sources[i])
                 else:
-                    results[i] = MeasureResult.failure(build.error_no, build.message, build.seconds)
+                    results[i] = replace(MeasureResult.failure(build.error_no, build.message, build.seconds),
+                                         code_hash=hashes[i])
             for i, run in self._runner.poll():
                 all_cost = build_seconds.get(i, 0.0) + run.seconds
                 if run.ok:
-                    results[i] = MeasureResult(ErrorNo.NO_ERROR, run.costs, all_cost=all_cost)
+                    results[i] = MeasureResult(ErrorNo.NO_ERROR, run.costs, all_cost=all_cost, code_hash=hashes[i])
                 else:
-                    results[i] = MeasureResult.failure(run.error_no, run.message, all_cost)
+                    results[i] = replace(MeasureResult.failure(run.error_no, run.message, all_cost),
+                                         code_hash=hashes[i])
             if any(r is None for r in results):
                 self._wait()
         return results  # type: ignore[return-value]

@@ -81,6 +81,16 @@ def relative_l2_error(got, reference) -> float:
 # ---------------------------------------------------------------- child side
 
 
+def output_error(stream, out, launch, reference) -> float:
+    """Poison `out` with NaN, run `launch()` once on `stream`, and give its relative L2 error
+    against `reference` (NaN when the kernel left any output unwritten)."""
+    with stream:
+        out.fill(math.nan)
+        launch()
+        stream.synchronize()
+        return relative_l2_error(out, reference)
+
+
 def time_launches(cp, stream, launch, make_replay, settings: TimingSettings) -> tuple[float, ...]:
     """The timing rule every measurement here follows (tuned kernels and baselines alike).
 
@@ -169,11 +179,7 @@ class _GpuSide:
             kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)  # on the current stream
 
         try:
-            with self.stream:
-                out.fill(math.nan)
-                launch()
-                self.stream.synchronize()
-                error = relative_l2_error(out, ref)
+            error = output_error(self.stream, out, launch, ref)
             if not error < self.settings.tolerance:  # NaN fails too
                 return RunResult(
                     ErrorNo.WRONG_ANSWER,

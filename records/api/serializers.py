@@ -59,7 +59,7 @@ class RecordSerializer(serializers.ModelSerializer):
         model = MeasurementRecord
         fields = ["id", "workload", "device", "device_is_replay", "target", "config_index", "entity", "knobs",
                   "costs", "mean_cost", "time_us", "gflops", "error_no", "error", "error_msg", "all_cost",
-                  "timestamp", "tvm_version", "batch"]
+                  "timestamp", "tvm_version", "code_hash", "kind", "cache", "rounds", "environment", "batch"]
 
     def get_time_us(self, record: MeasurementRecord) -> float | None:
         return None if record.mean_cost is None else record.mean_cost * 1e6
@@ -71,15 +71,52 @@ class BaselineSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Baseline
-        fields = ["workload", "device", "provider", "cost", "time_us", "note", "measured_at"]
+        fields = ["workload", "device", "provider", "cost", "time_us", "note", "costs", "cold_cost", "cold_costs",
+                  "rounds", "environment", "measured_at"]
 
     def get_time_us(self, baseline: Baseline) -> float:
         return baseline.cost * 1e6
 
 
+class SpreadSerializer(serializers.Serializer):
+    median = serializers.FloatField(help_text="seconds")
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+    n = serializers.IntegerField()
+
+
+class StandingSerializer(serializers.Serializer):
+    """One config on one GPU with one code hash: all its measurements summarised."""
+
+    id = serializers.IntegerField(source="pk", help_text="its fastest record")
+    workload = serializers.IntegerField(source="workload.pk")
+    device = serializers.CharField(source="device.model")
+    device_is_replay = serializers.BooleanField(source="device.is_replay")
+    config_index = serializers.IntegerField()
+    code_hash = serializers.CharField(allow_null=True)
+    knobs = serializers.JSONField(help_text="knob name to value, in definition order")
+    n_measurements = serializers.IntegerField(help_text="the measurements the figures rest on")
+    median_cost = serializers.FloatField(help_text="seconds: the confirmed median where confirmations exist")
+    min_cost = serializers.FloatField()
+    max_cost = serializers.FloatField()
+    time_us = serializers.SerializerMethodField(help_text="the median in microseconds")
+    gflops = serializers.FloatField(allow_null=True, help_text="at the median")
+    confirmed = serializers.BooleanField(help_text="the figures rest on interleaved confirmation rounds")
+    rounds = serializers.IntegerField(allow_null=True)
+    cold = SpreadSerializer(allow_null=True, help_text="confirmations with L2 flushed before each launch")
+    code_status = serializers.ChoiceField(choices=["current", "changed", "unknown"])
+    tie_with_best = serializers.BooleanField(help_text="its min-max interval overlaps the best's")
+    ties = serializers.IntegerField(help_text="other configs on this GPU whose interval overlaps this one's")
+    record = RecordSerializer()
+
+    def get_time_us(self, standing) -> float:
+        return standing.median_cost * 1e6
+
+
 class LeaderboardSerializer(serializers.Serializer):
     workload = WorkloadSerializer()
-    bests = RecordSerializer(many=True, help_text="each GPU's best record, fastest first")
+    show_changed = serializers.BooleanField(help_text="bests may be of code changed since")
+    bests = StandingSerializer(many=True, help_text="each GPU's best config, fastest first")
 
 
 class KnobRowSerializer(serializers.Serializer):
@@ -118,15 +155,29 @@ class KnobAcrossSerializer(serializers.Serializer):
 class WorkloadComparisonSerializer(serializers.Serializer):
     workload = WorkloadSerializer()
     devices = DeviceSerializer(many=True)
-    bests = RecordSerializer(many=True)
+    bests = StandingSerializer(many=True)
     knobs = KnobAcrossSerializer(many=True)
 
 
-class HeadToHeadRowSerializer(serializers.Serializer):
+class RatioSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="median over median")
+    low = serializers.FloatField(help_text="slowest rounds of the numerator's side against the fastest of the other")
+    high = serializers.FloatField()
+
+
+class IntervalsSerializer(serializers.Serializer):
+    """A speedup's intervals, warm and cold, and the interleaved rounds it rests on."""
+
+    warm = RatioSerializer()
+    cold = RatioSerializer(allow_null=True)
+    rounds = serializers.IntegerField(allow_null=True, help_text="interleaved rounds it rests on (both confirmed)")
+
+
+class HeadToHeadRowSerializer(IntervalsSerializer):
     workload = WorkloadSerializer()
-    best_a = RecordSerializer()
-    best_b = RecordSerializer()
-    speedup = serializers.FloatField(help_text="time on a / time on b")
+    best_a = StandingSerializer()
+    best_b = StandingSerializer()
+    speedup = serializers.FloatField(help_text="median time on a / median time on b")
 
 
 class DeviceComparisonSerializer(serializers.Serializer):
@@ -136,11 +187,11 @@ class DeviceComparisonSerializer(serializers.Serializer):
     geomean = serializers.FloatField(allow_null=True)
 
 
-class SpeedupRowSerializer(serializers.Serializer):
+class SpeedupRowSerializer(IntervalsSerializer):
     workload = WorkloadSerializer()
     baseline = BaselineSerializer()
-    best = RecordSerializer()
-    speedup = serializers.FloatField(help_text="baseline time / tuned time")
+    best = StandingSerializer()
+    speedup = serializers.FloatField(help_text="baseline median / tuned median")
 
 
 class SpeedupTableSerializer(serializers.Serializer):
@@ -148,5 +199,6 @@ class SpeedupTableSerializer(serializers.Serializer):
     provider = serializers.ChoiceField(choices=Baseline.Provider.choices)
     rows = SpeedupRowSerializer(many=True)
     geomean = serializers.FloatField(allow_null=True)
-    without_baseline = RecordSerializer(many=True, help_text="tuned workloads with no baseline of this provider")
+    cold_geomean = serializers.FloatField(allow_null=True)
+    without_baseline = StandingSerializer(many=True, help_text="tuned workloads with no baseline of this provider")
     without_tuned = BaselineSerializer(many=True, help_text="baselines of workloads not tuned on this GPU")

@@ -11,10 +11,11 @@ from rest_framework.response import Response
 
 from ..compare import compare_devices, compare_workload
 from ..diffs import config_diff
-from ..filters import CompareDevicesForm, DiffForm, RecordFilter, SpeedupForm, WorkloadFilter
-from ..leaderboards import device_summaries, leaderboard, summarize, task_summaries
+from ..filters import CompareDevicesForm, DiffForm, LeaderboardForm, RecordFilter, SpeedupForm, WorkloadFilter
+from ..leaderboards import device_summaries, summarize, task_summaries
 from ..models import Baseline, MeasurementRecord, Workload
 from ..speedups import speedup_table
+from ..standings import leaderboard
 from . import serializers as s
 
 
@@ -88,14 +89,19 @@ class RecordDetailView(generics.RetrieveAPIView):
 
 
 class LeaderboardView(generics.GenericAPIView):
-    """Each GPU's best config of a workload. The ranked records are /api/records/?workload=<pk>."""
+    """Each GPU's best config of a workload, with its spread, code status and ties.
+    The records themselves are /api/records/?workload=<pk>."""
 
     serializer_class = s.LeaderboardSerializer
     queryset = Workload.objects.all()
 
+    @extend_schema(parameters=[
+        OpenApiParameter("show_changed", OpenApiTypes.BOOL, description="bests may be of code changed since"),
+    ])
     def get(self, request, pk: int):
         workload = get_object_or_404(Workload, pk=pk)
-        return Response(self.get_serializer(leaderboard(workload)).data)
+        params = _valid(LeaderboardForm, request)
+        return Response(self.get_serializer(leaderboard(workload, show_changed=params["show_changed"])).data)
 
 
 class DiffView(generics.GenericAPIView):

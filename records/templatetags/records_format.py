@@ -10,8 +10,8 @@ EMPTY = "—"
 
 @register.filter
 def usec(seconds: float | None) -> str:
-    """Seconds shown as microseconds, two decimals."""
-    if seconds is None:
+    """Seconds shown as microseconds, two decimals; — for no time (None, or a missing value)."""
+    if not isinstance(seconds, (int, float)):
         return EMPTY
     return f"{seconds * 1e6:.2f}"
 
@@ -32,9 +32,27 @@ def bandwidth(seconds: float | None, bytes_moved: int | None) -> str:
 
 
 @register.filter
+def interval(spread) -> str:
+    """A spread's min–max in µs, e.g. `12.30–12.91`; a single value reads as itself."""
+    if spread is None:
+        return EMPTY
+    if spread.min == spread.max:
+        return usec(spread.min)
+    return f"{usec(spread.min)}–{usec(spread.max)}"
+
+
+@register.filter
+def ratio_interval(value) -> str:
+    """A Ratio's interval, e.g. `1.31–1.47×`."""
+    if value is None:
+        return EMPTY
+    return f"{value.low:.2f}–{value.high:.2f}×"
+
+
+@register.filter
 def ratio(value: float | None) -> str:
     """A speedup or time ratio, e.g. `1.84×`."""
-    if value is None:
+    if not isinstance(value, (int, float)):
         return EMPTY
     return f"{value:.2f}×"
 

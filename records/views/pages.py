@@ -6,15 +6,17 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
+from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
-from ..filters import CompareDevicesForm, DiffForm, RecordFilter, SpeedupForm, WorkloadRecordFilter
-from ..leaderboards import device_summaries, leaderboard as workload_leaderboard
-from ..leaderboards import search_workloads, summarize, task_summaries, workload_ranking, workload_rows
+from ..environments import environment_groups
+from ..filters import CompareDevicesForm, DiffForm, LeaderboardForm, RecordFilter, SpeedupForm
+from ..leaderboards import device_summaries, search_workloads, summarize, task_summaries, workload_rows
 from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
 from ..speedups import speedup_table
+from ..standings import leaderboard as workload_leaderboard, ranked_standings
 
 PAGE_SIZE = 50
 
@@ -58,20 +60,21 @@ def home(request):
 @public_read
 def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
-    board = workload_leaderboard(workload)
-    ranking = WorkloadRecordFilter(request.GET, queryset=workload_ranking(workload))
+    form = LeaderboardForm(request.GET)
+    options = form.cleaned_data if form.is_valid() else {}
+    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False))
+    groups = board.ranked(options.get("device"))
     if csvout.wants_csv(request):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
-            "bests": lambda: csvout.records_table(_with_workload(board.bests, workload)),
-            "records": lambda: csvout.records_table(_with_workload(ranking.qs.iterator(), workload)),
+            "bests": lambda: csvout.standings_table(board.bests),
+            "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
         })
-    page = _page(request, ranking.qs)
-    best_by_device = board.best_by_device
-    rows = [(record, best_by_device.get(record.device_id)) for record in page]
+    page = _page(request, groups)
     return render(request, "records/leaderboard.html", {
-        "workload": workload, "board": board, "ranking": ranking, "page": page, "rows": rows,
-        "first_rank": page.start_index(), "query": _query_without_page(request),
-    }, status=400 if ranking.errors else 200)
+        "workload": workload, "board": board, "form": form, "page": page,
+        "rows": list(ranked_standings(board, page)), "first_rank": page.start_index(),
+        "query": _query_without_page(request),
+    }, status=400 if form.errors else 200)
 
 
 def _with_workload(records, workload):
@@ -87,9 +90,11 @@ def record_list(request):
     if csvout.wants_csv(request):
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(records.qs.iterator())})
     page = _page(request, records.qs)
+    group_by = records.form.cleaned_data.get("group_by") if not records.errors else None
     return render(request, "records/record_list.html", {
         "filter": records, "page": page, "rows": [(record, None) for record in page],
-        "first_rank": page.start_index(),
+        "first_rank": page.start_index(), "group_by": group_by,
+        "groups": environment_groups(records.qs, group_by) if group_by else None,
         "query": _query_without_page(request),
     }, status=400 if records.errors else 200)
 
@@ -101,6 +106,7 @@ def record_detail(request, pk: int):
         return csvout.csv_response(request, f"record-{record.pk}", {"record": lambda: csvout.records_table([record])})
     return render(request, "records/record_detail.html", {
         "record": record, "best": MeasurementRecord.objects.filter(workload=record.workload, device=record.device).best(),
+        "code_status": CodeHashes().status(record.workload, record.device, record.entity, record.code_hash),
     })
 
 

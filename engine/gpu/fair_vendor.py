@@ -1,0 +1,107 @@
+"""Vendor baselines at their best: the library's fastest algorithm for the shape, said and recorded.
+
+* cuDNN (conv2d, depthwise): PyTorch's benchmark mode with `benchmark_limit = 0`, so
+  cudnnFind tries every algorithm cuDNN offers for the convolution (an exhaustive
+  search, not the default ten heuristic candidates) and keeps the fastest. Run in a
+  fresh process, as the confirmation's stopwatch is.
+* cuBLAS (gemm): PyTorch's matmul through each BLAS back end it has (cuBLAS and
+  cuBLASLt), each timed by the runner's rule; the faster is kept.
+
+fp32 everywhere with TF32 off. The algorithm recorded is what ran: the names of the CUDA
+kernels one call launches (PyTorch's profiler), with the library and its version.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from .baselines import BaselineUnavailable, fp32_torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.task import Task
+
+CUDNN_SEARCH = "exhaustive (PyTorch cudnn.benchmark with benchmark_limit=0: cudnnFind over every algorithm)"
+CUBLAS_SEARCH = "best of PyTorch's BLAS back ends (cublas, cublaslt), timed"
+
+
+@dataclass
+class VendorOp:
+    """One vendor call on resident inputs, and what was chosen for it."""
+
+    call: Callable[[], object]  # enqueues one call on PyTorch's current stream, returns the output
+    details: dict  # library, library_version, search, algorithm
+
+
+def kernels_launched(torch, call) -> str:
+    """The CUDA kernels one call launches, by name: the algorithm that ran."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if str(e.device_type).endswith("CUDA") and not e.name.startswith("Memset")]
+    except Exception as exc:  # a build without CUPTI: the choice is still made, only not named
+        return f"unknown (profiler unavailable: {type(exc).__name__})"
+    return "; ".join(dict.fromkeys(names)) or "unknown"
+
+
+def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:
+    """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
+    `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""
+    torch = fp32_torch()  # TF32 off; cuDNN's search over every algorithm
+    if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
+        return _cudnn(torch, task, inputs)
+    if provider == "cublas" and task.name == "gemm":
+        return _cublas(torch, inputs, time_call)
+    raise BaselineUnavailable(f"{task.name} has no {provider} baseline here")
+
+
+def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
+    import torch.nn.functional as F
+
+    params = task.params
+    top, left, bottom, right = params.padding
+    if (top, left) != (bottom, right):
+        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
+    data = torch.from_numpy(inputs[0]).cuda()
+    weight = torch.from_numpy(inputs[1]).cuda()
+    groups = params.ci if task.name == "depthwise_conv2d_nchw.cuda" else 1
+    if groups > 1:
+        weight = weight.reshape(params.co, 1, params.kh, params.kw)
+
+    def call():
+        return F.conv2d(data, weight, stride=params.stride, padding=(top, left), groups=groups)
+
+    for _ in range(3):  # the first call runs the algorithm search
+        call()
+    torch.cuda.synchronize()
+    return VendorOp(call, {"library": "cuDNN", "library_version": str(torch.backends.cudnn.version()),
+                           "torch": torch.__version__, "search": CUDNN_SEARCH,
+                           "algorithm": kernels_launched(torch, call)})
+
+
+def _cublas(torch, inputs: list, time_call) -> VendorOp:
+    a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
+
+    def call():
+        return torch.matmul(a, b)
+
+    timed = {}
+    for backend in ("cublas", "cublaslt"):
+        try:
+            torch.backends.cuda.preferred_blas_library(backend)
+        except Exception:  # a build without that back end
+            continue
+        call()
+        torch.cuda.synchronize()
+        timed[backend] = time_call(call)
+    best = min(timed, key=timed.get)
+    torch.backends.cuda.preferred_blas_library(best)  # what the captured graphs then use
+    call()
+    torch.cuda.synchronize()
+    return VendorOp(call, {"library": "cuBLAS", "library_version": f"CUDA {torch.version.cuda}",
+                           "torch": torch.__version__, "search": CUBLAS_SEARCH, "blas_backend": best,
+                           "backend_times_us": {k: round(v * 1e6, 3) for k, v in timed.items()},
+                           "algorithm": kernels_launched(torch, call)})
