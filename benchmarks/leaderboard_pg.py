@@ -16,7 +16,8 @@ eight GPU models, one trial in eight failed):
 Then (after VACUUM ANALYZE, as autovacuum would run) for the workload with the
 most records it times the
 best-per-GPU query (`MeasurementRecord.objects.best_per_gpu`) and the page `/leaderboard/<pk>/`
-rendered through django.test.Client, each the median of several warm runs, and
+rendered through django.test.Client (plain and sorted by other columns; the records
+page and the dashboard sorted too), each the median of several warm runs, and
 prints the query plan of the best-per-GPU query. Without --keep the database is
 dropped at the end.
 """
@@ -163,9 +164,14 @@ def measure() -> None:
         print("the leaderboard page does not exist yet: only the query was timed")
         return
     client = Client()
-    response = client.get(url)
-    assert response.status_code == 200, response.status_code
-    timed(f"GET {url} ({len(response.content):,} bytes)", lambda: client.get(url))
+    # The plain page, then sorted by other columns (server side, before paginating), the
+    # records page sorted by % of peak across every workload, and the dashboard sorted.
+    urls = [url] + [f"{url}?sort={column}" for column in ("-gflops", "-peak", "measured", "gpu")]
+    urls += [reverse("records:record_list") + "?sort=-peak", reverse("records:home"), reverse("records:home") + "?sort=-gflops"]
+    for each in urls:
+        response = client.get(each)
+        assert response.status_code == 200, (each, response.status_code)
+        timed(f"GET {each} ({len(response.content):,} bytes)", lambda: client.get(each))
 
 
 def main() -> None:

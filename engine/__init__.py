@@ -36,6 +36,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "engine.confirm": ("MIN_ROUNDS", "Confirmation", "Contender", "ReplayStopwatch", "Role", "Spread", "Stopwatch",
                        "Timing", "Unready", "confirm_contenders", "contenders_for", "entities_of", "top_k_distinct"),
     "engine.codehash": ("CODE_CURRENT", "CODE_CHANGED", "CODE_UNKNOWN", "code_status"),
+    # Kernel Tuner's files (cache, T4, store_results)
+    "engine.kernel_tuner": ("KERNEL_TUNER_TEMPLATE", "KernelTunerFile", "KernelTunerFileError", "checked_model",
+                            "sniff_kernel_tuner", "parse_kernel_tuner_text", "kernel_tuner_cache_document",
+                            "kernel_tuner_t4_document", "kernel_tuner_export_view", "KERNEL_TUNER_SNIFF_BYTES"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -38,7 +38,12 @@ def progress_printer(stream: TextIO | None = None) -> Callback:
     def show(state, configs, results) -> None:
         out = stream or sys.stderr
         best = state.best_gflops
-        best_text = f"{best:.2f} GFLOPS" if best is not None else "none yet"
+        if state.best is None:
+            best_text = "none yet"
+        elif state.task.flops:
+            best_text = f"{best:.2f} GFLOPS"
+        else:  # no FLOP count (a Kernel Tuner kernel): the time says it
+            best_text = f"{state.best.mean_cost * 1e3:.4f} ms"
         out.write(
             f"[{state.task.name}] trials {state.trials}/{state.n_trial}"
             f"  best {best_text}  failures {state.failures}\n"

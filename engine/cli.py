@@ -116,9 +116,9 @@ def summary(task, result) -> str:
     done = f"{result.trials} trials measured" + (f", {result.resumed} resumed from the log" if result.resumed else "")
     if result.best is None:
         return f"no config ran without error ({done})"
-    gflops = task.flops / result.best.mean_cost / 1e9
-    return (f"best {gflops:.2f} GFLOPS ({result.best.mean_cost * 1e3:.4f} ms), "
-            f"config {result.best.config_index} ({done})")
+    milliseconds = f"{result.best.mean_cost * 1e3:.4f} ms"
+    speed = f"{task.flops / result.best.mean_cost / 1e9:.2f} GFLOPS ({milliseconds})" if task.flops else milliseconds
+    return f"best {speed}, config {result.best.config_index} ({done})"
 
 
 # -- subcommands ---------------------------------------------------------------------
@@ -136,7 +136,14 @@ def _tune_arguments(parser: argparse.ArgumentParser) -> None:
     add_task_arguments(parser)
     add_tuning_arguments(parser)
     parser.add_argument("--measurer", default="gpu", help="gpu (default) or replay")
-    parser.add_argument("--recording", metavar="FILE", help="the log a replay measurer answers from")
+    parser.add_argument("--recording", metavar="FILE",
+                        help="the AutoTVM log or Kernel Tuner cache a replay measurer answers from")
+    add_device_argument(parser)
+
+
+def add_device_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", metavar="MODEL",
+                        help="the GPU model of a Kernel Tuner cache whose device name is empty (e.g. mi250x)")
 
 
 def _tune(options: argparse.Namespace) -> int:
@@ -144,12 +151,12 @@ def _tune(options: argparse.Namespace) -> int:
     if options.measurer == "replay":
         if not options.recording:
             raise CliError("--measurer replay needs --recording FILE")
-        measurer = ReplayMeasurer(load_recording(options.recording))
+        measurer = ReplayMeasurer(load_recording(options.recording, options.device))
         task = make_task(options.task, options.args_json, DeviceLimits.for_device(measurer.device))
         task = restrict_to_recording(task, measurer.records)
     else:
-        if options.recording:
-            raise CliError("--recording goes with --measurer replay")
+        if options.recording or options.device:
+            raise CliError("--recording and --device go with --measurer replay")
         task = make_task(options.task, options.args_json)  # checks the task before a GPU is touched
         measurer = make_measurer(options.measurer)
         task = make_task(options.task, options.args_json, DeviceLimits.for_device(measurer.device))
@@ -157,13 +164,15 @@ def _tune(options: argparse.Namespace) -> int:
 
 
 def _replay_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recording", metavar="RECORDING", help="a log of one task on one GPU model")
+    parser.add_argument("recording", metavar="RECORDING",
+                        help="an AutoTVM log or a Kernel Tuner cache of one task on one GPU model")
     add_tuning_arguments(parser)
+    add_device_argument(parser)
 
 
 def _replay(options: argparse.Namespace) -> int:
     check_tuner(options)
-    measurer = ReplayMeasurer(load_recording(options.recording))
+    measurer = ReplayMeasurer(load_recording(options.recording, options.device))
     task = recording_task(measurer.records, limits=DeviceLimits.for_device(measurer.device))
     return run_tuning(task, measurer, options)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .flops import FlopCountError, flop_count
 from .logfile import canonical_args
-from .ops import TEMPLATES, BadArgs
+from .ops import RECORDED_TEMPLATES, TEMPLATES, BadArgs
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ def describe_workload(task_name: str, args: list) -> WorkloadFacts:
     """A template counts its own task (from the params it parses); TVM tasks without a
     template are counted by engine.flops; anything else has no count."""
     key = canonical_args(args)
-    cls = TEMPLATES.get(task_name)
+    cls = TEMPLATES.get(task_name) or RECORDED_TEMPLATES.get(task_name)
     if cls is not None:
         template = cls()
         try:

@@ -10,6 +10,9 @@ that is not there and a whole tuning run can be replayed.
 
 Configs are matched by their entity (knob values), not the logged index, so
 old logs whose knob order differs from ours still match.
+
+A Kernel Tuner cache file is a recording too (engine.kernel_tuner reads it): its
+kernel is a `kernel_tuner` task whose space is the configs the cache holds.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from . import kernel_tuner
 from .measure import DeviceInfo, MeasureResult, Measurer, result_of
 from .logfile import ErrorNo, LogFileError, Record, read_log_file
 from .space import EntityError
@@ -33,15 +37,22 @@ class RecordingError(ValueError):
     """A recording that cannot be replayed as asked; the message says why."""
 
 
-def load_recording(path: str | Path) -> list[Record]:
-    """Every record of a log file, gzipped (`.gz`) or not; OSError when it cannot be opened,
-    RecordingError when it is not a text log or holds no record."""
+def load_recording(path: str | Path, device: str | None = None) -> list[Record]:
+    """Every record of an AutoTVM log or a Kernel Tuner cache file, gzipped or not; OSError when
+    it cannot be opened, RecordingError when it is neither or holds no record. `device` names
+    the GPU model of a Kernel Tuner cache (needed when its device name is empty)."""
     try:
-        records = read_log_file(path).records
-    except LogFileError as exc:
+        if kernel_tuner.sniff_file(path) == kernel_tuner.CACHE:
+            records = kernel_tuner.parse_cache(kernel_tuner.read_text(path), device).records
+            what = "Kernel Tuner cache entries"
+        elif device:
+            raise RecordingError(f"{path} is an AutoTVM log, which names its GPU itself: leave out the device")
+        else:
+            records, what = read_log_file(path).records, "version 0.2 tuning records"
+    except (LogFileError, kernel_tuner.KernelTunerFileError) as exc:
         raise RecordingError(str(exc)) from None
     if not records:
-        raise RecordingError(f"{path} holds no version 0.2 tuning records")
+        raise RecordingError(f"{path} holds no {what}")
     return records
 
 

@@ -26,6 +26,8 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "kind", "owner", "workload", "preset", "tuner", "n_trial", "created_at")
     list_filter = ("kind", "tuner")
     inlines = [NetworkTaskInline, JobRunInline]
+    # Hundreds of workloads: a search box, not a dropdown of every one.
+    autocomplete_fields = ("workload",)
 
 
 @admin.register(Worker)

@@ -57,6 +57,11 @@ def finish(run_id: int, token: uuid.UUID, state: State, message: str = "") -> bo
     )
 
 
+def release(run_id: int, token: uuid.UUID) -> None:
+    """The worker is done with the run, whatever its state: the pages stop waiting for it."""
+    held(run_id, token).update(claim_token=None)
+
+
 class RunHeartbeat:
     """Refresh the run's heartbeat from a thread while the tuning loop works, so a
     long batch (compiling, timing) does not look like a dead worker."""

@@ -43,6 +43,19 @@ def gpu_choices() -> list:
     return choices
 
 
+def preset_availability() -> dict:
+    """For the submit page's script: each preset's template, and per online GPU model the
+    presets it can serve (null: all of them; a replay worker only those it recorded)."""
+    online = online_devices()
+    served = {}
+    for model, workers in online.items():
+        if any(not w.is_replay for w in workers):
+            served[model] = None
+        else:
+            served[model] = [p.name for p in PRESETS.values() if any(w.serves(p.task_name, p.args) for w in workers)]
+    return {"templates": {p.name: p.task_name for p in PRESETS.values()}, "served": served}
+
+
 class JobRequestForm(forms.Form):
     """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
     the GPUs online now; `request` holds it once the form is valid."""
@@ -85,20 +98,33 @@ class JobForm(JobRequestForm):
         super().__init__(*args, **kwargs)
         self.fields["top_k"].initial = settings.TUNERWEB_CONFIRM_TOP_K
         self.fields["template"].choices = [(name, name) for name in sorted(TEMPLATES)]
+        self.fields["template"].initial = "conv2d_nchw.cuda" if "conv2d_nchw.cuda" in TEMPLATES else None
         self.fields["preset"].choices = preset_choices()
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
+
+    def clean(self):
+        """Every field's problem at once: the request is checked even when a field already
+        failed, and its errors go to the fields that have none yet."""
+        data = forms.Form.clean(self)
+        try:
+            self.request = self.check(data)
+        except forms.ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                if field not in self.errors:
+                    self.add_error(field, messages)
+        return data
 
     def check(self, data: dict) -> JobRequest:
         args = data.get("args", "")
         kernel = data.get("custom_kernel")
         if kernel is not None:
-            if data["template"] != CUSTOM:
+            if data.get("template") != CUSTOM:
                 raise forms.ValidationError({"custom_kernel": f"a custom kernel is tuned with the {CUSTOM} template"})
             args = kernel.workload.args
         return check_request(
-            template=data["template"], preset=data.get("preset", ""), args=args,
-            tuner=data["tuner"], n_trial=data["n_trial"], gpus=data["gpus"],
+            template=data.get("template", ""), preset=data.get("preset", ""), args=args,
+            tuner=data.get("tuner", ""), n_trial=data.get("n_trial"), gpus=data.get("gpus"),
             early_stopping=data.get("early_stopping"), top_k=data.get("top_k"),
         )
 

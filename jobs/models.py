@@ -211,6 +211,10 @@ class Worker(models.Model):
         """The recording's file name: pages show no server paths."""
         return self.recording.rsplit("/", 1)[-1]
 
+    def serves(self, task_name: str, args: list) -> bool:
+        """A GPU measures any workload; a replay worker only those in its recording."""
+        return not self.is_replay or [*Workload.key_of(task_name, args)] in self.workloads
+
     @property
     def online(self) -> bool:
         return self.last_heartbeat is not None and self.last_heartbeat >= stale_before()
@@ -313,6 +317,16 @@ class JobRun(models.Model):
     @property
     def best_gflops(self) -> float | None:
         return self.best_record.gflops if self.best_record else None
+
+    @property
+    def settled(self) -> bool:
+        """No worker will store another trial: finished, and its worker let go of the claim
+        (a cancel ends the run at once, but its worker still stores the batch in hand) or went silent."""
+        if self.state in ACTIVE_STATES:
+            return False
+        if self.state != State.CANCELLED or self.claim_token is None:
+            return True
+        return self.heartbeat_at is None or self.heartbeat_at < stale_before()
 
     def records(self):
         """This run's measurements, in the order they were stored."""

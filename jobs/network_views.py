@@ -23,7 +23,7 @@ def _network_job_for(request, pk: int) -> Job:
 @login_required
 def submit(request):
     form = NetworkJobForm(request.POST or None, initial=request.GET.dict())
-    return _submit(request, form, "jobs/network_submit.html", submit_network_job, what="Network job")
+    return _submit(request, form, "jobs/network_submit.html", submit=submit_network_job)
 
 
 @login_required

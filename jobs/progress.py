@@ -5,6 +5,8 @@ import statistics
 
 from django.urls import reverse
 
+from engine import ErrorNo
+
 from .models import Job, JobRun
 
 TRIAL_ROWS = 50
@@ -42,6 +44,14 @@ def run_summary(run: JobRun) -> dict:
     }
 
 
+def trial_points(run: JobRun) -> dict:
+    """Every stored trial of the run, column by column in trial order: the job plot's data.
+    A failed trial has no cost; `error` is its error number (0 for none)."""
+    rows = list(run.records().values_list("pk", "config_index", "mean_cost", "gflops", "error_no"))
+    columns = ("record", "config_index", "cost", "gflops", "error")
+    return {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+
+
 def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     best = run.best_record
     rival = leaderboard_best_for(run)
@@ -55,11 +65,15 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
         "failures": [{"kind": kind, "count": count} for kind, count in run.failure_counts()],
+        "settled": run.settled,
         "convergence": run.convergence(),
+        "points": trial_points(run),
         "trials": [
             {
                 "number": first_number + len(trials) - 1 - i, "record": r.pk, "config_index": r.config_index,
+                "record_url": reverse("records:record_detail", args=[r.pk]),
                 "mean_cost": r.mean_cost, "gflops": r.gflops, "error": r.error.label if r.error_no else "",
+                "error_msg": r.error_msg,
             }
             for i, r in enumerate(trials)
         ],
@@ -71,6 +85,7 @@ def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
             reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
         ),
         "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
+        "knobs_url": reverse("records:knobs", args=[run.job.workload_id]) + f"?batch={run.batch_id}" if best else None,
         "confirmations": confirmations,
         "confirmed_best": confirmed_best(confirmations),
     }
@@ -132,5 +147,14 @@ def job_summary(job: Job, runs=None) -> dict:
 
 
 def job_progress(job: Job) -> dict:
+    """Everything the job page shows. `settled` turns true once no worker will store another
+    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then."""
     runs = job.runs.with_figures().select_related("worker", "job__workload")
-    return {**job_summary(job, runs), "runs": [run_progress(run) for run in runs]}
+    progress = [run_progress(run) for run in runs]
+    return {
+        **job_summary(job, runs), "runs": progress,
+        "settled": all(run["settled"] for run in progress),
+        "error_kinds": {int(e): e.label for e in ErrorNo},
+        "record_url_template": reverse("records:record_detail", args=[0]),
+        "record_api_template": reverse("api-record", args=[0]),
+    }

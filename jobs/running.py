@@ -11,7 +11,7 @@ from engine import (BadArgs, DeviceLimits, RecordingError, UnknownTemplate, Unkn
                     get_tuner, restrict_to_recording, tune)
 
 from . import network
-from .claims import ClaimLost, RunHeartbeat, finish
+from .claims import ClaimLost, RunHeartbeat, finish, release
 from .confirming import confirm_run, remeasure_configs, run_top_k
 from .models import JobKind, JobRun, State
 from .recording import RunRecorder, stored_records
@@ -25,6 +25,13 @@ EXPECTED_ERRORS = (BadArgs, UnknownTemplate, UnknownTuner, RecordingError)
 
 
 def run_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
+    try:
+        return _tune_claimed(run_id, token, config)
+    finally:
+        release(run_id, token)
+
+
+def _tune_claimed(run_id: int, token: uuid.UUID, config: WorkerConfig) -> str:
     run = JobRun.objects.select_related("job__workload", "job__owner", "job__from_device", "task__workload",
                                         "device").get(pk=run_id)
     job, workload = run.job, run.workload

@@ -21,8 +21,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
-from engine import (CUSTOM_TEMPLATE as CUSTOM, MIN_ROUNDS, PRESETS, TEMPLATES, TUNERS, BadArgs, UnknownTemplate,
-                    args_from_json, create_task)
+from engine import (CUSTOM_TEMPLATE as CUSTOM, KERNEL_TUNER_TEMPLATE as KERNEL_TUNER, MIN_ROUNDS, PRESETS,
+                    TEMPLATES, TUNERS, BadArgs, UnknownTemplate, args_from_json, create_task)
 from records.models import Device, ImportBatch, Workload
 
 from .custom_kernels import stored_kernel_for
@@ -151,7 +151,7 @@ def check_request(
 
 
 def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str, list]:
-    if template not in TEMPLATES:
+    if template not in TEMPLATES and template != KERNEL_TUNER:
         errors["template"] = f"unknown template {template!r}; choose one of {', '.join(sorted(TEMPLATES))}"
         return template, []
     if preset:
@@ -187,13 +187,15 @@ def _check_workload(template: str, preset: str, args, errors: dict) -> tuple[str
 
 def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | None:
     online = online_devices()
-    workload_key = [*Workload.key_of(task_name, args)]
     for model in gpus:
         workers = online.get(model)
         if not workers:
             known = ", ".join(sorted(online)) or "none"
             return f"no GPU of model {model!r} is online (online now: {known})"
-        if not any(w.is_replay is False or workload_key in w.workloads for w in workers):
+        if task_name == KERNEL_TUNER and not any(w.is_replay for w in workers):
+            return (f"{model} is a GPU, and a Kernel Tuner kernel has no source here: only a replay of its "
+                    f"cache runs it (tune its source through the custom template)")
+        if not any(w.serves(task_name, args) for w in workers):
             return (
                 f"{model} is a replay device: it answers only for the workloads in its recording, "
                 f"and this workload is not one of them"

@@ -3,19 +3,23 @@ the workers page, the profile page with the API token, and custom kernels (list,
 for staff, detail). Each view authorises, calls one jobs/ function and renders."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from records.permissions import public_read
+from records.sorting import sorting_from
 
 from .custom_kernels import add_custom_kernel, summarize
-from .forms import CustomKernelForm, JobForm, RemeasureForm
-from .models import CustomKernel, Job, JobKind, Worker
+from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
+from .models import CustomKernel, Job, JobKind, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
 from .tokens import token_for
@@ -27,30 +31,40 @@ def _job_for(request, pk: int, kinds=(JobKind.TUNE, JobKind.REMEASURE)) -> Job:
     return get_object_or_404(jobs, pk=pk)
 
 
+JOB_COLUMNS = {"job": "id", "state": "state", "task": "workload__task_name", "tuner": "tuner",
+               "budget": "n_trial", "submitted": "created_at"}
+
+
 @login_required
 def job_list(request):
-    jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related("runs__device")
-    return render(request, "jobs/list.html", {"jobs": jobs[:200]})
+    sorting = sorting_from(request.GET, JOB_COLUMNS)
+    runs = Prefetch("runs", JobRun.objects.select_related("device", "best_record"))
+    jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(runs)
+    return render(request, "jobs/list.html", {
+        "jobs": sorting.queryset(jobs)[:200], "sorting": sorting, "sort_error": sorting.error,
+    }, status=400 if sorting.error else 200)
 
 
-def _submit(request, form, template: str, submit=submit_job, what: str = "Job"):
-    """Queue the job a valid form asks for and show it (saying how the queue took it); else
-    the form again, with its messages."""
+def _submit(request, form, template: str, extra: dict | None = None, submit=submit_job):
+    """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
         submission = submit(request.user, form.request)
         for error in submission.queue_errors:
             messages.error(request, error)
         if not submission.queue_errors:
-            messages.success(request, f"{what} {submission.job.pk} is queued.")
+            # Said in the past tense: the message stays on the page while the job moves on.
+            gpus = ", ".join(sorted({run.device.model for run in submission.job.runs.select_related("device")}))
+            messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
         return redirect(submission.job)
     status = 400 if request.method == "POST" else 200
-    return render(request, template, {"form": form}, status=status)
+    return render(request, template, {"form": form, **(extra or {})}, status=status)
 
 
 @login_required
 def submit(request):
     # GET parameters prefill the form: a custom kernel's "tune it" link names the template and kernel.
-    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html")
+    return _submit(request, JobForm(request.POST or None, initial=request.GET.dict()), "jobs/submit.html",
+                   {"presets": preset_availability()})
 
 
 @login_required
@@ -90,10 +104,16 @@ def workers(request):
 @login_required
 def profile(request):
     if request.method == "POST":
+        had_one = Token.objects.filter(user=request.user).exists()
         token_for(request.user, renew=True)
-        messages.success(request, "A new API token is made; the old one no longer works.")
+        messages.success(request, "A new API token is made; the old one no longer works." if had_one
+                         else "Your API token is made.")
         return redirect("jobs:profile")
-    return render(request, "jobs/profile.html", {"token": Token.objects.filter(user=request.user).first()})
+    online = sorted({worker.queue for worker in Worker.objects.online()})
+    return render(request, "jobs/profile.html", {
+        "token": Token.objects.filter(user=request.user).first(), "example_gpus": json.dumps(online[:1] or ["GPU-MODEL"]),
+        "online_gpus": online,
+    })
 
 
 @login_required

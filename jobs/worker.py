@@ -47,6 +47,7 @@ class WorkerConfig:
     device: dict  # DeviceInfo.to_dict()
     gpu_index: int | None = None
     recording: str = ""
+    recording_device: str = ""  # replay: the GPU model of a Kernel Tuner cache that names none
     pace: float = 0.0  # replay: seconds each replayed config takes
     workloads: tuple = ()  # replay: (task name, canonical args) pairs of the recording
     slot: int = 0  # replay: tells apart several replay workers of one recording on one host
@@ -78,15 +79,18 @@ class WorkerConfig:
 
 # -- working out the device ------------------------------------------------------------
 
-def replay_config(recording: str | Path, pace: float = 0.0, slot: int = 0) -> WorkerConfig:
-    records = load_recording(recording)
+def replay_config(recording: str | Path, pace: float = 0.0, recording_device: str | None = None,
+                  slot: int = 0) -> WorkerConfig:
+    """A replay worker of an AutoTVM log or a Kernel Tuner cache (`recording_device`: its GPU model,
+    for a cache whose device name is empty); `slot` tells apart several of one recording on a host."""
+    records = load_recording(recording, recording_device)
     model = recording_model(records)
     device = DeviceInfo(
         model=model + REPLAY_SUFFIX, name=f"{model} replay of {Path(recording).name}", is_replay=True
     )
     workloads = tuple(sorted({r.workload_key for r in records}))
     return WorkerConfig(kind="replay", device=device.to_dict(), recording=str(Path(recording).resolve()),
-                        pace=pace, workloads=workloads, slot=slot)
+                        recording_device=recording_device or "", pace=pace, workloads=workloads, slot=slot)
 
 
 def gpu_config(index: int) -> WorkerConfig:
@@ -250,7 +254,8 @@ def measurer_for(config: WorkerConfig) -> Measurer:
         device = config.device_info()
         if config.kind == "replay":
             target = make_target(device.model)
-            records = [dataclasses.replace(r, target=target) for r in load_recording(config.recording)]
+            recorded = load_recording(config.recording, config.recording_device or None)
+            records = [dataclasses.replace(r, target=target) for r in recorded]
             _measurers[key] = PacedReplayMeasurer(ReplayMeasurer(records, device=device), config.pace)
         else:
             _measurers[key] = make_measurer("gpu", device_id=config.gpu_index)

@@ -87,3 +87,48 @@ def compare_devices(device_a: Device, device_b: Device) -> DeviceComparison:
     ]
     rows.sort(key=lambda row: (row.workload.task_name, row.workload.pk))
     return DeviceComparison(device_a=device_a, device_b=device_b, rows=rows)
+
+
+@dataclass
+class RecordsComparison:
+    """Any records side by side, knob by knob, each timed against the first (MLflow's compare)."""
+
+    records: list[MeasurementRecord]
+    knobs: list[KnobAcross]
+
+    @property
+    def same_workload(self) -> bool:
+        return len({record.workload_id for record in self.records}) == 1
+
+    def ratios(self) -> list[float | None]:
+        """Each record's time over the first's (below 1: faster than the first); None where
+        either failed or the workloads differ (their times do not measure the same work)."""
+        first = self.records[0].mean_cost
+        return [
+            record.mean_cost / first
+            if first and record.mean_cost is not None and record.workload_id == self.records[0].workload_id else None
+            for record in self.records
+        ]
+
+    @property
+    def columns(self) -> list[tuple[MeasurementRecord, float | None]]:
+        return list(zip(self.records, self.ratios()))
+
+    @property
+    def differing_count(self) -> int:
+        return sum(knob.differs for knob in self.knobs)
+
+    def shown_knobs(self, only_differences: bool) -> list[KnobAcross]:
+        return [knob for knob in self.knobs if knob.differs] if only_differences else self.knobs
+
+
+def compare_records(records: list[MeasurementRecord]) -> RecordsComparison:
+    """`records` in the order given, their knobs aligned (normalised as a diff compares them)."""
+    defaults: dict[int, dict] = {}
+    tuned = []
+    for record in records:
+        if record.workload_id not in defaults:
+            defaults[record.workload_id] = record.workload.knob_defaults()
+        tuned.append(knobs_as_tuned(record, defaults[record.workload_id]))
+    knobs = [KnobAcross(name, [each.get(name) for each in tuned]) for name in knob_names(*tuned)]
+    return RecordsComparison(records=records, knobs=knobs)

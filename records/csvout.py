@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 
-from .compare import DeviceComparison, WorkloadComparison
+from .compare import DeviceComparison, RecordsComparison, WorkloadComparison
 from .diffs import ConfigDiff
 from .models import MeasurementRecord
 from .speedups import SpeedupTable
@@ -146,6 +146,19 @@ def workload_compare_table(comparison: WorkloadComparison) -> Table:
     return header, rows
 
 
+def records_compare_table(comparison: RecordsComparison, only_differences: bool) -> Table:
+    header = ["row"] + [f"record_{record.pk}" for record in comparison.records] + ["differs"]
+    rows = [
+        ["gpu"] + [record.device.model for record in comparison.records] + [""],
+        ["workload_id"] + [record.workload_id for record in comparison.records] + [""],
+        ["time_us"] + [usec(record.mean_cost) for record in comparison.records] + [""],
+        ["time_over_first"] + ["" if r is None else f"{r:.3f}" for r in comparison.ratios()] + [""],
+    ]
+    rows += [[knob.name] + [_json_or_empty(v) for v in knob.values] + [knob.differs]
+             for knob in comparison.shown_knobs(only_differences)]
+    return header, rows
+
+
 def devices_compare_table(comparison: DeviceComparison) -> Table:
     a, b = comparison.device_a.model, comparison.device_b.model
     header = ["workload_id", "task", "shape", f"{a}_median_us", f"{b}_median_us", f"speedup_{b}_over_{a}",
@@ -213,5 +226,5 @@ def batches_table(batches) -> Table:
 
 def problems_table(batch) -> Table:
     header = ["line", "reason"]
-    return header, ([p.get("line"), p.get("reason")] for p in batch.problems)
+    return header, ([p.get("line", p.get("entry")), p.get("reason")] for p in batch.problems)
 

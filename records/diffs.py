@@ -47,8 +47,9 @@ class ConfigDiff:
 
     @property
     def ratio(self) -> float | None:
-        """Time of b over time of a: below 1 means b is faster."""
-        if self.a.mean_cost is None or self.b.mean_cost is None:
+        """Time of b over time of a: below 1 means b is faster. None when either failed, or
+        when they are of different workloads (their times do not measure the same work)."""
+        if self.a.mean_cost is None or self.b.mean_cost is None or not self.same_workload:
             return None
         return self.b.mean_cost / self.a.mean_cost
 
@@ -74,10 +75,19 @@ class ConfigDiff:
         return self.differing_rows if only_differences else self.rows
 
 
+def normalised_value(kind: str, value: Any) -> Any:
+    """A knob value as it compares: a split's outer part is implied by the others, and
+    older logs (TopHub) write it out (`[1, 8, 8, 1]`) where newer ones write -1."""
+    if kind == "sp" and isinstance(value, list) and value:
+        return [-1, *value[1:]]
+    return value
+
+
 def knobs_as_tuned(record: MeasurementRecord, defaults: dict[str, Any]) -> dict[str, Any]:
-    """The record's knobs, plus the default of each knob its template gained after it was
-    logged (`Workload.knob_defaults`: a GEMM logged before `slice_k` ran with one slice)."""
-    return {**record.knobs, **{k: v for k, v in defaults.items() if k not in record.knobs}}
+    """The record's knobs in comparable form, plus the default of each knob its template gained
+    after it was logged (`Workload.knob_defaults`: a GEMM logged before `slice_k` ran with one slice)."""
+    knobs = {name: normalised_value(kind, value) for name, kind, value in record.entity}
+    return {**knobs, **{k: v for k, v in defaults.items() if k not in knobs}}
 
 
 def config_diff(a: MeasurementRecord, b: MeasurementRecord) -> ConfigDiff:

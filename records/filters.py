@@ -9,7 +9,7 @@ from engine import ErrorNo
 
 from .environments import GROUPABLE, environment_filter
 from .leaderboards import search_workloads
-from .models import Baseline, Device, MeasurementRecord, Workload
+from .models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
 
 
 def task_choices() -> list[tuple[str, str]]:
@@ -26,6 +26,12 @@ class Status:
     ]
 
 
+class IntegerFilter(django_filters.NumberFilter):
+    """An id: whole numbers only (NumberFilter takes decimals)."""
+
+    field_class = forms.IntegerField
+
+
 class RecordFilter(django_filters.FilterSet):
     """The ranked record table: valid configs unless `status` asks for errors."""
 
@@ -34,9 +40,10 @@ class RecordFilter(django_filters.FilterSet):
         field_name="device", to_field_name="model", queryset=Device.objects.all(), label="GPU model",
         empty_label="all GPUs",
     )
-    workload = django_filters.NumberFilter(field_name="workload_id", label="Workload id")
+    workload = IntegerFilter(field_name="workload_id", label="Workload id")
     shape = django_filters.CharFilter(method="filter_shape", label="Shape contains", help_text="e.g. 1,512,7,7")
-    status = django_filters.ChoiceFilter(choices=Status.CHOICES, method="filter_status", label="Status", empty_label="valid (no error)")
+    # No empty choice: "valid" comes first and is what an absent status means.
+    status = django_filters.ChoiceFilter(choices=Status.CHOICES, method="filter_status", label="Status", empty_label=None)
     kind = django_filters.ChoiceFilter(choices=MeasurementRecord.Kind.choices, label="Kind", empty_label="any kind")
     cache = django_filters.ChoiceFilter(choices=MeasurementRecord.Cache.choices, label="L2", empty_label="warm or cold")
     gpu_uuid = environment_filter("gpu_uuid", "GPU board (UUID)")
@@ -120,6 +127,31 @@ class DiffForm(forms.Form):
     only = forms.BooleanField(required=False, label="Differences only")
 
 
+class CompareRecordsForm(forms.Form):
+    """`?r=ID&r=ID...`: the records ticked on a table, compared in the order given."""
+
+    MAX_RECORDS = 20
+    r = forms.ModelMultipleChoiceField(
+        queryset=MeasurementRecord.objects.select_related("workload", "device"),
+        label="Records",
+        error_messages={
+            "invalid_choice": "There is no record with id %(value)s.",
+            "invalid_pk_value": "“%(pk)s” is not a record id (a whole number).",
+            "required": "Tick at least two records to compare.",
+        },
+    )
+    only = forms.BooleanField(required=False, label="Differences only")
+
+    def clean_r(self):
+        found = {record.pk: record for record in self.cleaned_data["r"]}
+        ids = list(dict.fromkeys(int(value) for value in self.data.getlist("r")))
+        if len(ids) < 2:
+            raise forms.ValidationError("Tick at least two records to compare.")
+        if len(ids) > self.MAX_RECORDS:
+            raise forms.ValidationError(f"Compare at most {self.MAX_RECORDS} records at once ({len(ids)} ticked).")
+        return [found[pk] for pk in ids]
+
+
 class CompareDevicesForm(forms.Form):
     a = _device_field("GPU A")
     b = _device_field("GPU B")
@@ -129,6 +161,23 @@ class CompareDevicesForm(forms.Form):
         if data.get("a") and data.get("a") == data.get("b"):
             raise forms.ValidationError("Choose two different GPU models.")
         return data
+
+
+class KnobsForm(forms.Form):
+    """Whose records a knob study reads: one GPU's, or one import's or job run's (both optional)."""
+
+    device = forms.ModelChoiceField(
+        queryset=Device.objects.all(), to_field_name="model", required=False, label="GPU model",
+        error_messages={"invalid_choice": "There is no GPU model of that name."},
+    )
+    batch = forms.ModelChoiceField(
+        queryset=ImportBatch.objects.all(), required=False, label="Import or job run",
+        error_messages={"invalid_choice": "There is no import with that id."},
+    )
+
+
+class RooflineForm(forms.Form):
+    device = _device_field("GPU")
 
 
 class SpeedupForm(forms.Form):

@@ -26,6 +26,8 @@ from .models import BIGINT_MAX, Catalog, Device, ImportBatch, MeasurementRecord,
 
 CHUNK_SIZE = 2000
 MAX_PROBLEMS = 300
+# Duplicates noted by line (which line or record they repeat): the first few are enough to see why.
+MAX_DUPLICATE_NOTES = 20
 # The first lines a file must show a record among, or it is refused as not a log.
 SNIFF_LINES = 20
 
@@ -141,10 +143,18 @@ class _Importer:
         self.legacy = 0
         self.malformed = 0
         self.problems: list[dict] = []
+        self.duplicate_notes = 0
 
     def note(self, lineno: int, reason: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append({"line": lineno, "reason": reason})
+
+    def note_duplicate(self, lineno: int, reason: str) -> None:
+        """Which line or record a duplicate repeats; only the first few, so they cannot crowd
+        the malformed lines out of the report."""
+        if self.duplicate_notes < MAX_DUPLICATE_NOTES:
+            self.duplicate_notes += 1
+            self.note(lineno, reason)
 
     def take(self, lineno: int, item: Record | LogLineError) -> None:
         if lineno in self.reader.undecodable:
@@ -165,16 +175,22 @@ class _Importer:
             self.note(lineno, problem)
             return
         self.valid += 1
-        self.pending.setdefault(fingerprint(line), (lineno, item))
+        key = fingerprint(line)
+        if key in self.pending:
+            self.note_duplicate(lineno, f"duplicate of line {self.pending[key][0]}")
+            return
+        self.pending[key] = (lineno, item)
         if len(self.pending) >= CHUNK_SIZE:
             self.flush()
 
     def flush(self) -> None:
         # Rows for records not stored yet only; ignore_conflicts covers an import
         # of the same lines running at the same time.
-        stored = set(
-            MeasurementRecord.objects.filter(fingerprint__in=list(self.pending)).values_list("fingerprint", flat=True)
+        stored = dict(
+            MeasurementRecord.objects.filter(fingerprint__in=list(self.pending)).values_list("fingerprint", "pk")
         )
+        for key in stored:
+            self.note_duplicate(self.pending[key][0], f"duplicate: already stored as record #{stored[key]}")
         rows = [self.row(key, lineno, item) for key, (lineno, item) in self.pending.items() if key not in stored]
         MeasurementRecord.objects.bulk_create(rows, ignore_conflicts=True)
         self.pending.clear()

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from .models import Device, MeasurementRecord, Workload, valid_filter
+from .models import BEST_ORDER, Device, MeasurementRecord, Workload, valid_filter
 
 _VALID = valid_filter("records__")
 
@@ -25,23 +25,45 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
+SUMMARY_COLUMNS = ("record_count", "valid_count", "best_gflops")
+
+
 def summarize(workloads: QuerySet) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS.
+    """`workloads` with how many records (and valid ones) each has and its best GFLOPS, in
+    their order (summarized already, they come back as they are).
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
+    if "record_count" in workloads.query.annotations:
+        return workloads
     return workloads.annotate(
         record_count=Count("records"),
         valid_count=Count("records", filter=_VALID),
         best_gflops=Max("records__gflops", filter=_VALID),
-    ).order_by("task_name", "id")
+    )
+
+
+def dashboard_workloads(search: str, sorting) -> QuerySet:
+    """The dashboard's workloads matching `search`, in `sorting`'s order. Ordering by a count
+    or a best means summarizing every workload's records (seconds with a million); any other
+    order leaves that to `workload_rows`, for one page."""
+    workloads = search_workloads(search)
+    if sorting.column is not None and sorting.columns[sorting.column] in SUMMARY_COLUMNS:
+        workloads = summarize(workloads)
+    return sorting.queryset(workloads, tiebreak=("task_name", "id"))
 
 
 def workload_rows(page_of_workloads) -> list[tuple[Workload, list[Device]]]:
-    """A dashboard page: each workload summarized, with the GPUs that have records of it."""
+    """A dashboard page, in the page's order: each workload summarized, with the GPUs that
+    have records of it and the GPU of its best GFLOPS (`best_gpu`)."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids)
-    return [(workload, gpus.get(workload.pk, [])) for workload in summarize(Workload.objects.filter(pk__in=ids))]
+    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
+    fastest = MeasurementRecord.objects.filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
+    summarized = summarize(Workload.objects.filter(pk__in=ids)).annotate(
+        best_gpu=Subquery(fastest.values("device__model")[:1]))
+    by_id = {workload.pk: workload for workload in summarized}
+    return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 
 
 def task_summaries() -> list[dict]:

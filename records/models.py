@@ -200,12 +200,18 @@ class ImportBatch(models.Model):
     def __str__(self) -> str:
         return f"{self.file_name} ({self.imported} new)"
 
+    @property
+    def comment_lines(self) -> int:
+        """Comments and blank lines: what the other counts leave of the lines read."""
+        return self.lines - self.imported - self.duplicates - self.legacy_skipped - self.malformed
+
     def summary(self) -> str:
-        """One line of what became of the file's lines (or baseline rows)."""
+        """One line of what became of the file's lines (or baseline rows): the parts add up to the total."""
         if self.kind == self.Kind.BASELINES:
             return f"{self.lines} rows: {self.imported} baselines saved, {len(self.problems)} problems"
         return (f"{self.lines} lines: {self.imported} imported, {self.duplicates} duplicates, "
-                f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed")
+                f"{self.legacy_skipped} version 0.1 skipped, {self.malformed} malformed, "
+                f"{self.comment_lines} comments or blank")
 
     def as_dict(self) -> dict:
         """The batch as the import API answers it."""

@@ -99,14 +99,14 @@ def resnet18_recording(tmp_path_factory) -> Path:
 class WorkerProcess:
     """`manage.py run_worker --replay ...` in its own process group."""
 
-    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float, slot: int = 0) -> None:
+    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float, extra_args=(), slot: int = 0) -> None:
         env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "REDIS_URL": redis_url,
                "DJANGO_SETTINGS_MODULE": "tunerweb.settings"}
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "run_worker", "--replay", str(recording), "--pace", str(pace),
-             "--slot", str(slot), "--loglevel", "INFO"],
+             "--slot", str(slot), "--loglevel", "INFO", *extra_args],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
@@ -146,7 +146,8 @@ def start_worker(recording_path, redis_url, tmp_path):
     started: list[WorkerProcess] = []
 
     def start(pace: float = 0.0, wait: bool = True, recording: Path | None = None, slot: int = 0) -> WorkerProcess:
-        worker = WorkerProcess(recording or recording_path, redis_url, tmp_path / f"worker-{len(started)}.log", pace, slot)
+        worker = WorkerProcess(recording or recording_path, redis_url, tmp_path / f"worker-{len(started)}.log", pace,
+                               slot=slot)
         started.append(worker)
         if wait:
             worker.wait_ready()

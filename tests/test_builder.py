@@ -73,6 +73,11 @@ def test_a_compile_past_the_timeout_is_a_build_timeout_and_the_worker_is_replace
     ("NVIDIA A100-SXM4-40GB", "a100"),
     ("Tesla V100-SXM2-16GB", "v100"),
     ("NVIDIA GeForce RTX 4090", "rtx4090"),
+    ("NVIDIA A100-PCIE-40GB", "a100"),
+    ("NVIDIA RTX A4000", "rtxa4000"),
+    ("AMD Radeon PRO W6600", "w6600"),
+    ("AMD Instinct MI250X", "mi250x"),
+    ("NVIDIA_A100_PCIE_40GB", "a100"),  # store_results' spelling
     ("", "unknown"),
 ])
 def test_device_names_become_target_model_slugs(name, slug):

@@ -116,6 +116,12 @@ def test_the_spec_logs_in_autotvm_format_and_reads_back_as_the_same_workload():
     ({"reference": {"numpy": "c * 2"}}, "reference.numpy: unknown name 'c'"),
     ({"reference": {"shell": "ls"}}, 'reference: must be {"numpy": expression}'),
     ({"colour": "blue"}, "unknown field(s) colour"),
+    ({"constants": {"d_a": "c"}}, "constants.d_a: 'c' is not an input argument (a, b)"),
+    ({"constants": {"__x": "a"}}, "constants: '__x' is not a plain C identifier"),
+    ({"arguments": [{"name": "a", "shape": ["N"], "dtype": "float32", "range": [1, 0]},
+                    {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}]},
+     "arguments[0].range: must be [low, high] with low < high"),
+    ({"arguments": [{"name": "c", "shape": ["N"], "dtype": "uint8", "output": True}]}, "the output must be float32"),
 ])
 def test_a_bad_spec_is_refused_naming_the_field(changes, message):
     spec = spec_with(**changes)
@@ -126,6 +132,18 @@ def test_a_bad_spec_is_refused_naming_the_field(changes, message):
     with pytest.raises(SpecError) as caught:
         task_of(spec)
     assert message in str(caught.value)
+
+
+def test_bytes_and_ranged_inputs_are_drawn_as_the_spec_says_and_constants_name_their_argument():
+    spec = spec_with(arguments=[{"name": "a", "shape": ["N"], "dtype": "uint8"},
+                                {"name": "b", "shape": ["N"], "dtype": "float32", "range": [2, 3]},
+                                {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}],
+                     constants={"d_b": "b"})
+    task = task_of(spec)
+    a, b, _ = task.template.make_inputs(task.params, np.random.default_rng(0))
+    assert a.dtype == np.uint8 and a.max() > 200 and b.min() >= 2 and b.max() < 3
+    assert task.template.kernel(task.params, task.default_config()).constants == (("d_b", 1),)
+    assert np.allclose(task.template.reference(task.params, [a, b, None]), 3 * a.astype(np.int64) + b)
 
 
 def test_args_that_are_not_one_spec_are_refused():

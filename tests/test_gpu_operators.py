@@ -89,6 +89,36 @@ def test_custom_kernels_are_checked_against_either_reference(measurer, reference
     assert_all_correct(measurer, task, configs)
 
 
+CONSTANT_SOURCE = r"""
+__constant__ float coefficients[4];
+extern "C" __global__ void weighted(const float* a, const float* weights, float* c) {
+    const int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < N) c[i] = coefficients[i % 4] * a[i];
+}
+"""
+
+
+def test_a_custom_kernel_reads_its_constant_memory_filled_from_an_argument(measurer):
+    spec = {"kernel_name": "weighted", "source": CONSTANT_SOURCE, "sizes": {"N": 4096},
+            "tune_params": [["block_size_x", [64, 256]]], "block": ["block_size_x"], "grid": ["ceil_div(N, block_size_x)"],
+            "arguments": [{"name": "a", "shape": ["N"], "dtype": "float32"},
+                          {"name": "weights", "shape": [4], "dtype": "float32", "range": [1, 2]},
+                          {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}],
+            "constants": {"coefficients": "weights"},
+            "reference": {"kernel": {"source": TRUSTED_WEIGHTED, "kernel_name": "reference_weighted",
+                                     "grid": ["ceil_div(N, 256)"], "block": [256]}}}
+    task = engine.create_task("custom", [spec])
+    assert_all_correct(measurer, task, [task.config_space.get(0), task.config_space.get(1)])
+
+
+TRUSTED_WEIGHTED = r"""
+extern "C" __global__ void reference_weighted(const float* a, const float* weights, float* c) {
+    const int i = blockIdx.x * 256 + threadIdx.x;
+    if (i < N) c[i] = weights[i % 4] * a[i];
+}
+"""
+
+
 def test_the_cublas_and_cudnn_baselines_pass_the_reference_check(measurer):
     from engine.gpu.baselines import copy_bandwidth, cublas_gemm, cudnn_depthwise
 

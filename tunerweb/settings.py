@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "records",
     "jobs",
@@ -124,6 +125,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "tunerweb API",
     "DESCRIPTION": "Tuning records, leaderboards, diffs, compares and speedups as JSON.",
     "VERSION": "0.1.0",
+    # Swagger UI from our own static files (the sidecar package), so /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -10,15 +10,19 @@ import re
 
 from engine.measure import DeviceInfo
 
-_VENDOR_WORDS = {"nvidia", "tesla", "geforce", "quadro"}
+_VENDOR_WORDS = {"nvidia", "tesla", "geforce", "quadro", "amd", "radeon", "instinct"}
 # Trailing words that name a board's packaging or memory, not the chip: "H100 80GB HBM3", "A100-SXM4-40GB".
 _PACKAGING = re.compile(r"^(\d+gb|hbm\d*e?|sxm\d*|pcie|nvl|mig.*|\d+c)$")
 
 
 def model_slug(name: str) -> str:
     """The target's `-model=` value for a device name: "NVIDIA H200" gives "h200",
-    "Tesla V100-SXM2-16GB" gives "v100", "NVIDIA GeForce RTX 4090" gives "rtx4090"."""
-    words = [w for w in re.split(r"[\s\-_]+", name.lower()) if w and w not in _VENDOR_WORDS]
+    "Tesla V100-SXM2-16GB" gives "v100", "NVIDIA GeForce RTX 4090" gives "rtx4090",
+    "AMD Radeon PRO W6600" gives "w6600", "AMD Instinct MI250X" gives "mi250x"
+    (docs/gpu-names.md lists more)."""
+    # "Radeon PRO" is AMD's workstation line; the chip's name follows it.
+    lowered = re.sub(r"\bradeon[\s\-_]+pro\b", "radeon", name.lower())
+    words = [w for w in re.split(r"[\s\-_]+", lowered) if w and w not in _VENDOR_WORDS]
     kept: list[str] = []
     for word in words:
         if _PACKAGING.match(word):

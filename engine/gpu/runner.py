@@ -28,7 +28,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from engine.ops.base import KernelSource
+from engine.ops.base import KernelSource, copy_to_constant
 from engine.measure import DeviceInfo
 from engine.measure import MeasurerUnavailable
 from engine.logfile import ErrorNo
@@ -163,8 +163,11 @@ class _GpuSide:
         arrays, ref = self.tasks[task_key]
         out = arrays[source.output_index]
         try:
-            kernel = cp.RawModule(path=cubin_path).get_function(source.name)
-        except Exception as exc:  # a cubin the driver cannot load, or no entry of that name in it
+            module = cp.RawModule(path=cubin_path)
+            kernel = module.get_function(source.name)
+            for symbol, index in source.constants:
+                copy_to_constant(module, symbol, arrays[index])
+        except Exception as exc:  # a cubin the driver cannot load, no entry or symbol of that name in it
             return RunResult(ErrorNo.COMPILE_DEVICE, message=f"loading the kernel failed: {exc}",
                              seconds=time.perf_counter() - start)
         if source.shared_bytes > DEFAULT_SHARED_LIMIT:

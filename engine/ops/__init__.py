@@ -8,18 +8,23 @@ from .conv2d.template import Conv2dNCHW, Conv2dNoBatching
 from .custom.template import CustomKernel
 from .depthwise.template import DepthwiseConv2dNCHW
 from .gemm.template import Gemm
+from ..kernel_tuner.template import KernelTunerKernel
 
 TEMPLATES: dict[str, type[Template]] = {
     cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, BroadcastNCHW, CustomKernel)
 }
+# Tasks whose records come from elsewhere and which tunerweb replays and ranks but cannot compile
+# (a Kernel Tuner kernel: engine.kernel_tuner); jobs run them on replay workers only.
+RECORDED_TEMPLATES: dict[str, type[Template]] = {KernelTunerKernel.name: KernelTunerKernel}
 
 
 def get_template(name: str) -> Template:
     """An instance of the template for this task name; UnknownTemplate lists the known ones."""
-    cls = TEMPLATES.get(name)
+    cls = TEMPLATES.get(name) or RECORDED_TEMPLATES.get(name)
     if cls is None:
-        raise UnknownTemplate(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}")
+        known = ", ".join(sorted([*TEMPLATES, *RECORDED_TEMPLATES]))
+        raise UnknownTemplate(f"unknown template {name!r}; known templates: {known}")
     return cls()
 
 
-__all__ = ["TEMPLATES", "BadArgs", "DeviceLimits", "KernelSource", "Template", "UnknownTemplate", "get_template"]
+__all__ = ["RECORDED_TEMPLATES", "TEMPLATES", "BadArgs", "DeviceLimits", "KernelSource", "Template", "UnknownTemplate", "get_template"]

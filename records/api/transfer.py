@@ -9,14 +9,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
-from ..importing import NotALogError, import_log
+from ..import_formats import import_file
+from ..importing import NotALogError
 from ..models import ImportBatch
 from ..uploads import check_upload_size
 from ..views.transfer import export_response
 
 
 class LogUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="an AutoTVM JSON-lines log", validators=[check_upload_size])
+    file = serializers.FileField(
+        help_text="an AutoTVM JSON-lines log (plain or gzip), a Kernel Tuner cache file, T4 results or a Kernel "
+                  "Tuner results file; the format is detected", validators=[check_upload_size])
+    device = serializers.CharField(required=False, allow_blank=True, max_length=64,
+                                   help_text="GPU model of a Kernel Tuner file (needed where it names none)")
+    metadata = serializers.FileField(required=False, validators=[check_upload_size],
+                                     help_text="for T4 results: its metadata file or the kernel's T1 file")
 
 
 class BaselineUploadSerializer(serializers.Serializer):
@@ -56,7 +63,7 @@ class LogImportView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        summary="Import an AutoTVM log",
+        summary="Import tuning records (AutoTVM log, Kernel Tuner cache, T4 or results file)",
         request={"multipart/form-data": LogUploadSerializer},
         responses={201: ImportResultSerializer, 400: OpenApiResponse(ERROR, description="not a log, or too big")},
         tags=["imports"],
@@ -67,7 +74,9 @@ class LogImportView(APIView):
             return _upload_error(upload.errors)
         file = upload.validated_data["file"]
         try:
-            result = import_log(file, file.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+            result = import_file(file, file.name, user=request.user, source=ImportBatch.Source.UPLOAD,
+                                 device=upload.validated_data.get("device"),
+                                 metadata=upload.validated_data.get("metadata"))
         except NotALogError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(ImportResultSerializer(result.as_dict()).data, status=status.HTTP_201_CREATED)

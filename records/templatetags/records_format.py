@@ -65,3 +65,11 @@ def knob(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(str(v) for v in value) + "]"
     return str(value)
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """A share such as "% of peak", one decimal; — where there is none."""
+    if not isinstance(value, (int, float)):
+        return EMPTY
+    return f"{value:.1f}"

@@ -6,15 +6,24 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
+from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
+from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS
+from ..columns import record_columns
 from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
+from ..compare import compare_records as compare_many_records
 from ..compare import compare_workload as compare_one_workload
 from ..diffs import config_diff
 from ..environments import environment_groups
-from ..filters import CompareDevicesForm, DiffForm, LeaderboardForm, RecordFilter, SpeedupForm
-from ..leaderboards import device_summaries, search_workloads, summarize, task_summaries, workload_rows
-from ..models import Baseline, Device, ImportBatch, MeasurementRecord, Workload
+from ..filters import CompareDevicesForm, CompareRecordsForm, DiffForm, KnobsForm, LeaderboardForm, RecordFilter
+from ..filters import RooflineForm, SpeedupForm
+from ..knobs import study_knobs
+from ..leaderboards import dashboard_workloads, device_summaries, summarize, task_summaries, workload_rows
+from ..models import BEST_ORDER, Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
+from ..roofline import device_peaks, roofline, with_percent_of_peak
+from ..sorting import sorting_from
+from ..portability import portability
 from ..speedups import speedup_table
 from ..standings import leaderboard as workload_leaderboard, ranked_standings
 
@@ -42,19 +51,31 @@ def _param_form(form_class, request, defaults: dict | None = None):
     return form_class(data)
 
 
+def _status(*problems) -> int:
+    return 400 if any(problems) else 200
+
+
+def _sorted_records(request, records):
+    """The records table as `?sort=` asks, and the GPUs' peaks its "% of peak" reads."""
+    peaks = device_peaks()
+    sorting = sorting_from(request.GET, record_columns(peaks))
+    return peaks, sorting, sorting.queryset(records, tiebreak=BEST_ORDER)
+
+
 @public_read
 def home(request):
     search = request.GET.get("q", "")
-    workloads = search_workloads(search)
-    if csvout.wants_csv(request):
+    sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
+    workloads = dashboard_workloads(search, sorting)
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "workloads", {
             "workloads": lambda: csvout.workloads_table(summarize(workloads).iterator()),
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
         "search": search, "tasks": task_summaries(), "page": page, "rows": workload_rows(page),
-        "query": _query_without_page(request),
-    })
+        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
@@ -87,16 +108,17 @@ def _with_workload(records, workload):
 @public_read
 def record_list(request):
     records = RecordFilter(request.GET, queryset=MeasurementRecord.objects.all())
-    if csvout.wants_csv(request):
-        return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(records.qs.iterator())})
-    page = _page(request, records.qs)
+    peaks, sorting, ordered = _sorted_records(request, records.qs)
+    if csvout.wants_csv(request) and not sorting.error:
+        return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
+    page = _page(request, ordered)
     group_by = records.form.cleaned_data.get("group_by") if not records.errors else None
     return render(request, "records/record_list.html", {
-        "filter": records, "page": page, "rows": [(record, None) for record in page],
-        "first_rank": page.start_index(), "group_by": group_by,
+        "filter": records, "page": page, "rows": [(record, None) for record in with_percent_of_peak(page, peaks)],
+        "first_rank": page.start_index(), "peaks": any(peaks.values()), "group_by": group_by,
         "groups": environment_groups(records.qs, group_by) if group_by else None,
-        "query": _query_without_page(request),
-    }, status=400 if records.errors else 200)
+        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(records.errors, sorting.error))
 
 
 @public_read
@@ -127,6 +149,23 @@ def diff(request):
 
 
 @public_read
+def compare_records(request):
+    form = _param_form(CompareRecordsForm, request)
+    if not form.is_bound or not form.is_valid():
+        return render(request, "records/compare_records.html", {"form": form}, status=_status(form.is_bound))
+    comparison = compare_many_records(form.cleaned_data["r"])
+    only = form.cleaned_data["only"]
+    if csvout.wants_csv(request):
+        return csvout.csv_response(request, "compare-records", {
+            "knobs": lambda: csvout.records_compare_table(comparison, only),
+        })
+    return render(request, "records/compare_records.html", {
+        "form": form, "comparison": comparison, "only": only, "knobs": comparison.shown_knobs(only),
+        "ids": "&".join(f"r={record.pk}" for record in comparison.records),
+    })
+
+
+@public_read
 def compare_workload(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     comparison = compare_one_workload(workload)
@@ -134,7 +173,10 @@ def compare_workload(request, pk: int):
         return csvout.csv_response(request, f"compare-{workload.pk}", {
             "bests": lambda: csvout.workload_compare_table(comparison),
         })
-    return render(request, "records/compare_workload.html", {"workload": workload, "comparison": comparison})
+    return render(request, "records/compare_workload.html", {
+        "workload": workload, "comparison": comparison, "chart": workload_chart(comparison),
+        "portability": portability(workload),
+    })
 
 
 @public_read
@@ -144,10 +186,15 @@ def compare_devices(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/compare_devices.html", context, status=400 if form.is_bound else 200)
     comparison = compare_two_devices(form.cleaned_data["a"], form.cleaned_data["b"])
-    if csvout.wants_csv(request):
+    sorting = sorting_from(request.GET, HEAD_TO_HEAD_COLUMNS)
+    comparison.rows = sorting.rows(comparison.rows)
+    if csvout.wants_csv(request) and not sorting.error:
         name = f"compare-{comparison.device_a.model}-{comparison.device_b.model}"
         return csvout.csv_response(request, name, {"workloads": lambda: csvout.devices_compare_table(comparison)})
-    return render(request, "records/compare_devices.html", {**context, "comparison": comparison})
+    return render(request, "records/compare_devices.html", {
+        **context, "comparison": comparison, "chart": devices_chart(comparison),
+        "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
@@ -157,28 +204,66 @@ def speedups(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/speedups.html", context, status=400 if form.is_bound else 200)
     table = speedup_table(form.cleaned_data["device"], form.cleaned_data["provider"])
-    if csvout.wants_csv(request):
+    sorting = sorting_from(request.GET, SPEEDUP_COLUMNS)
+    table.rows = sorting.rows(table.rows)
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, f"speedups-{table.device.model}-{table.provider}", {
             "speedups": lambda: csvout.speedup_rows_table(table),
             "without_baseline": lambda: csvout.without_baseline_table(table),
         })
-    return render(request, "records/speedups.html", {**context, "table": table})
+    return render(request, "records/speedups.html", {
+        **context, "table": table, "chart": speedups_chart(table), "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
+
+
+@public_read
+def knobs(request, pk: int):
+    workload = get_object_or_404(Workload, pk=pk)
+    form = KnobsForm(request.GET)
+    if not form.is_valid():
+        return render(request, "records/knobs.html", {"workload": workload, "form": form}, status=400)
+    records = workload.records.valid()
+    for name in ("device", "batch"):
+        if form.cleaned_data[name] is not None:
+            records = records.filter(**{name: form.cleaned_data[name]})
+    study = study_knobs(records, workload.knob_defaults())
+    return render(request, "records/knobs.html", {
+        "workload": workload, "form": form, "study": study, "chart": study.chart(),
+        "devices": Device.objects.filter(records__workload=workload).distinct(),
+    })
+
+
+@public_read
+def roofline_page(request):
+    form = _param_form(RooflineForm, request)
+    context = {"form": form, "devices": Device.objects.all()}
+    if not form.is_bound or not form.is_valid():
+        return render(request, "records/roofline.html", context, status=_status(form.is_bound))
+    plot = roofline(form.cleaned_data["device"])
+    return render(request, "records/roofline.html", {**context, "roofline": plot, "chart": roofline_chart(plot)})
 
 
 @public_read
 def devices(request):
-    listed = device_summaries()
-    if csvout.wants_csv(request):
+    sorting = sorting_from(request.GET, DEVICE_COLUMNS)
+    listed = sorting.queryset(device_summaries(), tiebreak=("model",))
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "devices", {"devices": lambda: csvout.devices_table(listed)})
-    return render(request, "records/devices.html", {"devices": listed})
+    return render(request, "records/devices.html", {
+        "devices": listed, "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
 def batch_list(request):
-    batches = ImportBatch.objects.select_related("created_by")
-    if csvout.wants_csv(request):
+    sorting = sorting_from(request.GET, BATCH_COLUMNS)
+    batches = sorting.queryset(ImportBatch.objects.select_related("created_by"), tiebreak=("-id",))
+    if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "imports", {"imports": lambda: csvout.batches_table(batches)})
-    return render(request, "records/batch_list.html", {"page": _page(request, batches), "query": ""})
+    return render(request, "records/batch_list.html", {
+        "page": _page(request, batches), "query": _query_without_page(request),
+        "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read

@@ -11,14 +11,21 @@ from django.views.decorators.http import require_GET
 
 from ..baselines import FORMATS, BaselineFileError, detect_format, import_baselines
 from ..exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
-from ..importing import NotALogError, import_log
+from ..import_formats import import_file
+from ..importing import NotALogError
+from ..kernel_tuner_export import file_name, kernel_tuner_text
 from ..models import Baseline, ImportBatch
 from ..permissions import public_read
 from ..uploads import check_upload_size
 
 
 class LogUploadForm(forms.Form):
-    file = forms.FileField(label="AutoTVM log", validators=[check_upload_size])
+    file = forms.FileField(label="Records file", validators=[check_upload_size],
+                           help_text="AutoTVM log (plain or .gz), Kernel Tuner cache, T4 results or results file")
+    device = forms.CharField(label="GPU model", required=False, max_length=64,
+                             help_text="for a Kernel Tuner file that names no GPU (e.g. mi250x); overrides its name")
+    metadata = forms.FileField(label="T4 metadata or T1 file", required=False, validators=[check_upload_size],
+                               help_text="for T4 results: names the GPU or the kernel")
 
 
 class BaselineUploadForm(forms.Form):
@@ -34,7 +41,8 @@ def upload(request):
     if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            result = import_log(upload, upload.name, user=request.user, source=ImportBatch.Source.UPLOAD)
+            result = import_file(upload, upload.name, user=request.user, source=ImportBatch.Source.UPLOAD,
+                                 device=form.cleaned_data["device"], metadata=form.cleaned_data["metadata"])
         except NotALogError as exc:
             form.add_error("file", str(exc))
         else:
@@ -88,3 +96,19 @@ def download_best(request):
 @public_read
 def download_records(request):
     return export_response(request.GET, "records")
+
+
+@require_GET
+@public_read
+def download_kernel_tuner(request, fmt: str):
+    """One workload on one GPU as a Kernel Tuner cache file (`kernel-tuner`) or T4 results (`t4`)."""
+    try:
+        selection = ExportFilter.from_params(request.GET)
+        text, _ = kernel_tuner_text(selection, fmt)
+    except UnknownFilterTarget as exc:
+        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+    except ExportFilterError as exc:
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(text, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{file_name(selection, fmt)}"'
+    return response

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, log_in, text_of, wait_until
 from jobs_fixtures import recording_path, redis_url, resnet18_recording, start_worker  # noqa: F401
 from records.baselines import import_baselines
-from test_browser_job import CHROMEDRIVER, CHROMIUM, browser, log_in_as_alice, text_of, wait_until  # noqa: F401
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                       reason="headless Chromium is not installed: apt-get install -y chromium chromium-driver"),
+    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=NO_CHROMIUM),
 ]
 BASELINES = Path(__file__).resolve().parents[2] / "docs" / "gpu-runs" / "baselines-h200.log"
 
@@ -31,7 +30,7 @@ def test_a_person_tunes_a_network_and_sees_every_task_and_the_vendors_time(
     for slot in range(2):
         start_worker(pace=0.02, recording=resnet18_recording, slot=slot)
 
-    log_in_as_alice(browser, live_server.url, "/jobs/network/new/")
+    log_in(browser, live_server, next_path="/jobs/network/new/")
 
     Select(browser.find_element(By.NAME, "network")).select_by_value("resnet18")
     Select(browser.find_element(By.NAME, "tuner")).select_by_value("random")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
 from . import kernel
 from .tiling import ConvParams, conv2d_tiling, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
 
@@ -44,6 +44,12 @@ class _DirectConv2d(Template):
 
     def flops(self, params: ConvParams) -> int:
         return params.flops
+
+    def bytes_moved(self, params: ConvParams) -> int:
+        """Data and weights read once, output written once: the roofline's least traffic."""
+        data = params.n * params.ci * params.h * params.w
+        weights = params.co * params.ci * params.kh * params.kw
+        return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, conv2d_tiling(params, config), DeviceLimits())

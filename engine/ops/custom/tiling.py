@@ -14,9 +14,10 @@ AutoTVM's format like any workload (`["cuda -model=h200", "custom", [SPEC], {}]`
       "shared_bytes": "0",                      # optional expression (dynamic shared memory)
       "arguments": [                             # arrays, in kernel order; exactly one output
         {"name": "a", "shape": ["N"], "dtype": "float32"},
-        {"name": "b", "shape": ["N"], "dtype": "float32"},
+        {"name": "b", "shape": ["N"], "dtype": "float32", "range": [0, 1]},   # inputs uniform in [lo, hi)
         {"name": "c", "shape": ["N"], "dtype": "float32", "output": true}
       ],
+      "constants": {"d_b": "b"},                # optional: __constant__ symbol <- input argument (cmem_args)
       "reference": {"numpy": "a + b"},          # or {"kernel": {"source", "kernel_name", "grid", "block"}}
       "flops": "N",                             # optional expression; 0 when absent
       "default": {"block_size_x": 256, "tile": 1}   # optional untuned config
@@ -41,7 +42,7 @@ from ..base import MAX_TENSOR_ELEMENTS, BadArgs
 
 TEMPLATE_NAME = "custom"
 CUSTOM_TEMPLATE = TEMPLATE_NAME  # as the front door names it
-DTYPES = ("float32", "float64", "int32")
+DTYPES = ("float32", "float64", "int32", "uint8")
 MAX_SOURCE_CHARS = 200_000
 MAX_PARAMS = 24
 MAX_VALUES = 1000
@@ -49,7 +50,8 @@ MAX_RESTRICTIONS = 64
 MAX_ARGUMENTS = 16
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 SPEC_KEYS = {"kernel_name", "source", "sizes", "tune_params", "restrictions", "block", "grid", "shared_bytes",
-             "arguments", "reference", "flops", "default"}
+             "arguments", "reference", "flops", "default", "constants"}
+ARGUMENT_KEYS = {"name", "shape", "dtype", "output", "range"}
 
 
 class SpecError(BadArgs):
@@ -86,6 +88,7 @@ class Argument:
     shape: tuple[int, ...]
     dtype: str
     output: bool
+    value_range: tuple[float, float] | None = None  # inputs drawn uniformly from [lo, hi)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class CustomParams:
     flops: int
     default: dict
     args: list = field(default_factory=list, compare=False, repr=False)
+    # __constant__ symbol -> the input argument copied into it before each launch (Kernel Tuner's cmem_args).
+    constants: tuple[tuple[str, str], ...] = ()
 
     @property
     def output_index(self) -> int:
@@ -190,12 +195,24 @@ def parse_spec(spec) -> CustomParams:
     default = spec.get("default", {})
     if not isinstance(default, dict):
         raise _fail("default", "must be an object of tunable parameter: value")
+    constants = _constants(spec.get("constants", {}), arguments)
     return CustomParams(
         kernel_name=name, source=source, sizes=sizes, tune_params=tuple(tune_params), restrictions=restrictions,
         block=dim3_exprs(spec["block"], names, "block"), grid=dim3_exprs(spec["grid"], names, "grid"),
         shared_bytes=_expression(spec.get("shared_bytes", 0), names, "shared_bytes"),
-        arguments=arguments, reference=reference, flops=flops, default=default, args=[spec],
+        arguments=arguments, reference=reference, flops=flops, default=default, args=[spec], constants=constants,
     )
+
+
+def _constants(raw, arguments: tuple[Argument, ...]) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict) or len(raw) > MAX_ARGUMENTS:
+        raise _fail("constants", f"must be an object of at most {MAX_ARGUMENTS} symbol: input argument name")
+    inputs = {a.name for a in arguments if not a.output}
+    for symbol, argument in raw.items():
+        checked_identifier(symbol, "constants")
+        if argument not in inputs:
+            raise _fail(f"constants.{symbol}", f"{argument!r} is not an input argument ({', '.join(sorted(inputs))})")
+    return tuple(raw.items())
 
 
 def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
@@ -204,8 +221,8 @@ def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
     out = []
     for i, arg in enumerate(raw):
         where = f"arguments[{i}]"
-        if not isinstance(arg, dict) or not {"name", "shape", "dtype"} <= set(arg) <= {"name", "shape", "dtype", "output"}:
-            raise _fail(where, 'must be {"name", "shape", "dtype"[, "output"]}')
+        if not isinstance(arg, dict) or not {"name", "shape", "dtype"} <= set(arg) <= ARGUMENT_KEYS:
+            raise _fail(where, 'must be {"name", "shape", "dtype"[, "output", "range"]}')
         name = checked_identifier(arg["name"], where)
         if arg["dtype"] not in DTYPES:
             raise _fail(where, f"dtype {arg['dtype']!r} is not one of {', '.join(DTYPES)}")
@@ -221,15 +238,24 @@ def _arguments(raw, size_names: set[str], sizes: dict) -> tuple[Argument, ...]:
         output = arg.get("output", False)
         if not isinstance(output, bool):
             raise _fail(where, "output must be true or false")
-        out.append(Argument(name, shape, arg["dtype"], output))
+        out.append(Argument(name, shape, arg["dtype"], output, _value_range(arg.get("range"), where)))
     outputs = [a for a in out if a.output]
     if len(outputs) != 1:
         raise _fail("arguments", "exactly one argument must be the output")
-    if outputs[0].dtype == "int32":
+    if outputs[0].dtype in ("int32", "uint8"):
         raise _fail("arguments", "the output must be float32 or float64 (it is checked against the reference)")
     if len({a.name for a in out}) != len(out):
         raise _fail("arguments", "argument names repeat")
     return tuple(out)
+
+
+def _value_range(raw, where: str) -> tuple[float, float] | None:
+    if raw is None:
+        return None
+    if not (isinstance(raw, list) and len(raw) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in raw) and raw[0] < raw[1]):
+        raise _fail(f"{where}.range", "must be [low, high] with low < high")
+    return float(raw[0]), float(raw[1])
 
 
 # The numpy vocabulary of a `{"numpy": ...}` reference, parsed by engine.safe_expr.

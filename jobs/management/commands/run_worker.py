@@ -13,7 +13,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         where = parser.add_mutually_exclusive_group(required=True)
         where.add_argument("--gpu", type=int, metavar="N", help="CUDA device index")
-        where.add_argument("--replay", metavar="FILE", help="AutoTVM log (.log or .log.gz) to answer from")
+        where.add_argument("--replay", metavar="FILE",
+                           help="AutoTVM log (.log or .log.gz) or Kernel Tuner cache (.json or .json.gz) to answer from")
+        parser.add_argument("--device", metavar="MODEL",
+                            help="replay: the GPU model of a Kernel Tuner cache whose device name is empty")
         parser.add_argument(
             "--pace", type=float, default=0.0, help="replay: seconds each replayed config takes (to watch progress)"
         )
@@ -23,9 +26,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--loglevel", default="INFO")
 
-    def handle(self, gpu=None, replay=None, pace=0.0, slot=0, loglevel="INFO", **options):
+    def handle(self, gpu=None, replay=None, pace=0.0, slot=0, loglevel="INFO", device=None, **options):
+        if device and not replay:
+            raise CommandError("--device goes with --replay (a GPU worker asks its GPU)")
         try:
-            config = replay_config(replay, pace, slot) if replay else gpu_config(gpu)
+            config = replay_config(replay, pace, device, slot=slot) if replay else gpu_config(gpu)
         except (OSError, RecordingError) as exc:
             raise CommandError(str(exc)) from None
         except ImportError as exc:

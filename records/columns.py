@@ -1,0 +1,44 @@
+"""The sortable columns of each table, by the name `?sort=` uses: the whitelist `records.sorting`
+checks a URL against. Querysets get database expressions; tables built in Python get functions."""
+from __future__ import annotations
+
+from .roofline import percent_of_peak_expression
+
+
+def record_columns(peaks) -> dict:
+    """The records table (the records page); `peaks` by device id."""
+    return {
+        "task": "workload__task_name", "gpu": "device__model", "index": "config_index",
+        "time": "mean_cost", "gflops": "gflops",
+        "peak": percent_of_peak_expression(peaks), "status": "error_no", "measured": "timestamp",
+    }
+
+
+DEVICE_COLUMNS = {
+    "model": "model", "name": "name", "cc": "compute_capability", "sms": "sm_count", "memory": "memory_bytes",
+    "records": "record_count", "workloads": "workload_count",
+}
+
+BATCH_COLUMNS = {
+    "id": "id", "file": "file_name", "kind": "kind", "source": "source", "by": "created_by__username",
+    "when": "created_at", "lines": "lines", "imported": "imported", "duplicates": "duplicates",
+    "legacy": "legacy_skipped", "malformed": "malformed",
+}
+
+WORKLOAD_COLUMNS = {
+    "task": "task_name", "records": "record_count", "valid": "valid_count", "gflops": "best_gflops",
+}
+
+SPEEDUP_COLUMNS = {
+    "task": lambda row: row.workload.task_name,
+    "baseline": lambda row: row.baseline.cost,
+    "tuned": lambda row: row.best.median_cost,
+    "speedup": lambda row: row.speedup,
+}
+
+HEAD_TO_HEAD_COLUMNS = {
+    "task": lambda row: row.workload.task_name,
+    "a": lambda row: row.best_a.median_cost,
+    "b": lambda row: row.best_b.median_cost,
+    "speedup": lambda row: row.speedup,
+}

@@ -1,0 +1,125 @@
+"""How close a config runs to what its GPU allows: the roofline (Williams et al., 2009).
+
+A workload's arithmetic intensity is its FLOPs over the least bytes a run must move
+(`Workload.bytes_moved`); at that intensity a GPU can do at most
+min(peak FP32 FLOP/s, intensity × DRAM bandwidth). "% of peak" is a record's FLOP/s over
+that bound; where the bytes are not counted, over peak FP32 alone.
+
+Peaks come from the vendors' datasheets (boost clock, FP32 without tensor cores). A replay
+device (`h200-replay`) answers from a recording of the GPU it names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Case, ExpressionWrapper, F, FloatField, Q, Value, When
+from django.db.models.functions import Cast, Coalesce, Least
+
+from .models import Device, MeasurementRecord
+
+REPLAY_SUFFIX = "-replay"
+
+
+@dataclass(frozen=True)
+class Peak:
+    gflops: float  # peak FP32, GFLOP/s
+    bandwidth: float  # DRAM, GB/s
+
+    def bound(self, intensity: float | None) -> float:
+        """The most GFLOP/s a kernel of this arithmetic intensity (FLOP per byte) can reach."""
+        if intensity is None:
+            return self.gflops
+        return min(self.gflops, intensity * self.bandwidth)
+
+
+# -model= slug -> datasheet FP32 GFLOP/s and DRAM GB/s. TopHub's GPUs and today's.
+KNOWN_PEAKS: dict[str, Peak] = {
+    "h200": Peak(67_000, 4_800),
+    "h100": Peak(67_000, 3_350),
+    "a100": Peak(19_500, 1_555),
+    "a10": Peak(31_200, 600),
+    "l4": Peak(30_300, 300),
+    "a4000": Peak(19_200, 448),
+    "t4": Peak(8_100, 320),
+    "v100": Peak(15_700, 900),
+    "p100": Peak(10_600, 732),
+    "1080ti": Peak(11_340, 484),
+    "titanx": Peak(10_970, 480),
+    "tx2": Peak(666, 59.7),
+    "jetson-nano": Peak(236, 25.6),
+}
+
+
+def peak_of(device: Device) -> Peak | None:
+    return KNOWN_PEAKS.get(device.model.removesuffix(REPLAY_SUFFIX))
+
+
+def intensity_of(workload) -> float | None:
+    if not workload.flops or not workload.bytes_moved:
+        return None
+    return workload.flops / workload.bytes_moved
+
+
+def percent_of_peak(record: MeasurementRecord, peak: Peak | None) -> float | None:
+    if peak is None or record.gflops is None:
+        return None
+    return 100 * record.gflops / peak.bound(intensity_of(record.workload))
+
+
+def with_percent_of_peak(records, peaks: dict[int, Peak | None]):
+    """Attach `percent_of_peak` to each record (workload and device already fetched)."""
+    for record in records:
+        record.percent_of_peak = percent_of_peak(record, peaks.get(record.device_id))
+        yield record
+
+
+def device_peaks() -> dict[int, Peak | None]:
+    return {device.pk: peak_of(device) for device in Device.objects.all()}
+
+
+def percent_of_peak_expression(peaks: dict[int, Peak | None]):
+    """The same figure in SQL, for sorting a paginated table by it: GFLOPS over the bound of
+    the record's device at its workload's intensity (null for GPUs of unknown peak)."""
+    intensity = Cast(F("workload__flops"), FloatField()) / Cast(F("workload__bytes_moved"), FloatField())
+    whens = [
+        When(Q(device_id=pk), then=Coalesce(Least(Value(peak.gflops), intensity * Value(peak.bandwidth)), Value(peak.gflops)))
+        for pk, peak in peaks.items() if peak is not None
+    ]
+    if not whens:
+        return Value(None, output_field=FloatField())
+    bound = Case(*whens, default=Value(None), output_field=FloatField())
+    return ExpressionWrapper(Value(100.0) * F("gflops") / bound, output_field=FloatField())
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    record: MeasurementRecord
+    intensity: float
+    gflops: float
+    percent_of_peak: float | None
+
+
+@dataclass
+class Roofline:
+    device: Device
+    peak: Peak | None
+    points: list[RooflinePoint]
+    without_bytes: list[MeasurementRecord]  # bests whose workload's bytes are not counted
+
+    @property
+    def ridge(self) -> float | None:
+        """The intensity where bandwidth stops bounding and compute starts."""
+        return self.peak.gflops / self.peak.bandwidth if self.peak else None
+
+
+def roofline(device: Device) -> Roofline:
+    """Each workload's best on `device` at its arithmetic intensity, under the GPU's roofs."""
+    points, without, peak = [], [], peak_of(device)
+    for best in MeasurementRecord.objects.filter(device=device).best_per_gpu():
+        intensity = intensity_of(best.workload)
+        if intensity is None or best.gflops is None:
+            without.append(best)
+        else:
+            points.append(RooflinePoint(best, intensity, best.gflops, percent_of_peak(best, peak)))
+    points.sort(key=lambda p: p.intensity)
+    return Roofline(device=device, peak=peak, points=points, without_bytes=without)

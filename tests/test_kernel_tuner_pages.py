@@ -1,0 +1,50 @@
+"""A Kernel Tuner kernel's pages work as any workload's: leaderboard, diff, compare, speedups, downloads."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from engine.logfile import read_records
+from records.models import ImportBatch, Workload
+from tests.hub_data import best_records, cache_path
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def dedispersion():
+    for gpu in ("A100", "W6600"):
+        call_command("import_records", str(cache_path("dedispersion_milo", gpu)), stdout=io.StringIO())
+    return Workload.objects.get()
+
+
+def test_every_page_of_the_kernel_renders(client, dedispersion):
+    a100, w6600 = sorted(best_records(dedispersion), key=lambda r: r.device.model)
+    pages = [
+        reverse("records:home"),
+        reverse("records:leaderboard", args=[dedispersion.pk]),
+        reverse("records:compare_workload", args=[dedispersion.pk]),
+        f"{reverse('records:diff')}?a={a100.pk}&b={w6600.pk}",
+        f"{reverse('records:compare_devices')}?a=a100&b=w6600",
+        f"{reverse('records:speedups')}?device=a100&provider=default-config",
+        reverse("records:record_detail", args=[a100.pk]),
+        reverse("records:batch_detail", args=[ImportBatch.objects.first().pk]),
+        reverse("records:devices"),
+    ]
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.content[:500])
+    leaderboard = client.get(pages[1]).content.decode()
+    assert "dedispersion_kernel" in leaderboard and "block_size_x=" in leaderboard
+    diff = client.get(pages[3]).content.decode()
+    assert "tile_size_x" in diff
+
+
+def test_the_best_configs_download_as_an_autotvm_log(client, dedispersion):
+    response = client.get(f"{reverse('records:download_best')}?workload={dedispersion.pk}")
+    best = read_records(b"".join(response.streaming_content).decode().splitlines())
+    assert sorted(r.model for r in best) == ["a100", "w6600"]
+    assert {r.config_index for r in best} == {r.config_index for r in best_records(dedispersion)}
