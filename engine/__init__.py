@@ -16,9 +16,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "engine.ops": ("TEMPLATES", "BadArgs", "DeviceLimits", "UnknownTemplate"),
     "engine.ops.custom.tiling": ("CUSTOM_TEMPLATE", "CustomParams", "SpecError", "parse_spec", "MAX_SOURCE_CHARS"),
     "engine.workloads": ("PRESETS",),
+    "engine.networks": ("NETWORKS", "NetworkTask"),
     "engine.tuners": ("TUNERS", "UnknownTuner", "get_tuner"),
     # the loop (`tune` itself is imported below)
     "engine.callbacks": ("StopTuning", "early_stopping", "log_to_file"),
+    # a network's budget among its tasks
+    "engine.scheduler": ("Strategy", "TaskView", "bests_per_round", "next_task"),
     # logs
     "engine.logfile": ("ErrorNo", "Record", "LogLineError", "LegacyLineError", "LogFileError", "canonical_args",
                        "format_record", "log_lines", "scan_log", "read_log_file", "read_history", "write_records",

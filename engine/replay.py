@@ -60,8 +60,9 @@ def recorded_configs(task: "Task", records: Iterable[Record]) -> dict[int, Recor
     """Index in `task`'s space -> the first record of that config; records of other workloads are ignored."""
     found: dict[int, Record] = {}
     space = task.config_space
+    key = task.workload_key  # computed once: a network's recording holds thousands of other tasks' records
     for record in records:
-        if record.workload_key != task.workload_key:
+        if record.workload_key != key:
             continue
         try:
             index = space.index_of(record.entity)

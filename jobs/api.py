@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .custom_kernels import CustomKernelError, add_custom_kernel, check_new_kernel
-from .models import Job, JobRun
+from .models import Job, JobKind, JobRun
 from .progress import job_progress, job_summary
 from .submission import SEED_MAX, check_idempotency_key, check_remeasure_request, check_request, submit_job
 
@@ -38,6 +38,14 @@ class JobRequestSerializer(serializers.Serializer):
 
     def validate(self, data):
         return check_request(**data)
+
+
+def submission_response(submission, body: dict) -> Response:
+    """201 with the job's progress (200: an earlier request with its Idempotency-Key made it); 503 naming the task queue's trouble when it is down (the job is kept)."""
+    if submission.queue_errors:
+        return Response({"detail": " ".join(submission.queue_errors), "job": body},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return Response(body, status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK)
 
 
 class RemeasureRequestSerializer(serializers.Serializer):
@@ -71,7 +79,7 @@ class JobListCreate(APIView):
     @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         """Newest first, a page at a time (`?page=N&page_size=M`); each job's full progress is at its own URL."""
-        jobs = Job.objects.visible_to(request.user).select_related("workload", "owner").prefetch_related(
+        jobs = Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK).select_related("workload", "owner").prefetch_related(
             Prefetch("runs", queryset=JobRun.objects.with_figures())
         )
         paginator = JobPages()
@@ -101,12 +109,7 @@ class JobListCreate(APIView):
         serializer.is_valid(raise_exception=True)
         key = check_idempotency_key(request.headers.get("Idempotency-Key", ""))
         submission = submit_job(request.user, serializer.validated_data, idempotency_key=key)
-        body = job_progress(submission.job)
-        if submission.queue_errors:
-            return Response(
-                {"detail": " ".join(submission.queue_errors), "job": body}, status=status.HTTP_503_SERVICE_UNAVAILABLE
-            )
-        return Response(body, status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK)
+        return submission_response(submission, job_progress(submission.job))
 
 
 class JobDetail(APIView):
@@ -114,7 +117,7 @@ class JobDetail(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
-        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user), pk=pk)))
+        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK), pk=pk)))
 
 
 class JobCancel(APIView):
@@ -122,7 +125,7 @@ class JobCancel(APIView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, pk: int):
-        job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
+        job = get_object_or_404(Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK), pk=pk)
         job.cancel(by=request.user.username)
         return Response(job_progress(job))
 

@@ -2,15 +2,17 @@
 themselves are jobs.submission's and jobs.custom_kernels'."""
 from __future__ import annotations
 
+import json
 import uuid
 
 from django import forms
 from django.conf import settings
 
-from engine import CUSTOM_TEMPLATE as CUSTOM, PRESETS, TEMPLATES, TUNERS
+from engine import CUSTOM_TEMPLATE as CUSTOM, NETWORKS, PRESETS, TEMPLATES, TUNERS
 
 from .custom_kernels import MAX_SOURCE_CHARS, MAX_SPEC_CHARS, SPEC_HELP, CustomKernelError, check_new_kernel, spec_from_fields
-from .models import IDEMPOTENCY_KEY_CHARS, CustomKernel
+from .models import IDEMPOTENCY_KEY_CHARS, CustomKernel, Job
+from .network import NetworkRequest, check_network_request
 from .submission import JobRequest, check_idempotency_key, check_remeasure_request, check_request, online_devices
 
 ARGS_HELP = 'Or type the args as in a log\'s input, e.g. [["TENSOR", [1, 512, 7, 7], "float32"], ...]'
@@ -178,4 +180,53 @@ class CustomKernelForm(forms.Form):
             data["name"] = check_new_kernel(data["name"], data["spec"])
         except CustomKernelError as exc:
             self.add_error(exc.field, str(exc))
+        return data
+
+
+NETWORK_TASKS_HELP = (
+    'Or list your own tasks as JSON: [{"label": "C2", "template": "conv2d_nchw.cuda", "preset": "C2", "weight": 4}, '
+    '{"template": "gemm", "args": [["TENSOR", [512, 768], "float32"], ["TENSOR", [768, 768], "float32"]], "weight": 4}]'
+)
+
+
+class NetworkJobForm(forms.Form):
+    """A network job: the rules are jobs.network's."""
+
+    network = forms.ChoiceField(required=False, label="Network", initial="resnet18")
+    tasks = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5, "cols": 90}), help_text=NETWORK_TASKS_HELP)
+    tuner = forms.ChoiceField()
+    n_trial = forms.IntegerField(label="Trial budget", initial=1536, help_text="trials per GPU model, shared by the tasks")
+    allocation = forms.ChoiceField(choices=Job.Allocation.choices, initial=Job.Allocation.GRADIENT)
+    round_trials = forms.IntegerField(
+        required=False, label="Trials per round",
+        help_text=f"the budget goes out this many trials at a time (empty: {settings.TUNERWEB_NETWORK_ROUND_TRIALS})",
+    )
+    gpus = AnyChoices(label="GPUs", widget=forms.CheckboxSelectMultiple,
+                      help_text="each GPU model tunes the whole network on every one of its online workers")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["network"].choices = [("", "— my own tasks —")] + [
+            (network.name, f"{network.title}: {len(network.tasks)} tasks, {network.occurrences} layers")
+            for network in NETWORKS.values()
+        ]
+        self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
+        self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
+        self.fields["gpus"].choices = gpu_choices()
+        self.request: NetworkRequest | None = None
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        tasks = None
+        if data.get("tasks", "").strip():
+            try:
+                tasks = json.loads(data["tasks"])
+            except json.JSONDecodeError as exc:
+                raise forms.ValidationError({"tasks": f"the tasks are not valid JSON ({exc.msg} at line {exc.lineno})"})
+        self.request = check_network_request(
+            network=data.get("network", ""), tasks=tasks, tuner=data["tuner"], n_trial=data["n_trial"],
+            gpus=data["gpus"], allocation=data["allocation"], round_trials=data.get("round_trials"),
+        )
         return data

@@ -4,13 +4,17 @@ A Job is what a person asked for (workload, tuner, budget, GPU models); a JobRun
 that job on one GPU model, run by one worker at a time. Its records live in the
 records app, in the ImportBatch the run owns, so leaderboards, diffs and downloads
 see them like any imported log.
+
+A job's `kind` says what it tunes: one workload (`tune`), or a network's tasks
+(`network`, jobs.network): then the job holds NetworkTasks, and each task has a run
+per GPU model, given trials a round at a time by the task scheduler.
 """
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Count, Max
 from django.urls import reverse
 from django.utils import timezone
@@ -30,9 +34,11 @@ class State(models.TextChoices):
     DONE = "done", "done"
     FAILED = "failed", "failed"
     CANCELLED = "cancelled", "cancelled"
+    # A network task's run that finished its round and waits for the scheduler's next.
+    BETWEEN_ROUNDS = "between_rounds", "between rounds"
 
 
-ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.BETWEEN_ROUNDS)
 IDEMPOTENCY_KEY_CHARS = 128
 
 
@@ -47,18 +53,29 @@ class JobQuerySet(models.QuerySet):
 class JobKind(models.TextChoices):
     TUNE = "tune", "tune"
     REMEASURE = "remeasure", "re-measure"
+    NETWORK = "network", "network"
 
 
 class Job(models.Model):
-    """A tuning job (then its top-k confirmed), or a re-measure job: configs from an import
-    batch or a leaderboard's top-k, measured by the confirmation protocol."""
+    """A tuning job (then its top-k confirmed), a re-measure job (configs from an import batch
+    or a leaderboard's top-k, measured by the confirmation protocol), or a network job (its
+    tasks share one budget, jobs.network)."""
+
+    class Allocation(models.TextChoices):
+        # The values are engine.scheduler.Strategy's.
+        GRADIENT = "gradient", "by expected gain (Ansor's gradient)"
+        ROUND_ROBIN = "round_robin", "round-robin"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tuning_jobs")
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.TUNE)
-    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="jobs")
-    preset = models.CharField(max_length=32, blank=True, help_text="workload preset name, if one was picked")
+    workload = models.ForeignKey(
+        Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs", help_text="not network jobs"
+    )
+    preset = models.CharField(max_length=32, blank=True, help_text="workload or network preset name, if one was picked")
     tuner = models.CharField(max_length=32)
-    n_trial = models.PositiveIntegerField(help_text="trial budget per GPU")
+    n_trial = models.PositiveIntegerField(help_text="trial budget per GPU (a network job's, shared by its tasks)")
+    allocation = models.CharField(max_length=16, choices=Allocation.choices, blank=True, help_text="network jobs only")
+    round_trials = models.PositiveIntegerField(null=True, blank=True, help_text="network jobs: trials per round")
     early_stopping = models.PositiveIntegerField(
         null=True, blank=True, help_text="stop after this many trials without a better config"
     )
@@ -98,7 +115,8 @@ class Job(models.Model):
     def __str__(self) -> str:
         if self.kind == JobKind.REMEASURE:
             return f"job {self.pk}: re-measure {self.workload.task_name} ({self.source_label})"
-        return f"job {self.pk}: {self.workload.task_name} ({self.tuner}, {self.n_trial} trials)"
+        what = self.workload.task_name if self.workload_id else f"network {self.preset or 'of listed tasks'}"
+        return f"job {self.pk}: {what} ({self.tuner}, {self.n_trial} trials)"
 
     @property
     def is_remeasure(self) -> bool:
@@ -114,6 +132,8 @@ class Job(models.Model):
         return ""
 
     def get_absolute_url(self) -> str:
+        if self.kind == JobKind.NETWORK:
+            return reverse("jobs:network_detail", args=[self.pk])
         return reverse("jobs:detail", args=[self.pk])
 
     @property
@@ -124,6 +144,8 @@ class Job(models.Model):
             return State.RUNNING
         if State.QUEUED in states:
             return State.QUEUED
+        if State.BETWEEN_ROUNDS in states:  # only for a moment: a finished round gives the next
+            return State.RUNNING
         if states <= {State.DONE}:
             return State.DONE
         if State.FAILED in states:
@@ -131,14 +153,40 @@ class Job(models.Model):
         return State.CANCELLED
 
     @property
+    def devices(self) -> list:
+        """The GPU models it runs on, each once (a network job has a run per task on each)."""
+        return list({run.device_id: run.device for run in self.runs.all()}.values())
+
+    @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
 
     def cancel(self, by) -> int:
-        """Cancel the runs not yet finished; a running one stops after its current batch."""
-        return self.runs.filter(state__in=ACTIVE_STATES).update(
-            state=State.CANCELLED, finished_at=timezone.now(), message=f"cancelled by {by}"
-        )
+        """Cancel the runs not yet finished; a running one stops after its current batch.
+        The job's row is locked meanwhile, so a network job's scheduler (which locks it
+        too) never gives a round after a cancel it did not see."""
+        with transaction.atomic():
+            Job.objects.select_for_update().filter(pk=self.pk).first()
+            return self.runs.filter(state__in=ACTIVE_STATES).update(
+                state=State.CANCELLED, finished_at=timezone.now(), message=f"cancelled by {by}"
+            )
+
+
+class NetworkTask(models.Model):
+    """One task of a network job: a workload and how many times the network runs it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    position = models.PositiveSmallIntegerField()
+    label = models.CharField(max_length=32, help_text="C1, D7, ffn-up, or the user's name for it")
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="network_tasks")
+    weight = models.PositiveIntegerField(help_text="occurrences in the network")
+
+    class Meta:
+        ordering = ["job_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["job", "position"], name="one_task_per_position")]
+
+    def __str__(self) -> str:
+        return f"{self.label} ×{self.weight} of job {self.job_id}"
 
 
 class WorkerQuerySet(models.QuerySet):
@@ -222,6 +270,13 @@ class JobRun(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="job_runs")
+    task = models.ForeignKey(
+        NetworkTask, null=True, blank=True, on_delete=models.CASCADE, related_name="runs", help_text="network jobs only"
+    )
+    trials_allotted = models.PositiveIntegerField(
+        null=True, blank=True, help_text="network jobs: trials the scheduler gave this task so far"
+    )
+    exhausted = models.BooleanField(default=False, help_text="every config of its space was measured")
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
     message = models.TextField(blank=True, help_text="why it stopped, or what went wrong")
     batch = models.OneToOneField(
@@ -247,18 +302,29 @@ class JobRun(models.Model):
 
     class Meta:
         ordering = ["job_id", "device__model"]
-        constraints = [models.UniqueConstraint(fields=["job", "device"], name="one_run_per_job_and_gpu")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "device"], condition=models.Q(task__isnull=True), name="one_run_per_job_and_gpu"
+            ),
+            models.UniqueConstraint(fields=["job", "device", "task"], name="one_run_per_task_and_gpu"),
+        ]
 
     def __str__(self) -> str:
-        return f"job {self.job_id} on {self.device}"
+        task = f" task {self.task.label}" if self.task_id else ""
+        return f"job {self.job_id}{task} on {self.device}"
 
     @property
     def queue(self) -> str:
         return self.device.model
 
     @property
+    def workload(self) -> Workload:
+        """What this run tunes: its network task's workload, or the job's."""
+        return self.task.workload if self.task_id else self.job.workload
+
+    @property
     def trials_planned(self) -> int:
-        return self.job.n_trial
+        return self.job.n_trial if self.trials_allotted is None else self.trials_allotted
 
     @property
     def trials_done(self) -> int:

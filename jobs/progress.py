@@ -22,7 +22,7 @@ def leaderboard_best_for(run: JobRun):
     best = run.best_record
     if best is None:
         return None
-    readable = run.job.workload.records.visible_to(run.job.owner)  # who may see the job sees what its owner may
+    readable = run.workload.records.visible_to(run.job.owner)  # who may see the job sees what its owner may
     board = readable.filter(device=run.device).best()
     if board is not None and board.pk != best.pk:
         return board
@@ -131,8 +131,8 @@ def job_summary(job: Job, runs=None) -> dict:
         "id": job.pk,
         "state": job.state,
         "owner": job.owner.username,
-        "task_name": job.workload.task_name,
-        "args": job.workload.args,
+        "task_name": job.workload.task_name if job.workload_id else None,
+        "args": job.workload.args if job.workload_id else None,
         "workload": job.workload_id,
         "kind": job.kind,
         "source": job.source_label,

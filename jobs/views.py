@@ -19,15 +19,16 @@ from records.sorting import sorting_from
 
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
-from .models import CustomKernel, Job, JobRun, Worker
+from .models import CustomKernel, Job, JobKind, JobRun, Worker
 from .progress import job_progress
 from .submission import submit_job
 from .tokens import issue_token
 
 
-def _job_for(request, pk: int) -> Job:
+def _job_for(request, pk: int, kinds=(JobKind.TUNE, JobKind.REMEASURE)) -> Job:
     """The job, if this user may see it; 404 otherwise (not 403: others' ids stay private)."""
-    return get_object_or_404(Job.objects.visible_to(request.user).select_related("workload", "owner"), pk=pk)
+    jobs = Job.objects.visible_to(request.user).filter(kind__in=kinds).select_related("workload", "owner")
+    return get_object_or_404(jobs, pk=pk)
 
 
 JOB_COLUMNS = {"job": "id", "state": "state", "task": "workload__task_name", "tuner": "tuner",
@@ -44,17 +45,19 @@ def job_list(request):
     }, status=400 if sorting.error else 200)
 
 
-def _submit(request, form, template: str, extra: dict | None = None):
+def _submit(request, form, template: str, extra: dict | None = None, submit=submit_job):
     """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
-        submission = submit_job(request.user, form.request, form.cleaned_data["idempotency_key"])
+        # Tune and re-measure forms carry an idempotency key; a network job's form has none yet.
+        key = form.cleaned_data.get("idempotency_key")
+        submission = submit(request.user, form.request) if key is None else submit(request.user, form.request, key)
         if submission.queue_errors:
             # The form again, with its key: submitting it once more returns this job.
             context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors, **(extra or {})}
             return render(request, template, context, status=503)
         if submission.created:
             # Said in the past tense: the message stays on the page while the job moves on.
-            gpus = ", ".join(run.device.model for run in submission.job.runs.select_related("device"))
+            gpus = ", ".join(sorted({run.device.model for run in submission.job.runs.select_related("device")}))
             messages.success(request, f"Job {submission.job.pk} was submitted to {gpus}.")
         else:
             messages.info(request, f"Job {submission.job.pk} was submitted already; here it is.")
@@ -90,7 +93,7 @@ def progress(request, pk: int):
 @require_POST
 @login_required
 def cancel(request, pk: int):
-    job = _job_for(request, pk)
+    job = _job_for(request, pk, kinds=JobKind.values)
     if job.cancel(by=request.user.username):
         messages.success(request, f"Job {job.pk} is cancelled; a running GPU stops after its current batch.")
     else:

@@ -50,6 +50,7 @@ class WorkerConfig:
     recording_device: str = ""  # replay: the GPU model of a Kernel Tuner cache that names none
     pace: float = 0.0  # replay: seconds each replayed config takes
     workloads: tuple = ()  # replay: (task name, canonical args) pairs of the recording
+    slot: int = 0  # replay: tells apart several replay workers of one recording on one host
 
     @property
     def queue(self) -> str:
@@ -57,7 +58,7 @@ class WorkerConfig:
 
     @property
     def name(self) -> str:
-        where = f"gpu{self.gpu_index}" if self.kind == "gpu" else "replay"
+        where = f"gpu{self.gpu_index}" if self.kind == "gpu" else ("replay" if not self.slot else f"replay{self.slot}")
         return f"{self.queue}@{socket.gethostname()}:{where}"
 
     def device_info(self) -> DeviceInfo:
@@ -78,9 +79,10 @@ class WorkerConfig:
 
 # -- working out the device ------------------------------------------------------------
 
-def replay_config(recording: str | Path, pace: float = 0.0, recording_device: str | None = None) -> WorkerConfig:
+def replay_config(recording: str | Path, pace: float = 0.0, recording_device: str | None = None,
+                  slot: int = 0) -> WorkerConfig:
     """A replay worker of an AutoTVM log or a Kernel Tuner cache (`recording_device`: its GPU model,
-    for a cache whose device name is empty)."""
+    for a cache whose device name is empty); `slot` tells apart several of one recording on a host."""
     records = load_recording(recording, recording_device)
     model = recording_model(records)
     device = DeviceInfo(
@@ -88,7 +90,7 @@ def replay_config(recording: str | Path, pace: float = 0.0, recording_device: st
     )
     workloads = tuple(sorted({r.workload_key for r in records}))
     return WorkerConfig(kind="replay", device=device.to_dict(), recording=str(Path(recording).resolve()),
-                        recording_device=recording_device or "", pace=pace, workloads=workloads)
+                        recording_device=recording_device or "", pace=pace, workloads=workloads, slot=slot)
 
 
 def gpu_config(index: int) -> WorkerConfig:

@@ -27,6 +27,7 @@ from engine.workloads import PRESETS
 from tunerweb.up import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+RESNET18_LOGS = ROOT / "docs" / "benchmarks" / "conv2d-h200-logs"
 # Two test runs on one machine stay apart when each names its own database.
 REDIS_TEST_DB = int(os.environ.get("TUNERWEB_TEST_REDIS_DB", "5"))
 REPLAY_QUEUE = MODEL + "-replay"
@@ -137,17 +138,28 @@ def database_url() -> str:
     return f"postgres://{auth}@{host}{port}/{db['NAME']}"
 
 
+@pytest.fixture(scope="session")
+def resnet18_recording(tmp_path_factory) -> Path:
+    """One recording of the twelve ResNet-18 layers: the real H200 logs of the conv2d
+    benchmark (docs/benchmarks/conv2d-h200-logs, 1,000 tuning trials a layer) put together."""
+    path = tmp_path_factory.mktemp("recording") / "resnet18_h200.log.gz"
+    with gzip.open(path, "wb") as out:
+        for layer in range(1, 13):
+            out.write(gzip.decompress((RESNET18_LOGS / f"c{layer}.log.gz").read_bytes()))
+    return path
+
+
 class WorkerProcess:
     """`manage.py run_worker --replay ...` in its own process group."""
 
-    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float, extra_args=()) -> None:
+    def __init__(self, recording: Path, redis_url: str, log_path: Path, pace: float, extra_args=(), slot: int = 0) -> None:
         env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url(), "REDIS_URL": redis_url,
                "DJANGO_SETTINGS_MODULE": "tunerweb.settings"}
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "run_worker", "--replay", str(recording), "--pace", str(pace),
-             "--loglevel", "INFO", *extra_args],
+             "--slot", str(slot), "--loglevel", "INFO", *extra_args],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
@@ -186,8 +198,9 @@ def start_worker(recording_path, redis_url, tmp_path):
     """Start replay workers; all are stopped when the test ends."""
     started: list[WorkerProcess] = []
 
-    def start(pace: float = 0.0, wait: bool = True) -> WorkerProcess:
-        worker = WorkerProcess(recording_path, redis_url, tmp_path / f"worker-{len(started)}.log", pace)
+    def start(pace: float = 0.0, wait: bool = True, recording: Path | None = None, slot: int = 0) -> WorkerProcess:
+        worker = WorkerProcess(recording or recording_path, redis_url, tmp_path / f"worker-{len(started)}.log", pace,
+                               slot=slot)
         started.append(worker)
         if wait:
             worker.wait_ready()

@@ -192,6 +192,8 @@ TUNERWEB_WORKER_WAIT_SECONDS = envint("TUNERWEB_WORKER_WAIT_SECONDS", 60)
 # Configs measured per batch: a crash loses at most one batch; a cancel stops within one.
 TUNERWEB_JOB_BATCH_SIZE = envint("TUNERWEB_JOB_BATCH_SIZE", 8)
 TUNERWEB_JOB_MAX_TRIALS = envint("TUNERWEB_JOB_MAX_TRIALS", 10000)
+# A network job's budget goes to its tasks this many trials at a time (Ansor measures 64 a round).
+TUNERWEB_NETWORK_ROUND_TRIALS = envint("TUNERWEB_NETWORK_ROUND_TRIALS", 64)
 # When a run ends, its top-k distinct configs are re-measured in interleaved rounds (0: not).
 TUNERWEB_CONFIRM_TOP_K = envint("TUNERWEB_CONFIRM_TOP_K", 5)
 TUNERWEB_CONFIRM_ROUNDS = envint("TUNERWEB_CONFIRM_ROUNDS", 5)

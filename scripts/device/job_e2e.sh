@@ -12,14 +12,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 GPU=${GPU:-h200}  # GPU=h200-replay tries the script on a machine with no GPU
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site:$PWD || exit 1
-fi
-if [ -d .debs ] && ! command -v redis-server >/dev/null; then
-    mkdir -p /tmp/redis && for f in .debs/*.deb; do dpkg -x "$f" /tmp/redis; done
-    export PATH=/tmp/redis/usr/bin:$PATH LD_LIBRARY_PATH=/tmp/redis/usr/lib/x86_64-linux-gnu
-fi
+source scripts/device/offline_deps.sh
 export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_VAR_DIR=/tmp/twvar REDIS_URL=redis://127.0.0.1:6390/0
 TRIALS=${TRIALS:-300}
 redis-server --version || exit 1

@@ -29,12 +29,26 @@ def chromium(downloads: Path, extra_flags=()):
 
 
 def wait_until(predicate, timeout=60, what="the page"):
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except StaleElementReferenceException:
+            pass  # the page redrew between finding an element and reading it: look again
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def text_of(browser, css: str) -> str:
+    """The text of the element `css` selects, read again if the page redraws meanwhile."""
+    from selenium.webdriver.common.by import By
+
+    found = []
+    wait_until(lambda: found.append(browser.find_element(By.CSS_SELECTOR, css).text) or True, timeout=10, what=css)
+    return found[-1]
 
 
 def log_in(browser, live_server, username="alice", password="alice-password-1", next_path="/"):

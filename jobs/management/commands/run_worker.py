@@ -20,13 +20,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pace", type=float, default=0.0, help="replay: seconds each replayed config takes (to watch progress)"
         )
+        parser.add_argument(
+            "--slot", type=int, default=0, metavar="N",
+            help="replay: this worker's number, to run several replay workers of one recording on one host",
+        )
         parser.add_argument("--loglevel", default="INFO")
 
-    def handle(self, gpu=None, replay=None, pace=0.0, loglevel="INFO", device=None, **options):
+    def handle(self, gpu=None, replay=None, pace=0.0, slot=0, loglevel="INFO", device=None, **options):
         if device and not replay:
             raise CommandError("--device goes with --replay (a GPU worker asks its GPU)")
         try:
-            config = replay_config(replay, pace, device) if replay else gpu_config(gpu)
+            config = replay_config(replay, pace, device, slot=slot) if replay else gpu_config(gpu)
         except (OSError, RecordingError) as exc:
             raise CommandError(str(exc)) from None
         except ImportError as exc:
