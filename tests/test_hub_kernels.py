@@ -81,3 +81,26 @@ def test_the_scripts_output_lands_on_the_hub_workload_and_the_matrix_shows_five_
     matrix = portability(hub_workload)
     assert sorted(d.model for d in matrix.devices) == ["a100", "h200", "mi250x", "rtxa4000", "w6600"]
     assert all(cell.percent is not None for row in matrix.rows for cell in row.cells)
+
+
+H200_RUNS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "hub-h200"
+
+
+@pytest.mark.django_db
+def test_the_committed_h200_runs_join_the_hubs_four_gpus_on_one_leaderboard(kernel):
+    for gpu in GPUS:
+        device = device_for(gpu)
+        call_command("import_records", str(cache_path(kernel, gpu)), *(["--device", device] if device else []),
+                     stdout=io.StringIO())
+    h200_cache = kt.read_file(H200_RUNS / f"{kernel}_H200.json")
+    call_command("import_records", str(H200_RUNS / f"{kernel}_H200.json"), stdout=io.StringIO())
+    [workload] = Workload.objects.all()
+    assert workload.records.filter(device__model="h200").count() == len(h200_cache.records)
+    matrix = portability(workload)
+    assert sorted(d.model for d in matrix.devices) == ["a100", "h200", "mi250x", "rtxa4000", "w6600"]
+    # The H200 measured every hub GPU's best config, so its column is full.
+    h200 = [d.model for d in matrix.devices].index("h200")
+    assert all(row.cells[h200].percent is not None for row in matrix.rows)
+    fastest = min((r for r in h200_cache.records if r.ok), key=lambda r: r.mean_cost)
+    [h200_row] = [row for row in matrix.rows if row.device.model == "h200"]
+    assert h200_row.best.config_index == fastest.config_index
