@@ -242,7 +242,7 @@ def stopwatch_for(config: WorkerConfig) -> Stopwatch:
     when the confirmation ends); for a replay, the recording's repeated measurements."""
     if config.kind == "replay":
         target = make_target(config.device_info().model)
-        return ReplayStopwatch(load_recording(config.recording), target, name=Path(config.recording).name)
+        return ReplayStopwatch(load_recording(config.recording, config.recording_device or None), target, name=Path(config.recording).name)
     from engine.gpu import FreshProcessStopwatch  # needs CuPy and a GPU
 
     return FreshProcessStopwatch(device_id=config.gpu_index or 0)
