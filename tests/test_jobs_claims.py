@@ -178,4 +178,7 @@ def test_job_lists_and_progress_read_no_more_for_more_records(run, worker, confi
     run_claimed(run.pk, claim(run.pk, worker), config)
 
     assert JobRun.objects.get(pk=run.pk).records().count() == 40
-    assert [queries(url) for url in urls] == before
+    # The diff target's rule takes one query fewer when another record leads the board, so
+    # the count may fall, never grow.
+    after = [queries(url) for url in urls]
+    assert all(a <= b for a, b in zip(after, before)), (before, after)
