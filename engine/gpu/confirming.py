@@ -8,7 +8,7 @@ not spawn them); the child loads each (or builds the vendor call, `fair_vendor`)
 its output against the template's numpy reference, and captures three CUDA graphs:
 
 * warm: `number` back-to-back launches on resident inputs (the runner's rule: `number`
-  grown until one replay lasts `min_repeat_ms`);
+  grown until one replay lasts `min_repeat_ms`), timed on the second of two replays in a row;
 * cold: `number` times (flush, launch), where the flush writes a buffer twice the size of
   L2, so every launch starts with its inputs evicted;
 * flush: the same flushes alone, whose time is taken off the cold replay's.
@@ -245,6 +245,11 @@ class _Bench:
         graphs = self.prepared[index]
         stream = graphs["stream"]
         if not cold:
+            # One untimed replay first, as tuning's repeats run back to back: in the committed
+            # A/B runs every round after the first read 0.5-1.2 us a launch slower than the first,
+            # whatever the kernel's length, and two runs' medians then differed by up to 20 %.
+            for _ in range(self.settings.warm_primes):
+                graphs["warm"]()
             return self._elapsed(stream, graphs["warm"]) / graphs["number"]
         total = self._elapsed(stream, graphs["cold"])
         flushes = self._elapsed(stream, graphs["flush"])

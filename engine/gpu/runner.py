@@ -54,6 +54,7 @@ class TimingSettings:
     repeat: int = 5
     max_number: int = 1000
     tolerance: float = 1e-4
+    warm_primes: int = 1  # confirmations: untimed replays before each timed warm replay
 
 
 @dataclass(frozen=True)
