@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One device call for a session's GPU work, each step under its own time limit, so a step
+# that hangs or fails costs only its own slot and the rest still runs:
+#   run(command="TUNERWEB_COMMIT=<clean short sha> bash scripts/device/checks.sh",
+#       carry=[".whl", ".debs"], timeout_s=560)
+# 1. the GPU suite (pytest -m gpu over the suites that need no Django) -> pytest-gpu.txt
+# 2. scripts/device/confirm_probe.py: what slows a warm replay -> probe.txt
+# 3. benchmarks/verify_bests.py over every committed log's bests, twice, each in its own
+#    measuring process (A: the leaderboard's confirmations, B: re-measures them), and
+#    benchmarks/confirmed_tables.py comparing B with A -> confirm-a.json, confirm-b.json, confirmed-tables.md
+# 4. scripts/device/tensor_core_gemm.sh -> tensor-core.tar.gz
+# 5. scripts/device/network_job.sh (ResNet-18 as one network job on this host) -> network.tar.gz
+# STEPS (default "suite probe verify tensor network") picks steps; *_S variables set the limits.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+source scripts/device/offline_deps.sh
+export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
+shopt -s globstar nullglob
+STEPS=${STEPS:-suite probe verify tensor network}
+LOGS=(docs/benchmarks/conv2d-h200-logs/*.log.gz docs/benchmarks/operators-h200-logs/**/*.log.gz)
+GPU_SUITES=(tests/test_gpu_measurer.py tests/test_gpu_operators.py tests/test_gpu_cli.py
+            tests/test_measurer_contract.py tests/test_gpu_confirm.py tests/test_gpu_tensor_core.py)
+started=$SECONDS
+step() { echo "== $1 at +$(( SECONDS - started )) s"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if has suite; then
+    step suite
+    existing=(); for f in "${GPU_SUITES[@]}"; do [ -f "$f" ] && existing+=("$f"); done
+    { echo "commit ${TUNERWEB_COMMIT:-unknown}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+      echo "command: python3 -m pytest -q -m gpu ${existing[*]}"
+      timeout ${SUITE_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider "${existing[@]}" 2>&1; echo "exit status $?"; } \
+        > "$OUT/pytest-gpu.txt"
+    tail -n 3 "$OUT/pytest-gpu.txt"
+fi
+if has probe; then
+    step probe
+    timeout ${PROBE_S:-60} python3 scripts/device/confirm_probe.py > "$OUT/probe.txt" 2>&1
+    echo "probe exit status $?"; grep -E '^[A-Z][^ ]* +primes' "$OUT/probe.txt" | cut -c1-400
+fi
+if has verify; then
+    step verify
+    for run in a b; do
+        limit=$([ $run = a ] && echo ${RUN_A_S:-110} || echo ${RUN_B_S:-80})
+        TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-} timeout $limit python3 benchmarks/verify_bests.py "${LOGS[@]}" --rounds 5 \
+            --budget-s $(( limit - 20 )) --json "$OUT/confirm-$run.json" > /tmp/confirm-$run.txt 2>&1
+        echo "run $run exit status $? ($(grep -c '^{' /tmp/confirm-$run.txt) workloads measured)"
+    done
+    python3 benchmarks/confirmed_tables.py "$OUT/confirm-a.json" --compare "$OUT/confirm-b.json" > "$OUT/confirmed-tables.md" 2>&1
+    echo "tables exit status $?"; grep -E '^Largest deviation' "$OUT/confirmed-tables.md"
+fi
+if has tensor && [ -f scripts/device/tensor_core_gemm.sh ]; then
+    step tensor
+    mkdir -p /tmp/tc && OUT=/tmp/tc timeout ${TENSOR_S:-150} bash scripts/device/tensor_core_gemm.sh > /tmp/tc/console.txt 2>&1
+    echo "tensor-core exit status $?"; tail -n 25 /tmp/tc/console.txt
+    tar -czf "$OUT/tensor-core.tar.gz" -C /tmp tc
+fi
+if has network; then
+    step network
+    mkdir -p /tmp/net && OUT=/tmp/net timeout ${NETWORK_S:-150} bash scripts/device/network_job.sh > /tmp/net/console.txt 2>&1
+    echo "network exit status $?"; tail -n 20 /tmp/net/console.txt
+    tar -czf "$OUT/network.tar.gz" -C /tmp net
+fi
+step done
