@@ -12,8 +12,8 @@ SHARED_DATA = Path(os.environ.get("TUNERWEB_SHARED_DATA", ROOT.parent / "shared"
 
 pytest_plugins = ["synthetic_fixtures"]
 # The jobs fixtures start Celery workers against Redis and the test database; a GPU box that
-# runs only the engine's tests (`pytest -m gpu`) may have neither Django nor Redis's client.
-if find_spec("django") and find_spec("redis"):
+# runs only the engine's tests (`pytest -m gpu`) may lack Django, Redis's client or pytest-django.
+if find_spec("django") and find_spec("redis") and find_spec("pytest_django"):
     pytest_plugins.append("jobs_fixtures")
 
 
