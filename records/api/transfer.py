@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import renderers, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -181,27 +181,17 @@ class KernelTunerExportView(APIView):
         return kernel_tuner_response(request.query_params, self.fmt, request.user, error=_json_error)
 
 
+KERNEL_TUNER_SCHEMA = {"parameters": EXPORT_PARAMETERS, "responses": KERNEL_TUNER_RESPONSES, "tags": ["exports"]}
+
+
+@extend_schema_view(get=extend_schema(
+    summary="One workload on one GPU as a Kernel Tuner cache file (times in ms; failures as Kernel Tuner's strings)",
+    **KERNEL_TUNER_SCHEMA))
 class KernelTunerCacheExportView(KernelTunerExportView):
     fmt = "kernel-tuner"
 
-    @extend_schema(
-        summary="One workload on one GPU as a Kernel Tuner cache file (times in ms; failures as Kernel Tuner's strings)",
-        parameters=EXPORT_PARAMETERS,
-        responses=KERNEL_TUNER_RESPONSES,
-        tags=["exports"],
-    )
-    def get(self, request):
-        return super().get(request)
 
-
+@extend_schema_view(get=extend_schema(
+    summary="One workload on one GPU as T4 results (the FAIR autotuning results format 1.0.0)", **KERNEL_TUNER_SCHEMA))
 class T4ExportView(KernelTunerExportView):
     fmt = "t4"
-
-    @extend_schema(
-        summary="One workload on one GPU as T4 results (the FAIR autotuning results format 1.0.0)",
-        parameters=EXPORT_PARAMETERS,
-        responses=KERNEL_TUNER_RESPONSES,
-        tags=["exports"],
-    )
-    def get(self, request):
-        return super().get(request)
