@@ -6,9 +6,10 @@ our task and replay records, and the same configs as a Kernel Tuner cache file.
 - `broadcast`: fp16 [256, 64, 56, 56] exp on the H200, every one of its 160 configs
   (docs/benchmarks/operators-h200-logs, session 3's 32-bit general run).
 - `conv-<GPU>`, `dedisp-<GPU>`: Kernel Tuner's brute-forced hub caches (../shared/data/
-  benchmark_hub, 4,362 and 11,130 configs) on the A100, A4000, MI250X and W6600, read as
-  records of one workload on four GPU models, so each GPU's space can be tuned with the
-  other three GPUs' records as transfer history.
+  benchmark_hub, 4,362 and 11,130 configs) on the A100, A4000, MI250X and W6600, read by
+  engine.kernel_tuner as records of one workload on four GPU models (as tunerweb imports
+  them), so each GPU's space can be tuned with the other three GPUs' records as transfer
+  history.
 
 Kernel Tuner sees the same configs: its parameters are the knobs (the option positions of
 our recordings' knobs, the hub caches' own values), restricted to the recorded configs.
@@ -16,18 +17,16 @@ our recordings' knobs, the hub caches' own values), restricted to the recorded c
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import engine
-from engine.logfile import ErrorNo, Record, make_target
+from engine import kernel_tuner
+from engine.logfile import Record
 from engine.replay import load_recording, restrict_to_recording
-from engine.space import ConfigEntity, ConfigSpace, OtherKnob
 from engine.task import Task
-from engine.ops.base import BadArgs, DeviceLimits, Template, knob_features
 
 ROOT = Path(__file__).resolve().parent.parent
 C12_RECORDING = ROOT / "tests/data/c12_h200_recording.log.gz"
@@ -35,9 +34,6 @@ BROADCAST_RECORDING = ROOT / "docs/benchmarks/operators-h200-logs/2026-12-01/ses
 BROADCAST_ARGS = [["TENSOR", [256, 64, 56, 56], "float16"], "exp"]
 HUB_GPUS = ("A100", "A4000", "MI250X", "W6600")
 HUB_KERNELS = {"conv": "convolution_milo", "dedisp": "dedispersion_milo"}
-# Kernel Tuner's failure strings and the error numbers a replay answers them with.
-HUB_FAILURES = {"InvalidConfig": ErrorNo.INSTANTIATION_ERROR, "CompilationFailedConfig": ErrorNo.COMPILE_DEVICE,
-                "RuntimeFailedConfig": ErrorNo.RUNTIME_DEVICE}
 
 
 @dataclass
@@ -90,77 +86,35 @@ def broadcast_space() -> BenchSpace:
 
 
 # -- the hub caches -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class CacheParams:
-    kernel: str
-    tune_params: tuple[tuple[str, tuple], ...]
-
-
-class KernelTunerCache(Template):
-    """A Kernel Tuner cache's parameters as a space of plain knobs; its records say what ran."""
-
-    name = "kernel_tuner_cache"
-
-    def parse_args(self, args: list) -> CacheParams:
-        if not (isinstance(args, list) and len(args) == 2 and isinstance(args[1], dict)):
-            raise BadArgs("args are [kernel name, {parameter: [values]}]")
-        return CacheParams(args[0], tuple((k, tuple(v)) for k, v in args[1].items()))
-
-    def define_space(self, params: CacheParams) -> ConfigSpace:
-        return ConfigSpace([OtherKnob(name, list(values)) for name, values in params.tune_params])
-
-    def why_invalid(self, params, config, limits) -> str | None:
-        return None  # the recording restricts the space to the configs Kernel Tuner ran
-
-    def features(self, params, config: ConfigEntity) -> dict[str, float]:
-        return knob_features(config)
-
-    def default_config(self, params, space: ConfigSpace) -> ConfigEntity:
-        return space.get(next(space.iter_indexes()))
-
-    def flops(self, params) -> int:
-        return 10**9  # scores are compared within one workload only: any constant orders them
-
-
-def _hub_records(kernel: str, gpu: str, cache: dict, args: list, space: ConfigSpace) -> list[Record]:
-    records = []
-    for entry in cache["cache"].values():
-        values = {k: entry[k] for k in cache["tune_params_keys"]}
-        entity = [[k, "ot", v] for k, v in values.items()]
-        failed = HUB_FAILURES.get(entry["time"]) if isinstance(entry["time"], str) else None
-        costs = (1e9,) if failed else (float(entry["time"]) / 1e3,)
-        records.append(Record(target=make_target(gpu.lower()), task_name=KernelTunerCache.name, args=args,
-                              config_index=space.index_of(entity), entity=entity, costs=costs,
-                              error_no=failed or ErrorNo.NO_ERROR, all_cost=0.0, timestamp=0.0))
-    return records
+def _hub_cache(hub: Path, kernel: str, gpu: str) -> tuple[dict, list[Record]]:
+    """A hub cache as engine.kernel_tuner reads it: the document and its records (model `gpu`,
+    lower-case, which also names the MI250X, whose file has an empty device name)."""
+    path = hub / "cachefiles" / kernel / f"{gpu}.json.gz"
+    text = kernel_tuner.read_text(path)
+    document, _ = kernel_tuner.load_cache_json(text)
+    found = kernel_tuner.parse_cache(text, device=gpu.lower())
+    if found.bad_entries:
+        raise ValueError(f"{path}: {len(found.bad_entries)} malformed entries, the first {found.bad_entries[0]}")
+    return document, found.records
 
 
 def hub_spaces(hub: Path) -> list[BenchSpace]:
-    """Two kernels x four GPUs; each space's transfer records are the other GPUs'."""
+    """Two kernels x four GPUs, each one `kernel_tuner` workload (the one a hub import makes);
+    each space's transfer records are the other GPUs'."""
     out = []
-    template = KernelTunerCache()
     for short, kernel in HUB_KERNELS.items():
-        caches = {}
+        caches = {gpu: _hub_cache(hub, kernel, gpu) for gpu in HUB_GPUS}
+        first = caches[HUB_GPUS[0]][1][0]
+        task = engine.create_task(first.task_name, first.args)
         for gpu in HUB_GPUS:
-            with gzip.open(hub / "cachefiles" / kernel / f"{gpu}.json.gz", "rt", encoding="utf-8") as stream:
-                caches[gpu] = json.load(stream)
-        tune_params = caches[HUB_GPUS[0]]["tune_params"]
-        args = [kernel, tune_params]
-        params = template.parse_args(args)
-        space = template.define_space(params)
-        task = Task(name=template.name, args=args, params=params, template=template, config_space=space,
-                    flops=template.flops(params), limits=DeviceLimits())
-        by_gpu = {gpu: _hub_records(kernel, gpu, caches[gpu], args, space) for gpu in HUB_GPUS}
-        for gpu in HUB_GPUS:
-            cache = caches[gpu]
-            bench = BenchSpace(
-                f"{short}-{gpu}", restrict_to_recording(task, by_gpu[gpu]), by_gpu[gpu],
-                transfer=[r for other in HUB_GPUS if other != gpu for r in by_gpu[other]],
-                kt_params={k: list(v) for k, v in cache["tune_params"].items()},
-                kt_cache={key: {**{k: entry[k] for k in cache["tune_params_keys"]}, "time": entry["time"],
-                                "times": [entry["time"]]} for key, entry in cache["cache"].items()},
-            )
-            out.append(bench)
+            document, records = caches[gpu]
+            out.append(BenchSpace(
+                f"{short}-{gpu}", restrict_to_recording(task, records), records,
+                transfer=[r for other in HUB_GPUS if other != gpu for r in caches[other][1]],
+                kt_params={k: list(v) for k, v in document["tune_params"].items()},
+                kt_cache={key: {**{k: entry[k] for k in document["tune_params_keys"]}, "time": entry["time"],
+                                "times": [entry["time"]]} for key, entry in document["cache"].items()},
+            ))
     return out
 
 

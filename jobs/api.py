@@ -67,6 +67,24 @@ class RemeasureRequestSerializer(serializers.Serializer):
         return check_remeasure_request(**data)
 
 
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
+    description="any string of yours (at most 128 characters): a retry with the same key returns "
+                "the job the first request made instead of making another",
+)
+SUBMIT_RESPONSES = {
+    201: OpenApiTypes.OBJECT,
+    200: OpenApiResponse(OpenApiTypes.OBJECT, description="the job an earlier request with this Idempotency-Key made"),
+    400: OpenApiResponse(OpenApiTypes.OBJECT, description="a field is wrong; the body names it and says why"),
+    503: OpenApiResponse(OpenApiTypes.OBJECT, description="the job is saved and queued, but the task queue is unreachable"),
+}
+
+
+def idempotency_key_of(request) -> str:
+    """The request's Idempotency-Key header ("" without one), or ValidationError (a JSON 400)."""
+    return check_idempotency_key(request.headers.get("Idempotency-Key", ""))
+
+
 class JobPages(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
@@ -91,24 +109,14 @@ class JobListCreate(APIView):
         request=JobRequestSerializer,
         description="A tuning job; or, with `\"kind\": \"remeasure\"` (RemeasureRequestSerializer's fields), "
                     "a re-measure job.",
-        parameters=[OpenApiParameter(
-            "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
-            description="any string of yours (at most 128 characters): a retry with the same key returns "
-                        "the job the first request made instead of making another",
-        )],
-        responses={
-            201: OpenApiTypes.OBJECT,
-            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the job an earlier request with this Idempotency-Key made"),
-            400: OpenApiResponse(OpenApiTypes.OBJECT, description="a field is wrong; the body names it and says why"),
-            503: OpenApiResponse(OpenApiTypes.OBJECT, description="the job is saved and queued, but the task queue is unreachable"),
-        },
+        parameters=[IDEMPOTENCY_HEADER],
+        responses=SUBMIT_RESPONSES,
     )
     def post(self, request):
         is_remeasure = isinstance(request.data, dict) and request.data.get("kind") == "remeasure"
         serializer = (RemeasureRequestSerializer if is_remeasure else JobRequestSerializer)(data=request.data)
         serializer.is_valid(raise_exception=True)
-        key = check_idempotency_key(request.headers.get("Idempotency-Key", ""))
-        submission = submit_job(request.user, serializer.validated_data, idempotency_key=key)
+        submission = submit_job(request.user, serializer.validated_data, idempotency_key=idempotency_key_of(request))
         return submission_response(submission, job_progress(submission.job))
 
 

@@ -58,8 +58,9 @@ def preset_availability() -> dict:
 
 
 class JobRequestForm(forms.Form):
-    """A form whose fields become a JobRequest by jobs.submission's rules (`check`), offering
-    the GPUs online now; `request` holds it once the form is valid."""
+    """A form whose fields become a request (a JobRequest by jobs.submission's rules, a
+    NetworkRequest by jobs.network's: `check`), offering the GPUs online now; `request`
+    holds it once the form is valid."""
 
     # Made when the form is shown and posted back with it: submitting twice (a retry
     # after "the task queue is unreachable", a double click) returns the first job.
@@ -69,9 +70,9 @@ class JobRequestForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["gpus"].choices = gpu_choices()
         self.fields["idempotency_key"].initial = uuid.uuid4().hex
-        self.request: JobRequest | None = None
+        self.request: JobRequest | NetworkRequest | None = None
 
-    def check(self, data: dict) -> JobRequest:
+    def check(self, data: dict) -> JobRequest | NetworkRequest:
         raise NotImplementedError
 
     def clean(self):
@@ -189,7 +190,7 @@ NETWORK_TASKS_HELP = (
 )
 
 
-class NetworkJobForm(forms.Form):
+class NetworkJobForm(JobRequestForm):
     """A network job: the rules are jobs.network's."""
 
     network = forms.ChoiceField(required=False, label="Network", initial="resnet18")
@@ -212,21 +213,15 @@ class NetworkJobForm(forms.Form):
         ]
         self.fields["tuner"].choices = [(name, name) for name in sorted(TUNERS)]
         self.fields["tuner"].initial = "xgb" if "xgb" in TUNERS else None
-        self.fields["gpus"].choices = gpu_choices()
-        self.request: NetworkRequest | None = None
 
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
+    def check(self, data: dict) -> NetworkRequest:
         tasks = None
         if data.get("tasks", "").strip():
             try:
                 tasks = json.loads(data["tasks"])
             except json.JSONDecodeError as exc:
                 raise forms.ValidationError({"tasks": f"the tasks are not valid JSON ({exc.msg} at line {exc.lineno})"})
-        self.request = check_network_request(
+        return check_network_request(
             network=data.get("network", ""), tasks=tasks, tuner=data["tuner"], n_trial=data["n_trial"],
             gpus=data["gpus"], allocation=data["allocation"], round_trials=data.get("round_trials"),
         )
-        return data

@@ -27,7 +27,7 @@ from records.models import Device, MeasurementRecord
 
 from .claims import finish, held
 from .models import Job, JobKind, JobRun, NetworkTask, State, Worker
-from .submission import Submission, _check_workload, _why_gpus_cannot_run, send_runs
+from .submission import Submission, _check_workload, _why_gpus_cannot_run, send_runs, submit_once
 
 MAX_TASKS = 100
 MAX_WEIGHT = 10_000
@@ -137,27 +137,31 @@ def _check_task(item, number: int) -> tuple[NetworkPreset | None, str]:
     return NetworkPreset(label, task_name, args, weight), ""
 
 
-def submit_network_job(user, request: NetworkRequest) -> Submission:
+def submit_network_job(user, request: NetworkRequest, idempotency_key: str = "") -> Submission:
     """Create the job, its tasks and their runs on each GPU model; give the first rounds
-    once committed. Inside an outer transaction, as submit_job."""
-    with transaction.atomic():
-        catalog = Catalog()
-        job = Job.objects.create(
-            owner=user, kind=JobKind.NETWORK, preset=request.network, tuner=request.tuner, n_trial=request.n_trial,
-            allocation=request.allocation.value, round_trials=request.round_trials, seed=request.seed,
-        )
-        devices = [Device.objects.get(model=model) for model in request.gpus]
-        for position, preset in enumerate(request.tasks):
-            workload, _note = catalog.workload(preset.task_name, preset.args)
-            task = NetworkTask.objects.create(job=job, position=position, label=preset.label, workload=workload,
-                                              weight=preset.weight)
-            JobRun.objects.bulk_create([
-                JobRun(job=job, device=device, task=task, trials_allotted=0, state=State.BETWEEN_ROUNDS)
-                for device in devices
-            ])
-        submission = Submission(job)
-        transaction.on_commit(lambda: submission.queue_errors.extend(_start(job, devices)))
-    return submission
+    once committed. Once per Idempotency-Key and inside an outer transaction, as submit_job."""
+    def create() -> Submission:
+        with transaction.atomic():
+            catalog = Catalog()
+            job = Job.objects.create(
+                owner=user, kind=JobKind.NETWORK, preset=request.network, tuner=request.tuner,
+                n_trial=request.n_trial, allocation=request.allocation.value, round_trials=request.round_trials,
+                seed=request.seed, idempotency_key=idempotency_key,
+            )
+            devices = [Device.objects.get(model=model) for model in request.gpus]
+            for position, preset in enumerate(request.tasks):
+                workload, _note = catalog.workload(preset.task_name, preset.args)
+                task = NetworkTask.objects.create(job=job, position=position, label=preset.label, workload=workload,
+                                                  weight=preset.weight)
+                JobRun.objects.bulk_create([
+                    JobRun(job=job, device=device, task=task, trials_allotted=0, state=State.BETWEEN_ROUNDS)
+                    for device in devices
+                ])
+            submission = Submission(job)
+            transaction.on_commit(lambda: submission.queue_errors.extend(_start(job, devices)))
+        return submission
+
+    return submit_once(user, idempotency_key, create)
 
 
 def _start(job: Job, devices: list[Device]) -> list[str]:

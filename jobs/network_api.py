@@ -2,13 +2,14 @@
 or {"tasks": [...]}, with tuner, n_trial, gpus, allocation, round_trials, seed),
 `GET /api/network-jobs/` lists them, `GET /api/network-jobs/<id>/` reports per-task
 progress and the network's estimated time, `GET /api/network-jobs/<id>/best.log` is its
-best-config log, `POST /api/network-jobs/<id>/cancel/` cancels every task.
+best-config log, `POST /api/network-jobs/<id>/cancel/` cancels every task. An
+Idempotency-Key header makes a retried submit return the first job, as for /api/jobs/.
 The rules are jobs.network's."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -16,7 +17,7 @@ from rest_framework.views import APIView
 
 from engine import Strategy
 
-from .api import JobPages, submission_response
+from .api import IDEMPOTENCY_HEADER, SUBMIT_RESPONSES, JobPages, idempotency_key_of, submission_response
 from .models import Job, JobKind
 from .network import check_network_request, submit_network_job
 from .network_progress import network_progress
@@ -60,16 +61,13 @@ class NetworkJobListCreate(APIView):
     @extend_schema(
         operation_id="network_jobs_create",
         request=NetworkJobRequestSerializer,
-        responses={
-            201: OpenApiTypes.OBJECT,
-            400: OpenApiResponse(description="a field is wrong; the body names it and says why"),
-            503: OpenApiResponse(description="the job is saved and queued, but the task queue is unreachable"),
-        },
+        parameters=[IDEMPOTENCY_HEADER],
+        responses=SUBMIT_RESPONSES,
     )
     def post(self, request):
         serializer = NetworkJobRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        submission = submit_network_job(request.user, serializer.validated_data)
+        submission = submit_network_job(request.user, serializer.validated_data, idempotency_key=idempotency_key_of(request))
         return submission_response(submission, network_progress(submission.job))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Callable
 
 from celery import current_app
 from django.conf import settings
@@ -211,18 +212,10 @@ def _why_gpus_cannot_run(gpus: list[str], task_name: str, args: list) -> str | N
 
 
 def submit_job(user, request: JobRequest, idempotency_key: str = "") -> Submission:
-    """Create the job and one run per GPU model; send the runs once committed.
-
-    With an `idempotency_key` this user sent before, no second job is made: the first
-    one is returned (`created` False) and its runs the broker never got are sent again.
-    Inside an outer transaction the runs are sent when it commits, and their
-    queue errors, if any, are only logged.
-    """
-    if idempotency_key:
-        earlier = _job_with_key(user, idempotency_key)
-        if earlier is not None:
-            return _resend(earlier)
-    try:
+    """Create the job and one run per GPU model; send the runs once committed (once per
+    Idempotency-Key: see submit_once). Inside an outer transaction the runs are sent when
+    it commits, and their queue errors, if any, are only logged."""
+    def create() -> Submission:
         with transaction.atomic():
             workload, _note = Workload.objects.catalog().workload(request.task_name, request.args)
             job = Job.objects.create(
@@ -234,13 +227,29 @@ def submit_job(user, request: JobRequest, idempotency_key: str = "") -> Submissi
             runs = [JobRun.objects.create(job=job, device=Device.objects.get(model=m)) for m in request.gpus]
             submission = Submission(job)
             transaction.on_commit(lambda: submission.queue_errors.extend(send_runs(runs)))
+        return submission
+
+    return submit_once(user, idempotency_key, create)
+
+
+def submit_once(user, idempotency_key: str, create: Callable[[], Submission]) -> Submission:
+    """`create()`'s new job, made with `idempotency_key` (every kind of job submits through here).
+
+    With a key this user sent before, no second job is made: the first one is returned
+    (`created` False) and its runs the broker never got are sent again.
+    """
+    if idempotency_key:
+        earlier = _job_with_key(user, idempotency_key)
+        if earlier is not None:
+            return _resend(earlier)
+    try:
+        return create()
     except IntegrityError:
         # The same key sent twice at once: the other request made the job.
         earlier = _job_with_key(user, idempotency_key) if idempotency_key else None
         if earlier is None:
             raise
         return _resend(earlier)
-    return submission
 
 
 def check_idempotency_key(key: str) -> str:

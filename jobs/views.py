@@ -48,9 +48,7 @@ def job_list(request):
 def _submit(request, form, template: str, extra: dict | None = None, submit=submit_job):
     """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
-        # Tune and re-measure forms carry an idempotency key; a network job's form has none yet.
-        key = form.cleaned_data.get("idempotency_key")
-        submission = submit(request.user, form.request) if key is None else submit(request.user, form.request, key)
+        submission = submit(request.user, form.request, form.cleaned_data["idempotency_key"])
         if submission.queue_errors:
             # The form again, with its key: submitting it once more returns this job.
             context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors, **(extra or {})}

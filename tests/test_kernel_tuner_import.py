@@ -159,3 +159,22 @@ def test_a_cut_gzip_cache_is_refused_through_the_api_as_json(alice_client):
     cut = SimpleUploadedFile("A100.json.gz", whole[: len(whole) // 2])
     response = alice_client.post("/api/imports/", {"file": cut})
     assert response.status_code == 400 and "not a readable gzip file" in response.json()["detail"]
+
+
+def test_a_store_results_file_imports_through_the_api_and_its_entry_without_a_gpu_is_reported(alice_client):
+    results = {"version_number": "1.0", "kernel_name": "vector_add", "objective": "time",
+               "objective_higher_is_better": False, "tunable_parameters": ["block_size_x"],
+               "data": [{"device_name": "NVIDIA A100-PCIE-40GB", "problem_size": "1000000",
+                         "tunable_parameters": {"block_size_x": size}, "time": time}
+                        for size, time in ((256, 0.5), (128, 0.51))]
+               + [{"device_name": "", "problem_size": "1000000", "tunable_parameters": {"block_size_x": 64}, "time": 0.7}]}
+    upload = SimpleUploadedFile("vector_add_results.json", json.dumps(results).encode())
+
+    answer = alice_client.post("/api/imports/", {"file": upload})
+
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["imported"] == 2 and answer.json()["malformed"] == 1
+    assert "empty device name" in answer.json()["problems"][0]["reason"]
+    workload = Workload.objects.get(task_name=kt.TASK_NAME)
+    assert sorted(workload.records.values_list("mean_cost", flat=True)) == pytest.approx([0.0005, 0.00051])
+    assert set(workload.records.values_list("device__model", flat=True)) == {"a100"}

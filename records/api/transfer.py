@@ -1,9 +1,10 @@
-"""JSON API for moving records in and out: log imports, baseline imports, log exports."""
+"""JSON API for moving records in and out: log imports, baseline imports, exports as AutoTVM
+logs and as Kernel Tuner files (a cache file, T4 results)."""
 from __future__ import annotations
 
 from django.http import JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import renderers, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -14,7 +15,7 @@ from ..import_formats import import_file
 from ..importing import NotALogError
 from ..models import ImportBatch
 from ..uploads import check_upload_size
-from ..views.transfer import export_response
+from ..views.transfer import export_response, kernel_tuner_response
 
 
 class LogUploadSerializer(serializers.Serializer):
@@ -161,3 +162,36 @@ class RecordExportView(ExportView):
     )
     def get(self, request):
         return super().get(request)
+
+
+KERNEL_TUNER_RESPONSES = {
+    (200, "application/json"): OpenApiTypes.OBJECT,
+    400: OpenApiResponse(ERROR, description="the filters select not exactly one workload on one GPU, or a value is malformed"),
+    404: OpenApiResponse(ERROR, description="no such workload, GPU model, task or import batch"),
+}
+
+
+class KernelTunerExportView(APIView):
+    """One workload on one GPU, of the records the caller may read, as a Kernel Tuner file."""
+
+    renderer_classes = [renderers.JSONRenderer]
+    fmt: str  # records.kernel_tuner_export.FORMATS
+
+    def get(self, request):
+        return kernel_tuner_response(request.query_params, self.fmt, request.user, error=_json_error)
+
+
+KERNEL_TUNER_SCHEMA = {"parameters": EXPORT_PARAMETERS, "responses": KERNEL_TUNER_RESPONSES, "tags": ["exports"]}
+
+
+@extend_schema_view(get=extend_schema(
+    summary="One workload on one GPU as a Kernel Tuner cache file (times in ms; failures as Kernel Tuner's strings)",
+    **KERNEL_TUNER_SCHEMA))
+class KernelTunerCacheExportView(KernelTunerExportView):
+    fmt = "kernel-tuner"
+
+
+@extend_schema_view(get=extend_schema(
+    summary="One workload on one GPU as T4 results (the FAIR autotuning results format 1.0.0)", **KERNEL_TUNER_SCHEMA))
+class T4ExportView(KernelTunerExportView):
+    fmt = "t4"

@@ -103,17 +103,22 @@ def download_records(request):
     return export_response(request.GET, "records", request.user)
 
 
-@require_GET
-@public_read
-def download_kernel_tuner(request, fmt: str):
-    """One workload on one GPU as a Kernel Tuner cache file (`kernel-tuner`) or T4 results (`t4`)."""
+def kernel_tuner_response(params, fmt: str, viewer, error=text_error) -> HttpResponse:
+    """One workload on one GPU as a Kernel Tuner cache file (`kernel-tuner`) or T4 results
+    (`t4`), of the records `viewer` may read; or `error(message, status)`, as export_response."""
     try:
-        selection = ExportFilter.from_params(request.GET, request.user)
+        selection = ExportFilter.from_params(params, viewer)
         text, _ = kernel_tuner_text(selection, fmt)
     except UnknownFilterTarget as exc:
-        return HttpResponse(f"{exc}\n", status=404, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 404)
     except ExportFilterError as exc:
-        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+        return error(str(exc), 400)
     response = HttpResponse(text, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{file_name(selection, fmt)}"'
     return response
+
+
+@require_GET
+@public_read
+def download_kernel_tuner(request, fmt: str):
+    return kernel_tuner_response(request.GET, fmt, request.user)

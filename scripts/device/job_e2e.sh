@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real tuning job through the API on a real GPU worker, on the device machine:
 #   run(command="bash scripts/device/job_e2e.sh", carry=[".whl", ".debs"], timeout_s=420)
-# .whl/ holds Django, DRF, drf-spectacular, django-filter, whitenoise, dj-database-url,
-# Celery with its Redis client, and xgboost-cpu (python 3.12 wheels); .debs/ holds Debian's
-# redis-server with libjemalloc2 and liblzf1 (the device has no package registry).
+# .whl/ holds the Python 3.12 wheels of scripts/device/wheels.txt and .debs/ Debian's
+# redis-server with libjemalloc2 and liblzf1 (the device has no package registry;
+# scripts/device/offline_deps.sh says how to fetch both).
 # It starts the whole system the way `./tw up` does (python -m tunerweb.up: Redis, one worker
 # per GPU, the web server), makes an API token, submits C12 through POST /api/jobs/, polls
 # GET /api/jobs/<id>/ until the job ends, downloads the best-config log, and stops everything.

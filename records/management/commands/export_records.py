@@ -5,6 +5,7 @@ from django.core.management.base import CommandError
 
 from records.exporting import ExportFilter, ExportFilterError, record_lines
 from records.kernel_tuner_export import FORMATS, kernel_tuner_text
+from records.visibility import ALL_RECORDS
 
 from ._export import ExportCommand
 
@@ -23,7 +24,7 @@ class Command(ExportCommand):
         if format == "autotvm":
             return super().handle(*args, output=output, **options)
         try:
-            text, count = kernel_tuner_text(ExportFilter.from_params(options), format)
+            text, count = kernel_tuner_text(ExportFilter.from_params(options, viewer=ALL_RECORDS), format)
         except ExportFilterError as exc:
             raise CommandError(str(exc)) from None
         if output is None:
