@@ -26,7 +26,13 @@ BATCH_COLUMNS = {
 }
 
 WORKLOAD_COLUMNS = {
-    "task": "task_name", "records": "record_count", "valid": "valid_count", "gflops": "best_gflops",
+    "task": "task_name", "shape": "args_json", "records": "record_count", "valid": "valid_count",
+    "gpus": "gpu_count", "gflops": "best_gflops", "on": "best_gpu",
+}
+
+TASK_COLUMNS = {  # the home page's tasks table: rows of `leaderboards.task_summaries`
+    "task": lambda row: row["task_name"], "workloads": lambda row: row["workload_count"],
+    "records": lambda row: row["record_count"], "gpus": lambda row: row["device_count"],
 }
 
 SPEEDUP_COLUMNS = {
