@@ -35,16 +35,27 @@ TASK_COLUMNS = {  # the home page's tasks table: rows of `leaderboards.task_summ
     "records": lambda row: row["record_count"], "gpus": lambda row: row["device_count"],
 }
 
+# A speedup table's columns after its times: the warm interval sorts by its low end.
+_RATIO_COLUMNS = {
+    "speedup": lambda row: row.speedup,
+    "interval": lambda row: row.warm.low,
+    "cold": lambda row: row.cold.value if row.cold else None,
+    "cold_interval": lambda row: row.cold.low if row.cold else None,
+    "rounds": lambda row: row.rounds,
+}
+
 SPEEDUP_COLUMNS = {
     "task": lambda row: row.workload.task_name,
+    "shape": lambda row: row.workload.args_json,
     "baseline": lambda row: row.baseline.cost,
     "tuned": lambda row: row.best.median_cost,
-    "speedup": lambda row: row.speedup,
+    **_RATIO_COLUMNS,
 }
 
 HEAD_TO_HEAD_COLUMNS = {
     "task": lambda row: row.workload.task_name,
+    "shape": lambda row: row.workload.args_json,
     "a": lambda row: row.best_a.median_cost,
     "b": lambda row: row.best_b.median_cost,
-    "speedup": lambda row: row.speedup,
+    **_RATIO_COLUMNS,
 }

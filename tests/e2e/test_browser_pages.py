@@ -100,8 +100,11 @@ def test_the_speedup_page_draws_a_bar_per_workload_above_the_table(browser, live
         workload = make_workload(args=args)
         make_record(workload, h200, tuned)
         make_baseline(workload, h200, vendor)
+    # Confirmation rounds of C9's best give its bar an interval; C12's one measurement none.
+    make_record(workload, h200, costs=[48e-6, 50e-6, 52e-6], config_index=7, kind="confirmation", rounds=3)
     browser.get(f"{live_server.url}/speedups/?device=h200&provider=cudnn")
     wait_until(lambda: browser.find_element(*by("#speedup-chart")).get_attribute("data-bars") == "2", what="the bars")
+    wait_until(lambda: browser.find_element(*by("#speedup-chart")).get_attribute("data-whiskers") == "1", what="a whisker")
     chart = browser.find_element(*by("#speedup-chart"))
     assert chart.location["y"] < browser.find_element(*by("table.speedups")).location["y"]
     assert browser.find_element(*by("strong.geomean")).text == "1.10×"  # √(1.5 × 0.8)
