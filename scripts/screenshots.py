@@ -1,7 +1,7 @@
 """README's screenshots, taken in headless Chromium from a running tunerweb.
 
     python scripts/screenshots.py --url http://127.0.0.1:8000 --user admin --password PW \
-        --job 2 --workload 343 --gpu h200 [--out docs/screenshots]
+        --job 2 --workload 343 --gpu h200 [--out docs/screenshots] [--only speedups.png ...]
 
 The pictures in docs/screenshots/ were taken from `./tw up` (SQLite) after importing TopHub's
 log, the committed H200 tuning logs (docs/benchmarks/conv2d-h200-logs/*.log.gz and
@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--workload", type=int, required=True, help="a workload with records on several GPUs")
     parser.add_argument("--gpu", default="h200", help="the GPU model of the speedup, roofline and knob pages")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="take only these pictures (job.png, ...)")
     args = parser.parse_args()
 
     options = webdriver.ChromeOptions()
@@ -72,6 +73,8 @@ def main() -> None:
         time.sleep(1)
         args.out.mkdir(parents=True, exist_ok=True)
         for name, path, height in pages(args):
+            if args.only and name not in args.only:
+                continue
             driver.set_window_size(1280, height)
             driver.get(args.url + path)
             time.sleep(2)  # charts draw after DOMContentLoaded; the job page polls once
