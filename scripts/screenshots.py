@@ -7,7 +7,11 @@ The pictures in docs/screenshots/ were taken from `./tw up` (SQLite) after impor
 log, the committed H200 tuning logs (docs/benchmarks/conv2d-h200-logs/*.log.gz and
 operators-h200-logs/operators.log.gz, unzipped), cuDNN times of C1-C12 from DESIGN.md as a
 baselines CSV, and a C12 job (xgb, 250 trials) on the replay worker and a second replay
-worker of a synthetic recording. Needs Debian's chromium and chromium-driver, and selenium
+worker of a synthetic recording. The leaderboard, speedup and compare-GPUs pictures were
+retaken (2026-12-01, `--only`) with the H200 baselines (docs/gpu-runs/baselines-h200.log,
+`manage.py import_baselines`) and confirmations (docs/benchmarks/confirmed-h200-2026-12-01/
+confirm-a.json and confirm-b.json, `manage.py import_confirmations`) imported, whose rounds
+give the bars their whiskers. Needs Debian's chromium and chromium-driver, and selenium
 (the test extra).
 """
 from __future__ import annotations

@@ -65,6 +65,7 @@
           const ctx = u.ctx, cap = 6 * devicePixelRatio;
           let drawn = 0;
           ctx.save();
+          ctx.setLineDash([]);  // the geometric mean's line leaves its dashes on the context
           ctx.strokeStyle = "#14202e";
           ctx.lineWidth = 1.5 * devicePixelRatio;
           lows.forEach((low, i) => {
