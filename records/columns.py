@@ -30,6 +30,12 @@ WORKLOAD_COLUMNS = {
     "gpus": "gpu_count", "gflops": "best_gflops", "on": "best_gpu",
 }
 
+ROOFLINE_COLUMNS = {  # the roofline page's table: `roofline.RooflinePoint`s
+    "task": lambda point: point.record.workload.task_name, "shape": lambda point: point.record.workload.args_json,
+    "intensity": lambda point: point.intensity, "gflops": lambda point: point.gflops,
+    "peak": lambda point: point.percent_of_peak,
+}
+
 TASK_COLUMNS = {  # the home page's tasks table: rows of `leaderboards.task_summaries`
     "task": lambda row: row["task_name"], "workloads": lambda row: row["workload_count"],
     "records": lambda row: row["record_count"], "gpus": lambda row: row["device_count"],

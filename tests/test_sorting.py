@@ -194,3 +194,48 @@ def test_the_home_page_sorts_workloads_and_tasks_by_every_column(client, records
     tasks = client.get(url, {"task_sort": "-task"}).content.decode()
     tasks = tasks[tasks.index('<table class="tasks">'):]
     assert tasks.index("gemm") < tasks.index("conv2d_nchw.cuda")
+
+
+def test_the_workers_page_sorts_by_status_and_heartbeat(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import Worker
+
+    Worker.objects.create(name="v100@host:0", hostname="host", queue="v100", device=make_device("v100"),
+                          last_heartbeat=timezone.now() - timedelta(days=1))
+    Worker.objects.create(name="a100@host:0", hostname="host", queue="a100", device=make_device("a100"),
+                          last_heartbeat=timezone.now())
+    url = reverse("jobs:workers")
+
+    def a100_first(**query) -> bool:
+        html = client.get(url, query).content.decode()
+        table = html[html.index('<table id="workers">'):]
+        return table.index("a100") < table.index("v100")
+
+    assert a100_first(sort="-heartbeat") and not a100_first(sort="heartbeat")
+    assert a100_first(sort="gpu") and not a100_first(sort="-gpu")
+    assert a100_first(sort="-status") != a100_first(sort="status")  # online against offline
+    assert client.get(url, {"sort": "pid"}).status_code == 400
+
+
+def test_the_roofline_table_sorts_by_intensity_or_share_of_peak(client):
+    from engine import describe_workload
+    from engine.workloads import PRESETS
+
+    h200 = make_device("h200")
+    gemm, broadcast = make_workload("gemm", PRESETS["G3"].args), make_workload("broadcast_nchw", PRESETS["B-div-b"].args)
+    for workload in (gemm, broadcast):
+        workload.bytes_moved = describe_workload(workload.task_name, workload.args).bytes_moved
+        workload.save()
+        make_record(workload, h200, 100e-6)
+    url = reverse("records:roofline")
+
+    def first_task(**query):
+        html = client.get(url, {"device": "h200", **query}).content.decode()
+        table = html[html.index('<table class="roofline">'):]
+        return "gemm" if table.index("<td>gemm</td>") < table.index("<td>broadcast_nchw</td>") else "broadcast_nchw"
+
+    assert first_task(sort="intensity") == "broadcast_nchw" and first_task(sort="-intensity") == "gemm"
+    assert first_task(sort="-gflops") == "gemm"

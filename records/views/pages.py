@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
 from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, TASK_COLUMNS, WORKLOAD_COLUMNS
+from ..columns import ROOFLINE_COLUMNS
 from ..columns import record_columns
 from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
@@ -249,7 +250,12 @@ def roofline_page(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/roofline.html", context, status=_status(form.is_bound))
     plot = roofline(form.cleaned_data["device"], request.user)
-    return render(request, "records/roofline.html", {**context, "roofline": plot, "chart": roofline_chart(plot)})
+    sorting = sorting_from(request.GET, ROOFLINE_COLUMNS)
+    chart = roofline_chart(plot)
+    plot.points = sorting.rows(plot.points)
+    return render(request, "records/roofline.html", {
+        **context, "roofline": plot, "chart": chart, "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read
