@@ -71,6 +71,10 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     stored = run.records().count()
     assert stored == 48 and plotted == {str(run.pk): stored}
     assert browser.find_element(By.CSS_SELECTOR, "#job-plot canvas")
+    # Each latest trial's config index links to its record, a record of this run.
+    hrefs = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "table.trials td:nth-child(2) a")]
+    linked_ids = {int(href.rstrip("/").rsplit("/", 1)[1]) for href in hrefs}
+    assert linked_ids and run.records().filter(pk__in=linked_ids).count() == len(linked_ids)
     # Hovering shows a trial; a click pins it, links its record and adds its knobs.
     ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#job-plot .u-over")).click().perform()
     tip = browser.find_element(By.CSS_SELECTOR, ".chart-tip")
