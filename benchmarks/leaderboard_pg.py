@@ -166,8 +166,9 @@ def measure() -> None:
     client = Client()
     # The plain page, then sorted by other columns (server side, before paginating), the
     # records page sorted by % of peak across every workload, and the dashboard sorted.
-    urls = [url] + [f"{url}?sort={column}" for column in ("-gflops", "-peak", "measured", "gpu")]
-    urls += [reverse("records:record_list") + "?sort=-peak", reverse("records:home"), reverse("records:home") + "?sort=-gflops"]
+    urls = [url] + [f"{url}?sort={column}" for column in ("-median", "-gflops", "-peak", "-n", "gpu")]
+    urls += [f"{url}?best_sort=-peak", reverse("records:record_list") + "?sort=-peak", reverse("records:home")]
+    urls += [reverse("records:home") + f"?sort={column}" for column in ("-gflops", "-gpus", "on")]
     for each in urls:
         response = client.get(each)
         assert response.status_code == 200, (each, response.status_code)

@@ -30,6 +30,7 @@ class DeviceInfo:
     memory_bytes: int | None = None
     clock_mhz: int | None = None
     memory_clock_mhz: int | None = None
+    memory_bus_bits: int | None = None
     driver_version: str = ""
     cuda_version: str = ""
     is_replay: bool = False

@@ -32,7 +32,15 @@ def _job_for(request, pk: int, kinds=(JobKind.TUNE, JobKind.REMEASURE)) -> Job:
 
 
 JOB_COLUMNS = {"job": "id", "state": "state", "task": "workload__task_name", "tuner": "tuner",
-               "budget": "n_trial", "submitted": "created_at"}
+               "budget": "n_trial", "owner": "owner__username", "submitted": "created_at"}
+# The workers page is a handful of rows with a computed status: sorted in Python.
+WORKER_COLUMNS = {
+    "gpu": lambda worker: worker.device.model, "status": lambda worker: worker.status,
+    "worker": lambda worker: (worker.queue, worker.name), "device": lambda worker: worker.device.name,
+    "running": lambda worker: worker.current_run.job_id if worker.current_run else None,
+    "heartbeat": lambda worker: worker.last_heartbeat,
+}
+KERNEL_COLUMNS = {"name": "name", "by": "added_by__username", "added": "added_at"}
 
 
 @login_required
@@ -101,8 +109,11 @@ def cancel(request, pk: int):
 
 @public_read
 def workers(request):
-    rows = Worker.objects.select_related("device")
-    return render(request, "jobs/workers.html", {"workers": rows, "waiting": JobRun.objects.waiting_for_workers()})
+    sorting = sorting_from(request.GET, WORKER_COLUMNS)
+    rows = sorting.rows(Worker.objects.select_related("device"))
+    return render(request, "jobs/workers.html", {
+        "workers": rows, "waiting": JobRun.objects.waiting_for_workers(), "sorting": sorting, "sort_error": sorting.error,
+    }, status=400 if sorting.error else 200)
 
 
 @login_required
@@ -119,7 +130,11 @@ def profile(request):
 
 @login_required
 def custom_kernel_list(request):
-    return render(request, "jobs/custom_kernel_list.html", {"kernels": CustomKernel.objects.select_related("added_by")})
+    sorting = sorting_from(request.GET, KERNEL_COLUMNS)
+    kernels = sorting.queryset(CustomKernel.objects.select_related("added_by"))
+    return render(request, "jobs/custom_kernel_list.html", {
+        "kernels": kernels, "sorting": sorting, "sort_error": sorting.error,
+    }, status=400 if sorting.error else 200)
 
 
 @login_required

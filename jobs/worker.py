@@ -144,7 +144,8 @@ def register(config: WorkerConfig):
     info = config.device_info()
     device, _ = Device.objects.update_or_create(model=info.model, defaults={
         "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
-        "memory_bytes": info.memory_bytes, "driver_version": info.driver_version,
+        "memory_bytes": info.memory_bytes, "clock_mhz": info.clock_mhz, "memory_clock_mhz": info.memory_clock_mhz,
+        "memory_bus_bits": info.memory_bus_bits, "driver_version": info.driver_version,
         "cuda_version": info.cuda_version, "is_replay": info.is_replay,
     })
     worker, _ = Worker.objects.update_or_create(name=config.name, defaults={

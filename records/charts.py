@@ -29,10 +29,13 @@ def _workload_facts(workload) -> dict:
 
 
 def _speedup_bars(y_label: str, geomean: float | None, rows, detail) -> dict:
-    """A bar per row's workload at its speedup; `detail(row)` is the tooltip's line of times."""
+    """A bar per row's workload at its speedup, its whisker the speedup's interval (a single
+    measurement on each side has none to speak of: low = high); `detail(row)` is the
+    tooltip's line of times."""
     return {
         "y_label": y_label, "geomean": geomean,
-        "bars": [{**_workload_facts(row.workload), "value": row.speedup, "detail": detail(row)} for row in rows],
+        "bars": [{**_workload_facts(row.workload), "value": row.speedup, "low": row.warm.low, "high": row.warm.high,
+                  "detail": detail(row)} for row in rows],
     }
 
 
@@ -55,6 +58,8 @@ def workload_chart(comparison: WorkloadComparison) -> dict:
         "y_label": "best GFLOPS", "unit": " GFLOPS", "geomean": None,
         "bars": [
             {**facts, "label": str(best.device), "value": best.gflops,
+             # the fastest and slowest measurements of the best config, as GFLOPS
+             "low": comparison.workload.gflops(best.max_cost), "high": comparison.workload.gflops(best.min_cost),
              "detail": f"{best.median_cost * 1e6:.2f} µs, record #{best.pk}"}
             for best in comparison.bests if best.gflops is not None
         ],

@@ -26,19 +26,42 @@ BATCH_COLUMNS = {
 }
 
 WORKLOAD_COLUMNS = {
-    "task": "task_name", "records": "record_count", "valid": "valid_count", "gflops": "best_gflops",
+    "task": "task_name", "shape": "args_json", "records": "record_count", "valid": "valid_count",
+    "gpus": "gpu_count", "gflops": "best_gflops", "on": "best_gpu",
+}
+
+ROOFLINE_COLUMNS = {  # the roofline page's table: `roofline.RooflinePoint`s
+    "task": lambda point: point.record.workload.task_name, "shape": lambda point: point.record.workload.args_json,
+    "intensity": lambda point: point.intensity, "gflops": lambda point: point.gflops,
+    "peak": lambda point: point.percent_of_peak,
+}
+
+TASK_COLUMNS = {  # the home page's tasks table: rows of `leaderboards.task_summaries`
+    "task": lambda row: row["task_name"], "workloads": lambda row: row["workload_count"],
+    "records": lambda row: row["record_count"], "gpus": lambda row: row["device_count"],
+}
+
+# A speedup table's columns after its times: the warm interval sorts by its low end.
+_RATIO_COLUMNS = {
+    "speedup": lambda row: row.speedup,
+    "interval": lambda row: row.warm.low,
+    "cold": lambda row: row.cold.value if row.cold else None,
+    "cold_interval": lambda row: row.cold.low if row.cold else None,
+    "rounds": lambda row: row.rounds,
 }
 
 SPEEDUP_COLUMNS = {
     "task": lambda row: row.workload.task_name,
+    "shape": lambda row: row.workload.args_json,
     "baseline": lambda row: row.baseline.cost,
     "tuned": lambda row: row.best.median_cost,
-    "speedup": lambda row: row.speedup,
+    **_RATIO_COLUMNS,
 }
 
 HEAD_TO_HEAD_COLUMNS = {
     "task": lambda row: row.workload.task_name,
+    "shape": lambda row: row.workload.args_json,
     "a": lambda row: row.best_a.median_cost,
     "b": lambda row: row.best_b.median_cost,
-    "speedup": lambda row: row.speedup,
+    **_RATIO_COLUMNS,
 }

@@ -31,22 +31,27 @@ def search_workloads(search: str = "", workloads: QuerySet | None = None) -> Que
     return workloads.filter(Q(task_name__icontains=search) | Q(args_json__icontains=search.replace(" ", "")))
 
 
-SUMMARY_COLUMNS = ("record_count", "valid_count", "best_gflops")
+SUMMARY_COLUMNS = ("record_count", "valid_count", "gpu_count", "best_gflops", "best_gpu")
 
 
 def summarize(workloads: QuerySet, viewer=PUBLIC) -> QuerySet:
-    """`workloads` with how many records (and valid ones) each has and its best GFLOPS, of
-    the records `viewer` may read, in their order (summarized already, they come back as they are).
+    """`workloads` with how many records (and valid ones) each has, on how many GPUs, its best
+    GFLOPS and the GPU of that best (`best_gpu`), of the records `viewer` may read, in their
+    order (summarized already, they come back as they are).
 
     Paginate first and summarize the page: the aggregate then reads only that page's records.
     """
     if "record_count" in workloads.query.annotations:
         return workloads
     counted = _counted(viewer)
+    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
+    fastest = MeasurementRecord.objects.visible_to(viewer).filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
     return workloads.annotate(
         record_count=Count("records", filter=counted),
         valid_count=Count("records", filter=_VALID & counted),
+        gpu_count=Count("records__device", filter=counted, distinct=True),
         best_gflops=Max("records__gflops", filter=_VALID & counted),
+        best_gpu=Subquery(fastest.values("device__model")[:1]),
     )
 
 
@@ -65,10 +70,7 @@ def workload_rows(page_of_workloads, viewer=PUBLIC) -> list[tuple[Workload, list
     have records of it and the GPU of its best GFLOPS (`best_gpu`), of what `viewer` may read."""
     ids = [workload.pk for workload in page_of_workloads]
     gpus = devices_by_workload(ids, viewer)
-    # One workload's FLOPs are fixed, so its best GFLOPS is its fastest record: the rank index's first row.
-    fastest = MeasurementRecord.objects.visible_to(viewer).filter(workload=OuterRef("pk")).valid().order_by(*BEST_ORDER)
-    summarized = summarize(Workload.objects.filter(pk__in=ids), viewer).annotate(
-        best_gpu=Subquery(fastest.values("device__model")[:1]))
+    summarized = summarize(Workload.objects.filter(pk__in=ids), viewer)
     by_id = {workload.pk: workload for workload in summarized}
     return [(by_id[pk], gpus.get(pk, [])) for pk in ids]
 

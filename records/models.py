@@ -29,6 +29,10 @@ class Device(models.Model):
     compute_capability = models.CharField(max_length=8, blank=True)
     sm_count = models.PositiveIntegerField(null=True, blank=True)
     memory_bytes = models.BigIntegerField(null=True, blank=True)
+    # What a worker's GPU announces; the roofline's peaks come from them (records.roofline).
+    clock_mhz = models.PositiveIntegerField(null=True, blank=True, help_text="peak SM clock")
+    memory_clock_mhz = models.PositiveIntegerField(null=True, blank=True, help_text="peak memory clock")
+    memory_bus_bits = models.PositiveIntegerField(null=True, blank=True, help_text="global memory bus width")
     driver_version = models.CharField(max_length=32, blank=True)
     cuda_version = models.CharField(max_length=32, blank=True)
     is_replay = models.BooleanField(

@@ -5,8 +5,11 @@ A workload's arithmetic intensity is its FLOPs over the least bytes a run must m
 min(peak FP32 FLOP/s, intensity × DRAM bandwidth). "% of peak" is a record's FLOP/s over
 that bound; where the bytes are not counted, over peak FP32 alone.
 
-Peaks come from the vendors' datasheets (boost clock, FP32 without tensor cores). A replay
-device (`h200-replay`) answers from a recording of the GPU it names.
+A GPU's peaks come from its recorded properties where its worker announced them (SMs, boost
+clock and compute capability give FP32 FLOP/s; memory clock and bus width give DRAM bandwidth);
+GPUs known only from imported logs (TopHub's v100) and replay devices (`h200-replay`, which
+answer from a recording of the GPU they name) read the vendors' datasheets (boost clock, FP32
+without tensor cores).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ REPLAY_SUFFIX = "-replay"
 class Peak:
     gflops: float  # peak FP32, GFLOP/s
     bandwidth: float  # DRAM, GB/s
+    source: str = "the datasheet"  # where the figures come from, as the roofline page says it
 
     def bound(self, intensity: float | None) -> float:
         """The most GFLOP/s a kernel of this arithmetic intensity (FLOP per byte) can reach."""
@@ -51,8 +55,28 @@ KNOWN_PEAKS: dict[str, Peak] = {
 }
 
 
+# FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table);
+# one fused multiply-add a lane a clock is two FLOPs.
+FP32_LANES_PER_SM = {
+    "6.0": 64, "6.1": 128, "6.2": 128, "7.0": 64, "7.2": 64, "7.5": 64, "8.0": 64, "8.6": 128,
+    "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128, "10.3": 128, "12.0": 128,
+}
+
+
+def recorded_peak(device: Device) -> Peak | None:
+    """The peaks the device's own recorded properties give; None where one of them is missing."""
+    lanes = FP32_LANES_PER_SM.get(device.compute_capability)
+    if device.is_replay or not (lanes and device.sm_count and device.clock_mhz
+                                and device.memory_clock_mhz and device.memory_bus_bits):
+        return None
+    gflops = 2 * lanes * device.sm_count * device.clock_mhz / 1000
+    # DRAM moves data on both clock edges; the bus width is in bits.
+    bandwidth = 2 * device.memory_clock_mhz * device.memory_bus_bits / 8 / 1000
+    return Peak(gflops, bandwidth, source="the GPU's recorded properties")
+
+
 def peak_of(device: Device) -> Peak | None:
-    return KNOWN_PEAKS.get(device.model.removesuffix(REPLAY_SUFFIX))
+    return recorded_peak(device) or KNOWN_PEAKS.get(device.model.removesuffix(REPLAY_SUFFIX))
 
 
 def intensity_of(workload) -> float | None:

@@ -20,6 +20,7 @@ class Sorting:
     column: str | None
     descending: bool
     error: str | None = None
+    name: str = "sort"  # the URL parameter: a page with two sortable tables gives each its own
 
     @property
     def param(self) -> str:
@@ -56,14 +57,14 @@ class Sorting:
         return sorted(present, key=key, reverse=self.descending) + missing
 
 
-def sorting_from(query: Mapping[str, str], columns: Mapping[str, Any]) -> Sorting:
-    """The table's sort as the query asks for it; an unknown column is reported, not applied."""
-    asked = (query.get("sort") or "").strip()
+def sorting_from(query: Mapping[str, str], columns: Mapping[str, Any], name: str = "sort") -> Sorting:
+    """The table's sort as the query's `name` asks for it; an unknown column is reported, not applied."""
+    asked = (query.get(name) or "").strip()
     if not asked:
-        return Sorting(columns, None, False)
+        return Sorting(columns, None, False, name=name)
     descending = asked.startswith("-")
-    name = asked.lstrip("-")
-    if name not in columns:
+    column = asked.lstrip("-")
+    if column not in columns:
         known = ", ".join(columns)
-        return Sorting(columns, None, False, error=f"Cannot sort by {name!r}; sort by one of: {known}.")
-    return Sorting(columns, name, descending)
+        return Sorting(columns, None, False, error=f"Cannot sort by {column!r}; sort by one of: {known}.", name=name)
+    return Sorting(columns, column, descending, name=name)

@@ -1,13 +1,17 @@
 """README's screenshots, taken in headless Chromium from a running tunerweb.
 
     python scripts/screenshots.py --url http://127.0.0.1:8000 --user admin --password PW \
-        --job 2 --workload 343 --gpu h200 [--out docs/screenshots]
+        --job 2 --workload 343 --gpu h200 [--out docs/screenshots] [--only speedups.png ...]
 
 The pictures in docs/screenshots/ were taken from `./tw up` (SQLite) after importing TopHub's
 log, the committed H200 tuning logs (docs/benchmarks/conv2d-h200-logs/*.log.gz and
 operators-h200-logs/operators.log.gz, unzipped), cuDNN times of C1-C12 from DESIGN.md as a
 baselines CSV, and a C12 job (xgb, 250 trials) on the replay worker and a second replay
-worker of a synthetic recording. Needs Debian's chromium and chromium-driver, and selenium
+worker of a synthetic recording. The leaderboard, speedup and compare-GPUs pictures were
+retaken (2026-12-01, `--only`) with the H200 baselines (docs/gpu-runs/baselines-h200.log,
+`manage.py import_baselines`) and confirmations (docs/benchmarks/confirmed-h200-2026-12-01/
+confirm-a.json and confirm-b.json, `manage.py import_confirmations`) imported, whose rounds
+give the bars their whiskers. Needs Debian's chromium and chromium-driver, and selenium
 (the test extra).
 """
 from __future__ import annotations
@@ -56,6 +60,7 @@ def main() -> None:
     parser.add_argument("--workload", type=int, required=True, help="a workload with records on several GPUs")
     parser.add_argument("--gpu", default="h200", help="the GPU model of the speedup, roofline and knob pages")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="take only these pictures (job.png, ...)")
     args = parser.parse_args()
 
     options = webdriver.ChromeOptions()
@@ -72,6 +77,8 @@ def main() -> None:
         time.sleep(1)
         args.out.mkdir(parents=True, exist_ok=True)
         for name, path, height in pages(args):
+            if args.only and name not in args.only:
+                continue
             driver.set_window_size(1280, height)
             driver.get(args.url + path)
             time.sleep(2)  # charts draw after DOMContentLoaded; the job page polls once

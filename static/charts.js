@@ -56,7 +56,38 @@
     return Math.max(320, Math.min(1100, container.clientWidth || 900));
   }
 
-  // One bar per x label, and dashed horizontal lines (a geometric mean) across the whole chart.
+  // A uPlot plugin: a whisker (a vertical line with caps) over bar i from lows[i] to highs[i],
+  // where the bar has an interval; the container's data-whiskers counts those drawn.
+  function whiskerPlugin(container, lows, highs) {
+    return {
+      hooks: {
+        draw(u) {
+          const ctx = u.ctx, cap = 6 * devicePixelRatio;
+          let drawn = 0;
+          ctx.save();
+          ctx.setLineDash([]);  // the geometric mean's line leaves its dashes on the context
+          ctx.strokeStyle = "#14202e";
+          ctx.lineWidth = 1.5 * devicePixelRatio;
+          lows.forEach((low, i) => {
+            const high = highs[i];
+            if (low == null || high == null || !(high > low)) return;
+            const x = u.valToPos(i, "x", true), y0 = u.valToPos(low, "y", true), y1 = u.valToPos(high, "y", true);
+            ctx.beginPath();
+            ctx.moveTo(x, y0); ctx.lineTo(x, y1);
+            ctx.moveTo(x - cap, y0); ctx.lineTo(x + cap, y0);
+            ctx.moveTo(x - cap, y1); ctx.lineTo(x + cap, y1);
+            ctx.stroke();
+            drawn += 1;
+          });
+          ctx.restore();
+          container.dataset.whiskers = String(drawn);
+        },
+      },
+    };
+  }
+
+  // One bar per x label (with its interval as a whisker where `spec.lows`/`spec.highs` give
+  // one), and dashed horizontal lines (a geometric mean) across the whole chart.
   function barChart(container, spec) {
     const n = spec.labels.length;
     const xs = spec.labels.map((_, i) => i);
@@ -84,7 +115,7 @@
       series,
       legend: { live: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      plugins: [tooltipPlugin((u, idx) => spec.describe(idx))],
+      plugins: [tooltipPlugin((u, idx) => spec.describe(idx)), whiskerPlugin(container, spec.lows || [], spec.highs || [])],
     };
     container.replaceChildren();
     const plot = new uPlot(opts, data, container);
@@ -99,11 +130,15 @@
     const unit = chart.unit ?? "×";
     const lines = chart.geomean ? [{ label: `geometric mean ${chart.geomean.toFixed(2)}×`, value: chart.geomean }] : [];
     if (unit === "×") lines.push({ label: "1× (even)", value: 1, color: "#adb5bd" });
+    const digits = unit === "×" ? 2 : 1;
+    const highest = Math.max(0, ...bars.map((b) => b.high ?? 0));
     return barChart(container, {
       labels: bars.map((b) => b.label), values, label: chart.y_label, yLabel: chart.y_label, lines,
-      range: (u, lo, hi) => [0, Math.max(hi, chart.geomean || 0, unit === "×" ? 1 : 0) * 1.1],
+      lows: bars.map((b) => b.low), highs: bars.map((b) => b.high),
+      range: (u, lo, hi) => [0, Math.max(hi, highest, chart.geomean || 0, unit === "×" ? 1 : 0) * 1.1],
       describe: (i) => [
-        el("div", { class: "tip-head" }, [`${bars[i].label}: ${bars[i].value.toFixed(unit === "×" ? 2 : 1)}${unit}`]),
+        el("div", { class: "tip-head" }, [`${bars[i].label}: ${bars[i].value.toFixed(digits)}${unit}`]),
+        bars[i].high > bars[i].low ? el("div", {}, [`interval ${bars[i].low.toFixed(digits)}–${bars[i].high.toFixed(digits)}${unit}`]) : "",
         el("div", {}, [bars[i].task, " ", el("code", {}, [bars[i].shape])]),
         el("div", {}, [bars[i].detail]),
         el("a", { href: bars[i].url }, ["leaderboard"]),

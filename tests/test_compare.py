@@ -30,6 +30,18 @@ def test_one_workload_puts_each_gpus_best_side_by_side_and_marks_differing_knobs
     assert knobs["tile_f"].values == [[-1, 2, 8, 1]] * 2 and not knobs["tile_f"].differs
 
 
+def test_a_split_written_with_its_outer_factor_is_no_difference_across_gpus(client, gpus):
+    # TopHub's v100 record writes tile_f's outer factor ([8, 8, 8, 1] of 512); ours writes -1.
+    v100, h200, _ = gpus
+    workload = make_workload()
+    make_record(workload, v100, 100e-6, entity=conv2d_entity(tile_f=(8, 8, 8, 1), tile_rc=(64, 8)))
+    make_record(workload, h200, 40e-6, entity=conv2d_entity(tile_f=(-1, 8, 8, 1)))
+
+    assert [k.name for k in compare_workload(workload).knobs if k.differs] == []
+    html = client.get(reverse("records:compare_workload", args=[workload.pk])).content.decode()
+    assert '<tr class="differs">' not in html
+
+
 def test_the_workload_page_highlights_the_differing_knob(client, gpus):
     v100, h200, _ = gpus
     workload = make_workload()

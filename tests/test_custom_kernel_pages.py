@@ -245,3 +245,15 @@ def test_a_custom_kernel_with_another_template_is_refused(alice_client, kernel):
     })
 
     assert "tuned with the custom template" in response.context["form"].errors["custom_kernel"][0]
+
+
+def test_the_kernel_list_sorts_by_name(staff_client, staff):
+    client = staff_client
+    add_custom_kernel(staff, "saxpy", full_spec())
+    add_custom_kernel(staff, "axpy", full_spec(sizes={"N": 8192, "A": 2}))  # another spec of the same kernel
+    url = reverse("jobs:custom_kernels")
+    html = client.get(url, {"sort": "name"}).content.decode()
+    assert html.index(">axpy</a>") < html.index(">saxpy</a>")
+    html = client.get(url, {"sort": "-name"}).content.decode()
+    assert html.index(">saxpy</a>") < html.index(">axpy</a>")
+    assert client.get(url, {"sort": "source"}).status_code == 400

@@ -71,7 +71,7 @@ def test_memory_bound_workloads_show_their_bandwidth(client, imported):
     shown = f"{workload.bytes_moved / best.median_cost / 1e9:.1f}"
     assert 4000 < float(shown) < 5000  # the 4.49 TB/s of operators-h200.md
     html = client.get(reverse("records:leaderboard", args=[workload.pk])).content.decode()
-    assert ">GB/s</th>" in html and f'<td class="num">{shown}</td>' in html
+    assert ">GB/s</a></th>" in html and f'<td class="num">{shown}</td>' in html
     detail = client.get(reverse("records:record_detail", args=[best.pk])).content.decode()
     assert f"<td>{shown} <span" in detail
 

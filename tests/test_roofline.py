@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from engine import describe_workload
 from engine.workloads import PRESETS
-from records.models import MeasurementRecord
+from records.models import Device, MeasurementRecord
 from records.roofline import KNOWN_PEAKS, Peak, device_peaks, percent_of_peak, percent_of_peak_expression, roofline
 from tests.factories import make_device, make_record, make_workload
 
@@ -65,3 +65,37 @@ def test_a_gpu_of_unknown_peak_gets_no_roofs_and_an_unknown_model_a_clear_messag
     assert "peak FLOP/s and bandwidth are not known" in html
     response = client.get(reverse("records:roofline"), {"device": "nope"})
     assert response.status_code == 400 and "There is no GPU model of that name." in response.content.decode()
+
+
+# An H200 as its worker announces it: 132 SMs of compute capability 9.0 at 1980 MHz, HBM3e at
+# 3201 MHz on a 6144-bit bus.
+H200_PROPERTIES = {"compute_capability": "9.0", "sm_count": 132, "clock_mhz": 1980,
+                   "memory_clock_mhz": 3201, "memory_bus_bits": 6144}
+
+
+def test_a_gpu_with_recorded_properties_takes_its_peaks_from_them_not_the_table(client):
+    measured = make_device("h200", **H200_PROPERTIES)
+    imported = make_device("v100")  # TopHub's: known only from its logs
+    partly = make_device("a100", compute_capability="8.0", sm_count=108)  # no clocks recorded
+
+    peaks = device_peaks()
+    assert peaks[measured.pk].gflops == pytest.approx(2 * 128 * 132 * 1980 / 1000)  # 66.9 TFLOP/s
+    assert peaks[measured.pk].bandwidth == pytest.approx(2 * 3201 * 6144 / 8 / 1000)  # 4.92 TB/s
+    assert peaks[measured.pk] != KNOWN_PEAKS["h200"] and "recorded properties" in peaks[measured.pk].source
+    assert peaks[imported.pk] == KNOWN_PEAKS["v100"] and peaks[partly.pk] == KNOWN_PEAKS["a100"]
+    html = client.get(reverse("records:roofline"), {"device": "h200"}).content.decode()
+    assert "Roofs from the GPU&#x27;s recorded properties: peak FP32 66,908 GFLOP/s, DRAM 4,917 GB/s" in html
+
+
+def test_a_replay_device_keeps_the_table_even_with_properties_of_its_own():
+    replay = make_device("h200-replay", is_replay=True, **H200_PROPERTIES)
+    assert device_peaks()[replay.pk] == KNOWN_PEAKS["h200"]
+
+
+def test_a_gpu_worker_announces_the_properties_the_roofline_reads():
+    from jobs.worker import WorkerConfig, register
+
+    register(WorkerConfig(kind="gpu", device={"model": "h200", "name": "NVIDIA H200", **H200_PROPERTIES}, gpu_index=0))
+    device = Device.objects.get(model="h200")
+    assert (device.clock_mhz, device.memory_clock_mhz, device.memory_bus_bits) == (1980, 3201, 6144)
+    assert roofline(device).peak.source == "the GPU's recorded properties"

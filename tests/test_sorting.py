@@ -110,3 +110,132 @@ def test_a_csv_asked_for_with_a_bad_sort_gets_the_message_not_a_file(client, rec
     assert response.status_code == 400 and "Cannot sort by" in response.content.decode()
     response = client.get(reverse("records:record_list"), {"sort": "-time", "format": "csv"})
     assert response["Content-Type"].startswith("text/csv")
+
+
+def ranked_indexes(html: str, table: str = '<table class="records standings">') -> list[int]:
+    """The config indexes of a leaderboard table's rows, top to bottom."""
+    body = html[html.index(table):]
+    body = body[:body.index("</table>")]
+    return [int(index) for index in re.findall(r'/records/\d+/">(\d+)</a>', body)]
+
+
+@pytest.fixture
+def board():
+    """On the h200: config 1 measured at 100, 400 and 400 µs (fastest first, median 400),
+    config 2 at 200 µs, config 3 at 50 µs in tuning but 300 µs in its confirmation rounds;
+    on the v100 config 4 at 600 µs."""
+    h200, v100 = make_device("h200"), make_device("v100")
+    workload = make_workload()
+    for cost in (100e-6, 400e-6, 400e-6):
+        make_record(workload, h200, cost, config_index=1)
+    make_record(workload, h200, 200e-6, config_index=2)
+    make_record(workload, h200, 50e-6, config_index=3)
+    make_record(workload, h200, costs=[300e-6] * 5, config_index=3, kind="confirmation", rounds=5)
+    make_record(workload, v100, 600e-6, config_index=4)
+    return workload
+
+
+def test_the_leaderboard_ranks_configs_by_any_column(client, board):
+    url = reverse("records:leaderboard", args=[board.pk])
+    assert ranked_indexes(client.get(url).content.decode()) == [3, 1, 2, 4]  # by fastest measurement
+    # by median: config 3's rests on its confirmation rounds, config 1's on its three measurements
+    assert ranked_indexes(client.get(url, {"sort": "median"}).content.decode()) == [2, 3, 1, 4]
+    assert ranked_indexes(client.get(url, {"sort": "-gflops"}).content.decode()) == [2, 3, 1, 4]
+    assert ranked_indexes(client.get(url, {"sort": "-n"}).content.decode()) == [1, 3, 2, 4]
+    assert ranked_indexes(client.get(url, {"sort": "-gpu"}).content.decode()) == [4, 3, 1, 2]
+    assert ranked_indexes(client.get(url, {"sort": "-index"}).content.decode()) == [4, 3, 2, 1]
+    # The v100's best at 600 µs is nearer the v100's peak than the h200's 200 µs to the h200's.
+    assert ranked_indexes(client.get(url, {"sort": "-peak"}).content.decode())[0] == 4
+
+
+def test_the_leaderboard_sorts_before_paginating(client, board, monkeypatch):
+    from records.views import pages
+
+    paginate = pages._page
+    monkeypatch.setattr(pages, "_page", lambda request, items: paginate(request, items, per_page=2))
+    url = reverse("records:leaderboard", args=[board.pk])
+    assert ranked_indexes(client.get(url, {"sort": "-median", "page": 1}).content.decode()) == [4, 1]
+    html = client.get(url, {"sort": "-median", "page": 2}).content.decode()
+    assert ranked_indexes(html) == [3, 2]
+    assert "?sort=-median&page=1" in html  # the pager keeps the sort
+
+
+def test_the_leaderboard_bests_sort_on_their_own_and_say_how_near_their_peak(client, board):
+    url = reverse("records:leaderboard", args=[board.pk])
+    bests = '<table class="bests">'
+    # The h200's best is its confirmed config; the fastest GPU first.
+    assert ranked_indexes(client.get(url).content.decode(), bests) == [3, 4]
+    html = client.get(url, {"best_sort": "-median", "sort": "index"}).content.decode()
+    assert ranked_indexes(html, bests) == [4, 3] and ranked_indexes(html) == [1, 2, 3, 4]
+    assert "% of peak" in html and html.count('class="num peak"') == 2 + 4
+    assert client.get(url, {"best_sort": "knobs"}).status_code == 400
+
+
+def test_the_home_page_sorts_workloads_and_tasks_by_every_column(client, records):
+    workload, _ = records
+    other = make_workload(args=C9_ARGS)
+    make_record(other, make_device("a100"), 1e-3)
+    url = reverse("records:home")
+
+    def order(**query):
+        html = client.get(url, query).content.decode()
+        return html.index(f'/leaderboard/{workload.pk}/"') < html.index(f'/leaderboard/{other.pk}/"')
+
+    assert order(sort="-gpus") and not order(sort="gpus")  # two GPUs against one
+    assert order(sort="-on") and not order(sort="on")  # h200 against a100
+    assert order(sort="-shape") != order(sort="shape")
+    from engine.workloads import PRESETS
+
+    gemm = make_workload("gemm", PRESETS["G3"].args)
+    make_record(gemm, make_device("t4"), 1e-3)
+    html = client.get(url, {"task_sort": "-records"}).content.decode()
+    tasks = html[html.index('<table class="tasks">'):]
+    assert tasks.index("conv2d_nchw.cuda") < tasks.index("gemm")
+    tasks = client.get(url, {"task_sort": "-task"}).content.decode()
+    tasks = tasks[tasks.index('<table class="tasks">'):]
+    assert tasks.index("gemm") < tasks.index("conv2d_nchw.cuda")
+
+
+def test_the_workers_page_sorts_by_status_and_heartbeat(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import Worker
+
+    Worker.objects.create(name="v100@host:0", hostname="host", queue="v100", device=make_device("v100"),
+                          last_heartbeat=timezone.now() - timedelta(days=1))
+    Worker.objects.create(name="a100@host:0", hostname="host", queue="a100", device=make_device("a100"),
+                          last_heartbeat=timezone.now())
+    url = reverse("jobs:workers")
+
+    def a100_first(**query) -> bool:
+        html = client.get(url, query).content.decode()
+        table = html[html.index('<table id="workers">'):]
+        return table.index("a100") < table.index("v100")
+
+    assert a100_first(sort="-heartbeat") and not a100_first(sort="heartbeat")
+    assert a100_first(sort="gpu") and not a100_first(sort="-gpu")
+    assert a100_first(sort="-status") != a100_first(sort="status")  # online against offline
+    assert client.get(url, {"sort": "pid"}).status_code == 400
+
+
+def test_the_roofline_table_sorts_by_intensity_or_share_of_peak(client):
+    from engine import describe_workload
+    from engine.workloads import PRESETS
+
+    h200 = make_device("h200")
+    gemm, broadcast = make_workload("gemm", PRESETS["G3"].args), make_workload("broadcast_nchw", PRESETS["B-div-b"].args)
+    for workload in (gemm, broadcast):
+        workload.bytes_moved = describe_workload(workload.task_name, workload.args).bytes_moved
+        workload.save()
+        make_record(workload, h200, 100e-6)
+    url = reverse("records:roofline")
+
+    def first_task(**query):
+        html = client.get(url, {"device": "h200", **query}).content.decode()
+        table = html[html.index('<table class="roofline">'):]
+        return "gemm" if table.index("<td>gemm</td>") < table.index("<td>broadcast_nchw</td>") else "broadcast_nchw"
+
+    assert first_task(sort="intensity") == "broadcast_nchw" and first_task(sort="-intensity") == "gemm"
+    assert first_task(sort="-gflops") == "gemm"

@@ -46,6 +46,7 @@ def _attribute(runtime, attribute: int, device_id: int) -> int | None:
 # cudaDeviceAttr numbers (stable across CUDA versions).
 _CLOCK_RATE_KHZ = 13
 _MEMORY_CLOCK_RATE_KHZ = 36
+_MEMORY_BUS_WIDTH_BITS = 37
 
 
 def query_device(device_id: int = 0) -> DeviceInfo:
@@ -64,6 +65,7 @@ def query_device(device_id: int = 0) -> DeviceInfo:
         memory_bytes=int(props["totalGlobalMem"]),
         clock_mhz=clock // 1000 if clock else None,
         memory_clock_mhz=memory_clock // 1000 if memory_clock else None,
+        memory_bus_bits=_attribute(runtime, _MEMORY_BUS_WIDTH_BITS, device_id),
         driver_version=_version(runtime.driverGetVersion()),
         cuda_version=_version(runtime.runtimeGetVersion()),
     )

@@ -16,7 +16,7 @@ def sort_header(context, sorting, column: str, label: str, css: str = ""):
     query parameters but the page number."""
     query = context["request"].GET.copy()
     query.pop("page", None)
-    query["sort"] = sorting.toggled(column)
+    query[sorting.name] = sorting.toggled(column)
     arrow = sorting.arrow(column)
     return format_html(
         '<th{}><a class="sort" href="?{}" data-sort="{}">{}</a>{}</th>',

@@ -7,7 +7,8 @@ from django.shortcuts import get_object_or_404, render
 
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
-from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, WORKLOAD_COLUMNS
+from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, TASK_COLUMNS, WORKLOAD_COLUMNS
+from ..columns import ROOFLINE_COLUMNS
 from ..columns import record_columns
 from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
@@ -21,6 +22,7 @@ from ..knobs import study_knobs
 from ..leaderboards import dashboard_workloads, device_summaries, summarize, task_summaries, workload_rows
 from ..models import BEST_ORDER, Baseline, Device, ImportBatch, MeasurementRecord, Workload
 from ..permissions import public_read
+from ..ranking import best_columns, ranked_columns, with_peak_share
 from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
 from ..portability import portability
@@ -66,6 +68,7 @@ def _sorted_records(request, records):
 def home(request):
     search = request.GET.get("q", "")
     sorting = sorting_from(request.GET, WORKLOAD_COLUMNS)
+    task_sorting = sorting_from(request.GET, TASK_COLUMNS, name="task_sort")
     workloads = dashboard_workloads(search, sorting, request.user)
     if csvout.wants_csv(request) and not sorting.error:
         return csvout.csv_response(request, "workloads", {
@@ -73,9 +76,10 @@ def home(request):
         })
     page = _page(request, workloads)
     return render(request, "records/home.html", {
-        "search": search, "tasks": task_summaries(request.user), "page": page, "rows": workload_rows(page, request.user),
-        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
-    }, status=_status(sorting.error))
+        "search": search, "tasks": task_sorting.rows(task_summaries(request.user)), "page": page,
+        "rows": workload_rows(page, request.user), "query": _query_without_page(request),
+        "sorting": sorting, "task_sorting": task_sorting, "sort_error": sorting.error or task_sorting.error,
+    }, status=_status(sorting.error, task_sorting.error))
 
 
 @public_read
@@ -84,18 +88,23 @@ def leaderboard(request, pk: int):
     form = LeaderboardForm(request.GET)
     options = form.cleaned_data if form.is_valid() else {}
     board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
-    groups = board.ranked(options.get("device"))
-    if csvout.wants_csv(request):
+    peaks = device_peaks()
+    sorting = sorting_from(request.GET, ranked_columns(board, peaks, request.user))
+    best_sorting = sorting_from(request.GET, best_columns(peaks), name="best_sort")
+    groups, bests = sorting.rows(board.ranked(options.get("device"))), best_sorting.rows(board.bests)
+    if csvout.wants_csv(request) and not (sorting.error or best_sorting.error):
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
-            "bests": lambda: csvout.standings_table(board.bests),
+            "bests": lambda: csvout.standings_table(bests),
             "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
         })
     page = _page(request, groups)
     return render(request, "records/leaderboard.html", {
-        "workload": workload, "board": board, "form": form, "page": page,
-        "rows": list(ranked_standings(board, page)), "first_rank": page.start_index(),
-        "query": _query_without_page(request),
-    }, status=400 if form.errors else 200)
+        "workload": workload, "board": board, "form": form, "page": page, "bests": with_peak_share(bests, peaks),
+        "rows": with_peak_share(ranked_standings(board, page), peaks), "first_rank": page.start_index(),
+        "peaks": any(peaks.get(best.device.pk) for best in board.bests),
+        "query": _query_without_page(request), "sorting": sorting, "best_sorting": best_sorting,
+        "sort_error": sorting.error or best_sorting.error,
+    }, status=_status(form.errors, sorting.error, best_sorting.error))
 
 
 def _with_workload(records, workload):
@@ -241,7 +250,12 @@ def roofline_page(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "records/roofline.html", context, status=_status(form.is_bound))
     plot = roofline(form.cleaned_data["device"], request.user)
-    return render(request, "records/roofline.html", {**context, "roofline": plot, "chart": roofline_chart(plot)})
+    sorting = sorting_from(request.GET, ROOFLINE_COLUMNS)
+    chart = roofline_chart(plot)
+    plot.points = sorting.rows(plot.points)
+    return render(request, "records/roofline.html", {
+        **context, "roofline": plot, "chart": chart, "sorting": sorting, "sort_error": sorting.error,
+    }, status=_status(sorting.error))
 
 
 @public_read

@@ -51,6 +51,25 @@ def text_of(browser, css: str) -> str:
     return found[-1]
 
 
+def texts_of(browser, css: str) -> list[str]:
+    """The texts of every element `css` selects, all read from one drawing of the page."""
+    from selenium.webdriver.common.by import By
+
+    found = []
+    wait_until(lambda: found.append([e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]) or True,
+               timeout=10, what=css)
+    return found[-1]
+
+
+def click_and_wait(browser, css: str, url_part: str) -> None:
+    """Click the link `css` selects and wait until the page it leads to (its URL holds `url_part`) is there."""
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, css).click()
+    wait_until(lambda: url_part in browser.current_url and browser.execute_script("return document.readyState") == "complete",
+               timeout=20, what=f"the page at {url_part}")
+
+
 def log_in(browser, live_server, username="alice", password="alice-password-1", next_path="/"):
     from selenium.webdriver.common.by import By
 

@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, wait_until
+from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, text_of, wait_until
 
 from engine.logfile import read_records
 from jobs.models import Job
@@ -54,13 +54,15 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     seen_trials = set()
 
     def done():
-        seen_trials.add(browser.find_element(By.CSS_SELECTOR, ".run .trials").text)
+        seen_trials.add(text_of(browser, ".run .trials"))
         return browser.find_element(By.TAG_NAME, "body").get_attribute("data-job-state") == "done"
 
     wait_until(done, what="the job to finish on the page")
     # The last poll may update the page between reading the trials and reading the state.
-    seen_trials.add(browser.find_element(By.CSS_SELECTOR, ".run .trials").text)
+    seen_trials.add(text_of(browser, ".run .trials"))
     assert "48 / 48 trials" in seen_trials and len(seen_trials) > 1, "progress showed without a reload"
+    # Nothing on the page still says the job waits (the submit notice is in the past tense).
+    assert text_of(browser, "#job-state") == "done" and "queued" not in text_of(browser, "main").lower()
     # The plot holds one point per stored trial (read from the page's data, counted in the DB).
     run = Job.objects.get(pk=int(job_url.rstrip("/").rsplit("/", 1)[1])).runs.get()
     wait_until(lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-settled") == "true",
@@ -69,6 +71,10 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     stored = run.records().count()
     assert stored == 48 and plotted == {str(run.pk): stored}
     assert browser.find_element(By.CSS_SELECTOR, "#job-plot canvas")
+    # Each latest trial's config index links to its record, a record of this run.
+    hrefs = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "table.trials td:nth-child(2) a")]
+    linked_ids = {int(href.rstrip("/").rsplit("/", 1)[1]) for href in hrefs}
+    assert linked_ids and run.records().filter(pk__in=linked_ids).count() == len(linked_ids)
     # Hovering shows a trial; a click pins it, links its record and adds its knobs.
     ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#job-plot .u-over")).click().perform()
     tip = browser.find_element(By.CSS_SELECTOR, ".chart-tip")
@@ -88,11 +94,13 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     assert best.model == REPLAY_QUEUE
 
     browser.find_element(By.CSS_SELECTOR, ".diff-link").click()
+    wait_until(lambda: "/diff/" in browser.current_url, what="the diff")
     diff = browser.find_element(By.CSS_SELECTOR, "table.diff").text
     assert REPLAY_QUEUE in diff and "tile_f" in diff
 
     browser.get(job_page)
     browser.find_element(By.PARTIAL_LINK_TEXT, "conv2d_nchw.cuda").click()
+    wait_until(lambda: "/leaderboard/" in browser.current_url, what="the leaderboard")
     board = browser.find_element(By.TAG_NAME, "main").text
     assert REPLAY_QUEUE in board and "replay" in board
     assert best_gflops > 0

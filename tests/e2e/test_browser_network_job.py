@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, log_in, text_of, wait_until
+from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, log_in, text_of, texts_of, wait_until
 from jobs_fixtures import recording_path, redis_url, resnet18_recording, start_worker  # noqa: F401
 from records.baselines import import_baselines
 
@@ -41,7 +41,7 @@ def test_a_person_tunes_a_network_and_sees_every_task_and_the_vendors_time(
     browser.find_element(By.CSS_SELECTOR, "input[name=gpus][value='h200-replay']").click()
     browser.find_element(By.CSS_SELECTOR, "#network-job-form button[type=submit]").click()
 
-    assert "/jobs/network/" in browser.current_url
+    wait_until(lambda: "/jobs/network/" in browser.current_url and "/new/" not in browser.current_url, what="the job page")
     seen = set()
 
     def done():
@@ -51,8 +51,7 @@ def test_a_person_tunes_a_network_and_sees_every_task_and_the_vendors_time(
     wait_until(done, timeout=120, what="the network job to finish on the page")
     seen.add(text_of(browser, ".gpu .trials"))
     assert "128 / 128 trials given out" in seen and len(seen) > 1, "progress showed without a reload"
-    rows = browser.find_elements(By.CSS_SELECTOR, "table.tasks tbody tr")
-    assert [row.find_element(By.TAG_NAME, "td").text for row in rows] == [f"C{i}" for i in range(1, 13)]
+    assert texts_of(browser, "table.tasks tbody tr td:first-child") == [f"C{i}" for i in range(1, 13)]
     assert float(text_of(browser, ".estimate")) > 0 and float(text_of(browser, ".vendor-estimate")) > 0
     assert browser.find_element(By.CSS_SELECTOR, "svg.timeline polyline")
     assert "replay" in browser.find_element(By.CSS_SELECTOR, ".gpu h2").text

@@ -5,7 +5,7 @@ Needs Debian's chromium and chromium-driver; skipped, saying so, only where they
 import json
 
 import pytest
-from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, log_in, wait_until
+from browsing import CHROMEDRIVER, CHROMIUM, NO_CHROMIUM, click_and_wait, log_in, texts_of, wait_until
 
 from jobs.models import JobRun, State
 from jobs.submission import check_request, submit_job
@@ -45,14 +45,30 @@ def test_clicking_a_column_header_sorts_the_table_and_puts_the_sort_in_the_url(b
     browser.get(live_server.url + "/records/")
     assert ticked_ids(browser) == [fast.pk, middle.pk, slow.pk]
 
-    browser.find_element(*by("a.sort[data-sort=time]")).click()  # ascending: what it was
-    browser.find_element(*by("a.sort[data-sort=time]")).click()  # then descending
-    assert "sort=-time" in browser.current_url
+    click_and_wait(browser, "a.sort[data-sort=time]", "sort=time")  # ascending: what it was
+    click_and_wait(browser, "a.sort[data-sort=time]", "sort=-time")  # then descending
     assert ticked_ids(browser) == [slow.pk, middle.pk, fast.pk]
     assert browser.find_element(*by("a.sort[data-sort=time] + .arrow")).text == "▼"
 
-    browser.find_element(*by("a.sort[data-sort=gpu]")).click()
-    assert [row.text.split()[0] for row in browser.find_elements(*by("table.records tbody td:nth-child(5)"))] == ["h200", "v100", "v100"]
+    click_and_wait(browser, "a.sort[data-sort=gpu]", "sort=gpu")
+    assert [text.split()[0] for text in texts_of(browser, "table.records tbody td:nth-child(5)")] == ["h200", "v100", "v100"]
+
+
+def test_the_leaderboard_sorts_its_ranked_configs_by_a_clicked_column(browser, live_server, records):
+    workload, (slow, fast, middle) = records
+    browser.get(f"{live_server.url}/leaderboard/{workload.pk}/")
+
+    def indexes():
+        return [int(text) for text in texts_of(browser, "table.standings tbody td:nth-child(3)")]
+
+    assert indexes() == [fast.config_index, middle.config_index, slow.config_index]
+    click_and_wait(browser, "table.standings a.sort[data-sort=median]", "sort=median")
+    click_and_wait(browser, "table.standings a.sort[data-sort=median]", "sort=-median")
+    assert indexes() == [slow.config_index, middle.config_index, fast.config_index]
+    click_and_wait(browser, "table.bests a.sort[data-sort=gpu]", "best_sort=gpu")
+    click_and_wait(browser, "table.bests a.sort[data-sort=gpu]", "best_sort=-gpu")
+    assert [text.split()[0] for text in texts_of(browser, "table.bests tbody td:nth-child(2)")] == ["v100", "h200"]
+    assert indexes() == [slow.config_index, middle.config_index, fast.config_index]  # the other table keeps its order
 
 
 def test_ticked_records_compare_all_at_once_with_a_permalink(browser, live_server, records):
@@ -60,7 +76,7 @@ def test_ticked_records_compare_all_at_once_with_a_permalink(browser, live_serve
     browser.get(f"{live_server.url}/records/?workload={workload.pk}")
     for record in (fast, slow, middle):
         browser.find_element(*by(f"input[name=r][value='{record.pk}']")).click()
-    browser.find_element(*by("button.compare-button")).click()
+    click_and_wait(browser, "button.compare-button", "/compare/records/")
 
     shown = [int(th.get_attribute("data-record")) for th in browser.find_elements(*by("th.record"))]
     assert shown == [fast.pk, middle.pk, slow.pk]  # in the table's order, the fastest first
@@ -100,8 +116,11 @@ def test_the_speedup_page_draws_a_bar_per_workload_above_the_table(browser, live
         workload = make_workload(args=args)
         make_record(workload, h200, tuned)
         make_baseline(workload, h200, vendor)
+    # Confirmation rounds of C9's best give its bar an interval; C12's one measurement none.
+    make_record(workload, h200, costs=[48e-6, 50e-6, 52e-6], config_index=7, kind="confirmation", rounds=3)
     browser.get(f"{live_server.url}/speedups/?device=h200&provider=cudnn")
     wait_until(lambda: browser.find_element(*by("#speedup-chart")).get_attribute("data-bars") == "2", what="the bars")
+    wait_until(lambda: browser.find_element(*by("#speedup-chart")).get_attribute("data-whiskers") == "1", what="a whisker")
     chart = browser.find_element(*by("#speedup-chart"))
     assert chart.location["y"] < browser.find_element(*by("table.speedups")).location["y"]
     assert browser.find_element(*by("strong.geomean")).text == "1.10×"  # √(1.5 × 0.8)
