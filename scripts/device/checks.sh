@@ -20,7 +20,7 @@ shopt -s globstar nullglob
 STEPS=${STEPS:-suite probe verify tensor network}
 LOGS=(docs/benchmarks/conv2d-h200-logs/*.log.gz docs/benchmarks/operators-h200-logs/**/*.log.gz)
 GPU_SUITES=(tests/test_gpu_measurer.py tests/test_gpu_operators.py tests/test_gpu_cli.py
-            tests/test_measurer_contract.py tests/test_gpu_confirm.py tests/test_gpu_tensor_core.py)
+            tests/test_measurer_contract.py tests/test_gpu_confirm.py tests/test_gpu_gemm_tensorcore.py)
 started=$SECONDS
 step() { echo "== $1 at +$(( SECONDS - started )) s"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -30,19 +30,19 @@ if has suite; then
     existing=(); for f in "${GPU_SUITES[@]}"; do [ -f "$f" ] && existing+=("$f"); done
     { echo "commit ${TUNERWEB_COMMIT:-unknown}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
       echo "command: python3 -m pytest -q -m gpu ${existing[*]}"
-      timeout ${SUITE_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider "${existing[@]}" 2>&1; echo "exit status $?"; } \
+      timeout ${SUITE_S:-80} python3 -m pytest -q -m gpu -p no:cacheprovider "${existing[@]}" 2>&1; echo "exit status $?"; } \
         > "$OUT/pytest-gpu.txt"
     tail -n 3 "$OUT/pytest-gpu.txt"
 fi
 if has probe; then
     step probe
-    timeout ${PROBE_S:-60} python3 scripts/device/confirm_probe.py > "$OUT/probe.txt" 2>&1
+    timeout ${PROBE_S:-30} python3 scripts/device/confirm_probe.py > "$OUT/probe.txt" 2>&1
     echo "probe exit status $?"; grep -E '^[A-Z][^ ]* +primes' "$OUT/probe.txt" | cut -c1-400
 fi
 if has verify; then
     step verify
     for run in a b; do
-        limit=$([ $run = a ] && echo ${RUN_A_S:-110} || echo ${RUN_B_S:-80})
+        limit=$([ $run = a ] && echo ${RUN_A_S:-100} || echo ${RUN_B_S:-70})
         TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-} timeout $limit python3 benchmarks/verify_bests.py "${LOGS[@]}" --rounds 5 \
             --budget-s $(( limit - 20 )) --json "$OUT/confirm-$run.json" > /tmp/confirm-$run.txt 2>&1
         echo "run $run exit status $? ($(grep -c '^{' /tmp/confirm-$run.txt) workloads measured)"
@@ -52,13 +52,13 @@ if has verify; then
 fi
 if has tensor && [ -f scripts/device/tensor_core_gemm.sh ]; then
     step tensor
-    mkdir -p /tmp/tc && OUT=/tmp/tc timeout ${TENSOR_S:-150} bash scripts/device/tensor_core_gemm.sh > /tmp/tc/console.txt 2>&1
+    mkdir -p /tmp/tc && OUT=/tmp/tc CHECK_S=${CHECK_S:-35} TUNE_S=${TUNE_S:-50} CONFIRM_S=${CONFIRM_S:-45} timeout ${TENSOR_S:-140} bash scripts/device/tensor_core_gemm.sh > /tmp/tc/console.txt 2>&1
     echo "tensor-core exit status $?"; tail -n 25 /tmp/tc/console.txt
     tar -czf "$OUT/tensor-core.tar.gz" -C /tmp tc
 fi
 if has network; then
     step network
-    mkdir -p /tmp/net && OUT=/tmp/net timeout ${NETWORK_S:-150} bash scripts/device/network_job.sh > /tmp/net/console.txt 2>&1
+    mkdir -p /tmp/net && OUT=/tmp/net LIMIT=${NETWORK_LIMIT:-120} timeout ${NETWORK_S:-140} bash scripts/device/network_job.sh > /tmp/net/console.txt 2>&1
     echo "network exit status $?"; tail -n 20 /tmp/net/console.txt
     tar -czf "$OUT/network.tar.gz" -C /tmp net
 fi

@@ -1,6 +1,6 @@
 """Which step of a confirmation round slows the next warm replay? A probe for the device.
 
-    python3 scripts/device/confirm_probe.py [--only D9,D6,C3,C12] [--json OUT.json]
+    python3 scripts/device/confirm_probe.py [--only D9,C3,C12] [--json OUT.json]
 
 In the committed A/B runs of 2026-12-01 every warm round after the first read 0.5-1.2 µs a
 launch slower than the first, whatever the kernel's length. For a few workloads' committed
@@ -57,7 +57,7 @@ def probe(stopwatch, roles: dict) -> list[tuple[str, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="D9,D6,C3,C12")
+    parser.add_argument("--only", default="D9,C3,C12")
     parser.add_argument("--json", default="")
     options = parser.parse_args()
     from engine.gpu.confirming import FreshProcessStopwatch
