@@ -28,7 +28,7 @@ class GemmTensorCore(Template):
         return ConfigSpace([
             OtherKnob("block_m", [16, 32, 64, 128, 256]),
             OtherKnob("block_n", [16, 32, 64, 128, 256]),
-            OtherKnob("block_k", [16, 32, 64]),
+            OtherKnob("block_k", [16, 32, 64, 128]),
             OtherKnob("warp_m", [16, 32, 64]),
             OtherKnob("warp_n", [16, 32, 64]),
             OtherKnob("warps_k", [1, 2, 4]),

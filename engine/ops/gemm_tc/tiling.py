@@ -28,7 +28,8 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   LLM decode step, M = 16) gets more warps per output tile, so more loads in flight.
 * Tails: M, N and K need not be multiples of the tiles (copies past an edge are zero-filled,
   stores past an edge skipped); a 16-byte copy must not straddle a row's end, so K and N
-  must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a validity rule.
+  must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a rule of the workload (its args
+  are refused), since no config could run another.
 
 sm_90's wgmma with TMA and mbarriers is the next step of this family (issue 18); this
 template is the mma.sync path, which also runs on Hopper.
@@ -81,7 +82,13 @@ def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
                       '(exact fp32 is the "gemm" task)')
     if dtype != "float32" and tf32:
         raise BadArgs(f"a third argument is only for float32 tensors (\"tf32\"), not {dtype}")
-    return a[0], b[1], a[1], PRECISIONS[dtype]
+    precision = PRECISIONS[dtype]
+    per_copy = COPY_BYTES // ELEMENT_BYTES[precision]
+    for what, size in (("K", a[1]), ("N", b[1])):
+        if size % per_copy:
+            raise BadArgs(f"{what} = {size} is not a multiple of {per_copy} {precision} elements "
+                          "(the kernel's 16-byte copies would straddle a row's end)")
+    return a[0], b[1], a[1], precision
 
 
 @dataclass(frozen=True)
@@ -220,10 +227,6 @@ class GemmTcTiling:
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
-        for what, size in (("K", self.k), ("N", self.n)):
-            if size % self.copy_elements:
-                return (f"{what} = {size} is not a multiple of {self.copy_elements} {self.precision} elements "
-                        "(16-byte copies would straddle a row's end)")
         if self.raster > self.tiles_m and self.raster > 1:
             return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
         return None
