@@ -10,6 +10,7 @@
 # 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision, a fixed list of about 25 configs each;
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
+# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to 90 s more; then timeout_s=400).
 # Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
 # tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
 set -uo pipefail
@@ -30,6 +31,10 @@ phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
     echo "phase $name exit status $status ($((SECONDS - started)) s)$([ $status = 124 ] && echo ': timed out')" | tee -a "$TXT"
 }
 
+if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked tests of the family
+    timeout -k 5 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
+    echo "gpu tests exit status $?" | tee -a "$TXT"
+fi
 phase check ${CHECK_S:-50} 30
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
 phase tune ${TUNE_S:-95} 65 --log "$OUT/tensor_core_gemm.log"

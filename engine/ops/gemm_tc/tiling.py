@@ -40,7 +40,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
-from ..args import tensor_shape
+from ..gemm.tiling import gemm_shapes
 from ..base import FLOAT_BYTES, BadArgs, LaunchShape
 
 TEMPLATE_NAME = "gemm_tensorcore"
@@ -66,12 +66,7 @@ def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
              'float16 or bfloat16, or float32 tensors followed by "tf32"')
     if not isinstance(args, list) or len(args) not in (2, 3):
         raise BadArgs(usage)
-    a = tensor_shape(args[0], "A")
-    b = tensor_shape(args[1], "B")
-    if len(a) != 2 or len(b) != 2:
-        raise BadArgs(f"A {a} and B {b} must both be 2-D")
-    if a[1] != b[0]:
-        raise BadArgs(f"A {a} and B {b} do not multiply: A is [M, K], B is [K, N]")
+    m, n, k = gemm_shapes(args[:2])  # the fp32 GEMM's reading of A [M, K] and B [K, N]
     dtype, other = args[0][2], args[1][2]
     if dtype != other:
         raise BadArgs(f"A is {dtype!r} and B is {other!r}: both tensors take one precision")
@@ -85,11 +80,11 @@ def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
         raise BadArgs(f"a third argument is only for float32 tensors (\"tf32\"), not {dtype}")
     precision = PRECISIONS[dtype]
     per_copy = COPY_BYTES // ELEMENT_BYTES[precision]
-    for what, size in (("K", a[1]), ("N", b[1])):
+    for what, size in (("K", k), ("N", n)):
         if size % per_copy:
             raise BadArgs(f"{what} = {size} is not a multiple of {per_copy} {precision} elements "
                           "(the kernel's 16-byte copies would straddle a row's end)")
-    return a[0], b[1], a[1], precision
+    return m, n, k, precision
 
 
 @dataclass(frozen=True)
