@@ -1,4 +1,4 @@
-"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, broadcast) as named presets: (task name, args as in a log's `input`).
+"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, tensor-core GEMM, broadcast) as named presets: (task name, args as in a log's `input`).
 
 Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
 dtype last), so a preset and a TopHub record of the same shape are the same workload.
@@ -42,6 +42,14 @@ def depthwise_args(size: int, channels: int, stride: int) -> list:
 def gemm_args(m: int, n: int, k: int) -> list:
     """C[M, N] = A[M, K] . B[K, N], row-major fp32."""
     return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
+
+
+def gemm_tc_args(m: int, n: int, k: int, precision: str) -> list:
+    """A tensor-core GEMM's args (engine.ops.gemm_tc): float16/bfloat16 tensors, or float32 ones
+    with the "tf32" compute mode."""
+    dtype = "float32" if precision == "tf32" else precision
+    tensors = [["TENSOR", [m, k], dtype], ["TENSOR", [k, n], dtype]]
+    return tensors + ["tf32"] if precision == "tf32" else tensors
 
 
 def broadcast_args(shape: list[int], op: str, dtype: str = "float32") -> list:
@@ -88,6 +96,12 @@ _GEMM = [
     ("G5", 128, 3136, 576),
 ]
 
+# (shape tag, M, N, K) x precision: tensor-core GEMMs (issue 18). Square ones, and the skinny
+# GEMMs of an LLM decode step: M = 16, 64, 128 tokens against 4096x4096 and 4096x14336 weights.
+_GEMM_TC = [("4096", 4096, 4096, 4096), ("8192", 8192, 8192, 8192)] + [
+    (f"d{m}x{n}", m, n, 4096) for n in (4096, 14336) for m in (16, 64, 128)]
+GEMM_TC_PRECISIONS = {"bf16": "bfloat16", "f16": "float16", "tf32": "tf32"}
+
 # (shape tag, [N, C, H, W]) x op: the CINN TileBroadcastTactic's workloads.
 _BROADCAST_SHAPES = [("a", [128, 256, 32, 32]), ("b", [256, 64, 56, 56]), ("c", [64, 512, 7, 7])]
 _BROADCAST_OPS = ["exp", "div", "rsqrt", "mul_rsqrt"]
@@ -106,6 +120,11 @@ for _name, _hw, _c, _s in _MOBILENET_DW:
 
 for _name, _m, _n, _k in _GEMM:
     PRESETS[_name] = Preset(_name, "GEMM", "gemm", gemm_args(_m, _n, _k), f"{_m}×{_n}×{_k} (M×N×K)")
+for _tag, _m, _n, _k in _GEMM_TC:
+    for _short, _precision in GEMM_TC_PRECISIONS.items():
+        _name = f"TC-{_tag}-{_short}"
+        PRESETS[_name] = Preset(_name, f"Tensor-core GEMM {_short}", "gemm_tensorcore",
+                                gemm_tc_args(_m, _n, _k, _precision), f"{_m}×{_n}×{_k} (M×N×K) {_precision}")
 for _op in _BROADCAST_OPS:
     for _tag, _shape in _BROADCAST_SHAPES:
         _name = f"B-{_op}-{_tag}"
@@ -119,6 +138,7 @@ for _op in _BROADCAST_OPS:
 RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
+GEMM_TC = [PRESETS[f"TC-{row[0]}-{short}"] for short in GEMM_TC_PRECISIONS for row in _GEMM_TC]
 BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 

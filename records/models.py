@@ -144,12 +144,16 @@ class Workload(models.Model):
 
     @property
     def shape_summary(self) -> str:
-        """Tensor shapes then plain args, e.g. `[1,512,7,7] [512,512,3,3] [1,1] ...`."""
-        parts = []
+        """Tensor shapes then plain args, e.g. `[1,512,7,7] [512,512,3,3] [1,1] ...`, then the
+        tensors' dtype where it is not float32 (`[16,4096] [4096,4096] bfloat16`): precision is
+        part of the workload, and pages show it (a TF32 workload says `tf32` among its args)."""
+        parts, dtypes = [], []
         for arg in self.args:
             # Any JSON list imports, so a "TENSOR" entry may not hold a shape list.
             if isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR" and isinstance(arg[1], list):
                 parts.append("[" + ",".join(str(d) for d in arg[1]) + "]")
+                if arg[2] != "float32" and str(arg[2]) not in dtypes:
+                    dtypes.append(str(arg[2]))
             elif isinstance(arg, list):
                 parts.append("[" + ",".join(str(d) for d in arg) + "]")
             elif isinstance(arg, dict) and "kernel_name" in arg:
@@ -157,7 +161,7 @@ class Workload(models.Model):
                 parts.append(f"kernel {arg['kernel_name']}")
             else:
                 parts.append(str(arg))
-        return " ".join(parts)
+        return " ".join(parts + dtypes)
 
     def knob_defaults(self) -> dict[str, Any]:
         """What a record of this workload that lacks a knob ran with: the defaults of knobs the

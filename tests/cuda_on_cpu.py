@@ -7,6 +7,12 @@ atomics need no locking). `__CUDA_ARCH__` is undefined, so kernels take their
 pre-Ampere paths (plain copies instead of `cp.async`); the PTX-only paths are
 covered by the NVRTC compile tests and the GPU tests. Small shapes only: a
 block of 1024 threads is 1024 OS threads.
+
+Tensor-core kernels (engine.ops.gemm_tc) keep their PTX behind `#ifdef __CUDA_ARCH__`; here
+the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane by lane: each
+lane posts its operands in its warp's slots, the warp meets at a barrier, and each lane reads
+back what the PTX ISA's fragment layouts say it holds. The products are summed in float32
+(the hardware's order of summation differs, within the kernels' tolerance).
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ _SHIM = r"""
 #include <barrier>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 struct dim3_t { unsigned x, y, z; };
@@ -58,6 +65,72 @@ inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigne
 using std::min;
 using std::max;
 alignas(16) static unsigned char dynamic_smem[256 * 1024];
+
+// Tensor-core PTX, emulated (see the module docstring).
+struct WarpSlots { const void* address[32]; unsigned a[32][4]; unsigned b[32][2]; float c[32][4]; };
+static std::barrier<>** warp_barriers;
+static WarpSlots* warp_slots;
+inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+inline void warp_meet() { warp_barriers[linear_thread() / 32]->arrive_and_wait(); }
+inline void copy16(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 16); else memset(dst, 0, 16); }
+inline void copy16_commit() {}
+template <int PENDING> inline void copy16_wait() {}
+inline void ldmatrix_lanes(unsigned (&r)[4], const void* p, bool trans) {
+    const unsigned lane = linear_thread() % 32;
+    WarpSlots& slots = warp_slots[linear_thread() / 32];
+    slots.address[lane] = p;
+    warp_meet();
+    for (int m = 0; m < 4; ++m) {  // matrix m's eight rows are at the addresses of lanes 8m .. 8m + 7
+        unsigned short lo, hi;
+        if (!trans) {
+            const unsigned short* row = (const unsigned short*)slots.address[8 * m + lane / 4];
+            lo = row[2 * (lane % 4)];
+            hi = row[2 * (lane % 4) + 1];
+        } else {
+            lo = ((const unsigned short*)slots.address[8 * m + 2 * (lane % 4)])[lane / 4];
+            hi = ((const unsigned short*)slots.address[8 * m + 2 * (lane % 4) + 1])[lane / 4];
+        }
+        r[m] = lo | ((unsigned)hi << 16);
+    }
+    warp_meet();
+}
+inline void ldmatrix_x4(unsigned (&r)[4], const void* p) { ldmatrix_lanes(r, p, false); }
+inline void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) { ldmatrix_lanes(r, p, true); }
+inline unsigned to_tf32(float x) { unsigned u; memcpy(&u, &x, 4); return (u + 0x1000u) & 0xFFFFE000u; }
+enum class Mma { f16, bf16, tf32 };
+template <Mma KIND> inline float mma_value(const unsigned* words, int element) {
+    if (KIND == Mma::tf32) { float f; memcpy(&f, &words[element], 4); return f; }
+    const unsigned short bits = (unsigned short)(words[element / 2] >> (16 * (element % 2)));
+    if (KIND == Mma::f16) return half_to_float(bits);
+    const unsigned wide = (unsigned)bits << 16;
+    float f; memcpy(&f, &wide, 4); return f;
+}
+// m16n8k16 (f16, bf16: two elements a word) or m16n8k8 (tf32), A row-major, B column-major.
+template <Mma KIND> inline void mma_lanes(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    const unsigned lane = linear_thread() % 32;
+    WarpSlots& slots = warp_slots[linear_thread() / 32];
+    memcpy(slots.a[lane], a, sizeof a); memcpy(slots.b[lane], b, sizeof b); memcpy(slots.c[lane], c, sizeof c);
+    warp_meet();
+    const int depth = KIND == Mma::tf32 ? 8 : 16, half = depth / 2, per_word = KIND == Mma::tf32 ? 1 : 2;
+    float d[4];
+    for (int i = 0; i < 4; ++i) {
+        const int row = lane / 4 + (i >= 2 ? 8 : 0), col = 2 * (lane % 4) + i % 2;
+        float sum = c[i];
+        for (int k = 0; k < depth; ++k) {
+            const int a_word = (row >= 8 ? 1 : 0) + (k >= half ? 2 : 0), b_word = k >= half ? 1 : 0;
+            const int a_lane = (row % 8) * 4 + (k % half) / per_word, b_lane = col * 4 + (k % half) / per_word;
+            const int within = (k % half) % per_word;
+            sum += mma_value<KIND>(slots.a[a_lane], a_word * per_word + within)
+                 * mma_value<KIND>(slots.b[b_lane], b_word * per_word + within);
+        }
+        d[i] = sum;
+    }
+    warp_meet();
+    memcpy(c, d, sizeof d);
+}
+inline void mma_float16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::f16>(c, a, b); }
+inline void mma_bfloat16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::bf16>(c, a, b); }
+inline void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::tf32>(c, a, b); }
 """
 
 _DRIVER = r"""
@@ -68,8 +141,17 @@ extern "C" void launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsig
     kernel_t kernel = (kernel_t)&%(entry)s;
     for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {
         blockIdx = {x, y, z};
-        std::barrier<> barrier(bx * by * bz);
+        const unsigned block_threads = bx * by * bz, warps = (block_threads + 31) / 32;
+        std::barrier<> barrier(block_threads);
         block_barrier = &barrier;
+        std::vector<std::unique_ptr<std::barrier<>>> warp_meeting;
+        for (unsigned w = 0; w < warps; ++w)
+            warp_meeting.push_back(std::make_unique<std::barrier<>>(std::min(32u, block_threads - 32 * w)));
+        std::vector<std::barrier<>*> warp_barrier_of(warps);
+        for (unsigned w = 0; w < warps; ++w) warp_barrier_of[w] = warp_meeting[w].get();
+        warp_barriers = warp_barrier_of.data();
+        std::vector<WarpSlots> slots(warps);
+        warp_slots = slots.data();
         std::vector<std::thread> threads;
         for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)
             threads.emplace_back([=] { threadIdx = {tx, ty, tz}; kernel(%(call)s); });
@@ -78,7 +160,7 @@ extern "C" void launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsig
 }
 """
 
-_EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?float (\w+)\[\];")
+_EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?(float|unsigned char) (\w+)\[\];")
 
 
 def available() -> bool:
@@ -86,7 +168,7 @@ def available() -> bool:
 
 
 def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
-    kernel = _EXTERN_SHARED.sub(r"float* \1 = reinterpret_cast<float*>(dynamic_smem);", source.code)
+    kernel = _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(dynamic_smem);", source.code)
     params = ", ".join(["void*"] * arity)
     call = ", ".join(f"args[{i}]" for i in range(arity))
     text = _SHIM + kernel + _DRIVER % {"params": params, "entry": source.name, "call": call}

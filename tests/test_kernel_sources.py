@@ -10,7 +10,8 @@ from engine.ops import TEMPLATES
 from engine.workloads import PRESETS, transpose_spec
 
 ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G3", "G4", "B-div-b", "B-exp-c-f16",
-                                                "B-mul_rsqrt-a")}
+                                                "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
+                                                "TC-d64x14336-tf32")}
 ARGS["seed"] = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
 ARGS["multiplier-2"] = [["TENSOR", [1, 8, 15, 15], "float32"], ["TENSOR", [8, 2, 3, 3], "float32"], [1, 1],
                         [1, 1, 1, 1], [1, 1], "float32"]
@@ -69,6 +70,24 @@ SOURCES = [
     ('gemm', 'G4', 199805364, '3fd6776240d26f1045dd25716ae0139ffb548ff3bfdf5763286b984926466970'),
     ('gemm', 'G4', 352610862, '6a7aa623c0d4f6d02511ba79f1e28e2fced566765376079f58124306833b680e'),
     ('gemm', 'G4', 239223192, 'f2a7cccdbad7f45f40d32c06ddf930bde78c5574a1f6d16a4036b6740dec16b1'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 3543, '0714e8eacf165011a5033d31d3d44339edcd8ad61894161ddc3f919c7c81478d'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 16592, '1de464b743ed84af42270c289bd09cdf9d97fb53155b586b204dd8a7701064cb'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 14221, 'cf7ec43b8cd6e1e76e8e48da1386cbc3acead6819502d1127d1497ee7858f67d'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 31556, '8bada45ab25c09acf7dcd8854fe1da396626560b506709d9714101a464219b8f'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 27892, 'ab7921c31e5dddd45dfa41f89c1e17b3799d1fe449074f7e4203e65db25c3f31'),
+    ('gemm_tensorcore', 'TC-4096-bf16', 24611, 'cb06b9058de3546d1cfe3e5de106b30566964c909c6eb6f9e25c2a174fc4dc84'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 3543, '14eaaebd117457616c72e52f3d42e1d47faaa2fa403e5897c3a11c0332047ffc'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 864, '74f40fe5113e0e7fa7ba9658bf483415374afd5c7a0955f19fd63ed9fe961342'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 5546, 'b39a4db5635db5d371868a6fe4c26f206b979b7d6e7e10d62419e383a0a75459'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 212, 'e6701c518ff64f7dfadbb2d353c0b70498722a5e79cd03ec2334a5e27ec2053f'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 6454, '4da2dd6dc308875aa90b6d2b3401470b5aeae901eda95d7a5a411577ac8e47d0'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16', 1233, '7c2ca710e879213860231169560bee1e3f8847c060da3511ae8302498be505ab'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 3543, '9df0e4d8cb7dcd315eb5993787b2f9a611e915236ded18e47f1155a4ddfec3bd'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 864, 'e640fcf0e0986b807144a809bd3421c9d4a618fb6f1a87a90a6413c4b12bbf29'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 5546, 'f774397447ae506c8ee0878e2dd6f0d28f9726b697452a92cbf5ec6a71a3ef8c'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 4531, 'f9cfd6f0fe756482e6f18c5f7a6284e9fce916c73403906059bacea26d8c4da7'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 212, 'da3a646ad5b7b2b3df08b9d4f3020f57dcc16a3a64498db61058c5818aab87d9'),
+    ('gemm_tensorcore', 'TC-d64x14336-tf32', 14745, '4a498624bffbafeb238c9c593e4807e705d7525aebb787123e6c3b10a8f1df8c'),
     ('broadcast_nchw', 'B-div-b', 84, 'de6872f05ebf3bfd9fb81efa91028a9a832a769007333429d928023e57ee4901'),
     ('broadcast_nchw', 'B-div-b', 114, '4774902acbc555e2877b37acaca65201f969ecb56150164d5a473886b66ea5be'),
     ('broadcast_nchw', 'B-div-b', 29, '13b376a015a85b1d72c1793c49a7eb1cbf3dcf25fa34eda4d486ce7ce33903ef'),

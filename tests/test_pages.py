@@ -185,3 +185,14 @@ def test_a_custom_kernel_workload_is_named_not_printed_whole():
 
     spec = {"kernel_name": "vector_add", "source": "extern \"C\" __global__ void vector_add() {}"}
     assert make_workload(task_name="custom", args=[spec], flops=None).shape_summary == "kernel vector_add"
+
+
+def test_a_workloads_precision_shows_where_it_is_not_float32():
+    from engine.workloads import gemm_tc_args
+    from tests.factories import make_workload
+
+    assert make_workload(task_name="gemm_tensorcore", args=gemm_tc_args(16, 4096, 4096, "bfloat16")).shape_summary \
+        == "[16,4096] [4096,4096] bfloat16"
+    assert make_workload(task_name="gemm_tensorcore", args=gemm_tc_args(16, 4096, 4096, "tf32")).shape_summary \
+        == "[16,4096] [4096,4096] tf32"
+    assert make_workload().shape_summary == "[1,512,7,7] [512,512,3,3] [1,1] [1,1,1,1] [1,1] float32"  # as before

@@ -8,7 +8,8 @@ baselines (`cudnn`, `cublas`, `default-config`).
   direct and depthwise convolutions (PyTorch's conv2d, grouped for depthwise),
   cublas for gemm (PyTorch's matmul), fp32 with TF32 off, checked against the
   same numpy reference at the runner's tolerance (which a TF32 product, about
-  1e-3, would fail), timed as a CUDA graph of `number` calls replayed `repeat`
+  1e-3, would fail); cublas on tensor cores for gemm_tensorcore, in its precision, at that
+  precision's tolerance (TF32 allowed for its tf32 rows only), all timed as a CUDA graph of `number` calls replayed `repeat`
   times (`runner.time_launches`). `VENDOR_BASELINES` is the one table of which
   function measures which template's.
 * default-config: the template's untuned default config through the GPU
@@ -21,6 +22,7 @@ process that does not fork compile workers afterwards, as the GPU measurer's par
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import TYPE_CHECKING, Callable
@@ -137,6 +139,37 @@ def cublas_gemm(task: "Task", seed: int = 0, settings: TimingSettings | None = N
     return time_torch_op(lambda: torch.matmul(a, b), reference, "cuBLAS", settings)
 
 
+def tensor_core_operands(torch, task: "Task", inputs: list) -> tuple[object, object, bool]:
+    """A and B of a gemm_tensorcore task as PyTorch tensors of its precision (bf16 from its bit
+    patterns), and whether the product may use TF32 (only a tf32 task's)."""
+    precision = task.params.precision
+    a, b = inputs[:2]
+    if precision == "bfloat16":
+        return (torch.from_numpy(a.view(np.int16)).cuda().view(torch.bfloat16),
+                torch.from_numpy(b.view(np.int16)).cuda().view(torch.bfloat16), False)
+    return torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), precision == "tf32"
+
+
+def tf32_matmul(torch, a, b, tf32: bool):
+    """torch.matmul with TF32 allowed for this call only (fp32 rows keep it off)."""
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def cublas_tensor_core_gemm(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
+    """cuBLAS on tensor cores in the task's precision (fp16, bf16; TF32 allowed for a tf32 task
+    only), through PyTorch's matmul, checked at the precision's tolerance and timed as a CUDA graph."""
+    torch = fp32_torch()
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+    reference = task.template.reference(task.params, inputs)
+    a, b, tf32 = tensor_core_operands(torch, task, inputs)
+    settings = dataclasses.replace(settings or TimingSettings(), tolerance=task.template.tolerance(task.params))
+    return time_torch_op(lambda: tf32_matmul(torch, a, b, tf32), reference, "cuBLAS", settings)
+
+
 def cudnn_depthwise(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
     """PyTorch/cuDNN's grouped (depthwise) conv2d, fp32, TF32 off, checked and timed."""
     return cudnn_conv2d(task, seed, settings, groups=task.params.ci)
@@ -209,6 +242,7 @@ VENDOR_BASELINES: dict[str, VendorBaseline] = {
     "conv2d_no_batching": cudnn_conv2d,
     "depthwise_conv2d_nchw.cuda": cudnn_depthwise,
     "gemm": cublas_gemm,
+    "gemm_tensorcore": cublas_tensor_core_gemm,
 }
 
 

@@ -33,7 +33,7 @@ from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .environment import sm_clock_mhz
-from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, output_error, relative_l2_error
+from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, accepted_error, cupy_graph, output_error, relative_l2_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -155,8 +155,9 @@ class _Bench:
             error = output_error(self.stream, output, launch, ref)
         except Exception as exc:
             raise _NotReady(ErrorNo.RUNTIME_DEVICE, f"{type(exc).__name__}: {exc}") from None
-        if not error < self.settings.tolerance:
-            raise _NotReady(ErrorNo.WRONG_ANSWER, f"relative L2 error {error:.3g} over tolerance {self.settings.tolerance:g}")
+        tolerance = accepted_error(source.tolerance, self.settings)
+        if not error < tolerance:
+            raise _NotReady(ErrorNo.WRONG_ANSWER, f"relative L2 error {error:.3g} over tolerance {tolerance:g}")
         details["relative_error"] = error
         stream = self.stream
 
@@ -197,7 +198,7 @@ class _Bench:
         except BaselineUnavailable as exc:
             raise _NotReady(ErrorNo.UNKNOWN_ERROR, str(exc)) from None
         error = relative_l2_error(got.double().cpu().numpy().reshape(reference.shape), reference)
-        if not error < self.settings.tolerance:
+        if not error < accepted_error(task.template.tolerance(task.params), self.settings):
             raise _NotReady(ErrorNo.WRONG_ANSWER, f"{op.details['library']}'s relative L2 error {error:.3g}")
 
         def flush():

@@ -7,7 +7,8 @@
 * cuBLAS (gemm): PyTorch's matmul through each BLAS back end it has (cuBLAS and
   cuBLASLt), each timed by the runner's rule; the faster is kept.
 
-fp32 everywhere with TF32 off. The algorithm recorded is what ran: the names of the CUDA
+fp32 everywhere with TF32 off, except gemm_tensorcore: cuBLAS on tensor cores in the task's
+precision, TF32 allowed for its tf32 rows only (for the one call). The algorithm recorded is what ran: the names of the CUDA
 kernels one call launches (PyTorch's profiler), with the library and its version.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from .baselines import BaselineUnavailable, fp32_torch
+from .baselines import BaselineUnavailable, fp32_torch, tensor_core_operands, tf32_matmul
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -54,7 +55,10 @@ def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Ca
     if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
         return _cudnn(torch, task, inputs)
     if provider == "cublas" and task.name == "gemm":
-        return _cublas(torch, inputs, time_call)
+        a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
+        return _cublas(torch, a, b, False, time_call)
+    if provider == "cublas" and task.name == "gemm_tensorcore":
+        return _cublas(torch, *tensor_core_operands(torch, task, inputs), time_call)
     raise BaselineUnavailable(f"{task.name} has no {provider} baseline here")
 
 
@@ -82,11 +86,9 @@ def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
                            "algorithm": kernels_launched(torch, call)})
 
 
-def _cublas(torch, inputs: list, time_call) -> VendorOp:
-    a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
-
+def _cublas(torch, a, b, tf32: bool, time_call) -> VendorOp:
     def call():
-        return torch.matmul(a, b)
+        return tf32_matmul(torch, a, b, tf32)
 
     timed = {}
     for backend in ("cublas", "cublaslt"):
@@ -103,5 +105,6 @@ def _cublas(torch, inputs: list, time_call) -> VendorOp:
     torch.cuda.synchronize()
     return VendorOp(call, {"library": "cuBLAS", "library_version": f"CUDA {torch.version.cuda}",
                            "torch": torch.__version__, "search": CUBLAS_SEARCH, "blas_backend": best,
+                           "dtype": str(a.dtype).removeprefix("torch."), "tf32": tf32,
                            "backend_times_us": {k: round(v * 1e6, 3) for k, v in timed.items()},
                            "algorithm": kernels_launched(torch, call)})

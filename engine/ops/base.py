@@ -41,7 +41,9 @@ class KernelSource:
     `code` (the entry point is `name`, declared `extern "C"`), the runner launches it on
     `grid` x `block` with `shared_bytes` of dynamic shared memory, passing the task's input
     arrays in `arg_order` with the output array at `output_index`, after copying each
-    `constants` input (symbol, argument index) into the module's `__constant__` of that name."""
+    `constants` input (symbol, argument index) into the module's `__constant__` of that name.
+    `tolerance`, where set, is the largest relative L2 error this kernel's output may have
+    (a reduced-precision kernel's own); None leaves the measurer's (1e-4, fp32)."""
 
     name: str
     code: str
@@ -51,6 +53,7 @@ class KernelSource:
     arg_order: tuple[str, ...]
     output_index: int
     constants: tuple[tuple[str, int], ...] = ()
+    tolerance: float | None = None
 
 
 def copy_to_constant(module, symbol: str, array) -> None:
@@ -248,3 +251,8 @@ class Template(ABC):
     @abstractmethod
     def reference(self, params: Any, inputs: list[np.ndarray]) -> np.ndarray:
         """What the output must hold, computed with numpy on the CPU."""
+
+    def tolerance(self, params: Any) -> float | None:
+        """The largest relative L2 error its kernels (and its vendor baseline) may have against
+        the reference, where the template's precision sets one; None: the measurer's (fp32)."""
+        return None

@@ -1,0 +1,259 @@
+"""Tensor-core GEMM (engine.ops.gemm_tc) on this GPU: correct, tuned briefly, confirmed against cuBLAS.
+
+    python benchmarks/tensor_core_gemm.py check   --json OUT.json [--budget-s 60]
+    python benchmarks/tensor_core_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 90]
+    python benchmarks/tensor_core_gemm.py confirm --json OUT.json [--budget-s 70]
+    python benchmarks/tensor_core_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
+    python benchmarks/tensor_core_gemm.py configs          # every config the phases try, one per line
+
+* check: per precision (bf16, fp16, tf32), a handful of configs (`check_configs`) on small
+  shapes with tails (M, N, K not multiples of any tile) and a decode shape, through the GPU
+  measurer: its float64 reference and the precision's tolerance; a failing config is reported.
+* tune: per precision, 4096^3 and the 16x4096x4096 decode step, a fixed candidate list (a few
+  hand-picked tiles, then a seeded random sample of valid configs: `tune_configs`), all
+  records to an AutoTVM log.
+* confirm: each tuned workload's fastest config re-timed by the confirmation protocol
+  (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
+  the default config, warm and cold); prints the table last.
+
+Each phase merges its section into the JSON (a phase killed by its timeout leaves the others')
+and stops starting new work after `--budget-s`. The candidate lists are fixed, so the same
+configs can be compiled beforehand for sm_90 on a machine without a GPU (`configs`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+import engine  # noqa: E402
+from provenance import git_describe  # noqa: E402
+from engine.logfile import format_record  # noqa: E402
+from engine.measure import to_record  # noqa: E402
+from engine.workloads import GEMM_TC_PRECISIONS, gemm_tc_args  # noqa: E402
+
+PRECISIONS = list(GEMM_TC_PRECISIONS.values())  # bfloat16, float16, tf32
+CHECK_SHAPES = [(200, 264, 136), (16, 512, 1024), (130, 64, 520)]  # (M, N, K); tails everywhere
+TUNE_SHAPES = [("4096^3", 4096, 4096, 4096), ("16x4096x4096", 16, 4096, 4096)]
+RANDOM_CHECKS = 3
+RANDOM_TUNES = 18
+KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warps_k", "stages", "raster")
+# Hand-picked tiles: CUTLASS-like 128x256 / 256x128 with 64x64 warps for the square shapes; for
+# a decode step one 16-row tile of A and narrow, deep tiles of B over many blocks (sliced K).
+SQUARE_PICKS = [
+    (128, 256, 32, 64, 64, 1, 3, 8), (256, 128, 32, 64, 64, 1, 3, 8), (128, 256, 32, 64, 64, 1, 4, 8),
+    (128, 128, 32, 64, 64, 1, 4, 8), (128, 128, 64, 64, 64, 1, 3, 8), (128, 256, 64, 64, 64, 1, 3, 16),
+]
+DECODE_PICKS = [
+    (16, 32, 128, 16, 32, 4, 4, 1), (16, 32, 128, 16, 16, 4, 4, 1), (16, 16, 128, 16, 16, 4, 4, 1),
+    (16, 64, 128, 16, 32, 4, 3, 1), (16, 32, 64, 16, 16, 2, 4, 1), (16, 64, 64, 16, 16, 4, 4, 1),
+]
+
+
+def task_of(m: int, n: int, k: int, precision: str):
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
+
+
+def picked(task, tiles) -> list:
+    """The hand-picked tiles that are valid for this task, as configs."""
+    configs = []
+    for values in tiles:
+        config = task.config_space.from_entity([[name, "ot", v] for name, v in zip(KNOBS, values)])
+        if task.why_invalid(config) is None:
+            configs.append(config)
+    return configs
+
+
+def distinct(configs: list) -> list:
+    return list({c.index: c for c in configs}.values())
+
+
+def check_configs(task) -> list:
+    picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)[:3]
+    return distinct([task.default_config(), *picks,
+                     *task.config_space.sample(np.random.default_rng(task.params.m + task.params.k), RANDOM_CHECKS)])
+
+
+def tune_configs(task) -> list:
+    picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)
+    return distinct([*picks, task.default_config(),
+                     *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)])
+
+
+def check_tasks() -> list:
+    return [task_of(m, n, k, p) for p in PRECISIONS for m, n, k in CHECK_SHAPES]
+
+
+def tune_tasks() -> list[tuple[str, object]]:
+    return [(f"{p} {tag}", task_of(m, n, k, p)) for p in PRECISIONS for tag, m, n, k in TUNE_SHAPES]
+
+
+def merge_json(path: str, section: str, value) -> None:
+    data = {}
+    if os.path.exists(path):
+        with open(path) as stream:
+            data = json.load(stream)
+    data[section] = value
+    data.setdefault("meta", {}).update({"commit": git_describe(), section + "_date":
+                                        datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+    with open(path + ".tmp", "w") as stream:
+        json.dump(data, stream, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def read_json(path: str) -> dict:
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def result_row(task, config, result) -> dict:
+    return {"workload": engine.canonical_args(task.args), "precision": task.params.precision,
+            "config": config.values(), "index": config.index, "ok": result.ok,
+            "error_no": int(result.error_no), "error": result.error_msg[:300],
+            "us": result.mean_cost * 1e6 if result.ok else None,
+            "tflops": task.flops / result.mean_cost / 1e12 if result.ok else None}
+
+
+def run_check(options) -> int:
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, rows = time.time(), []
+    with GpuMeasurer(build_timeout=30) as measurer:
+        for task in check_tasks():
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {task} not checked")
+                break
+            configs = check_configs(task)
+            for config, result in zip(configs, measurer.measure(task, configs)):
+                rows.append(result_row(task, config, result))
+                r = rows[-1]
+                print(f"check {task.params.precision:9} {task.params.m}x{task.params.n}x{task.params.k} "
+                      f"{'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}", flush=True)
+            merge_json(options.json, "check", rows)
+    failed = [r for r in rows if not r["ok"]]
+    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
+    return 1 if failed else 0
+
+
+def run_tune(options) -> int:
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, bests = time.time(), {}
+    with GpuMeasurer(build_timeout=30) as measurer, open(options.log, "a") as log:
+        for name, task in tune_tasks():
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {name} not tuned")
+                break
+            configs = tune_configs(task)
+            results = measurer.measure(task, configs)
+            for config, result in zip(configs, results):
+                log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
+            rows = [result_row(task, c, r) for c, r in zip(configs, results)]
+            good = sorted((r for r in rows if r["ok"]), key=lambda r: r["us"])
+            failures = [r for r in rows if not r["ok"]]
+            bests[name] = {"args": task.args, "trials": len(rows), "failures": failures, "top": good[:3]}
+            best = good[0] if good else None
+            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
+                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
+            merge_json(options.json, "tune", bests)
+    print(f"tune: {time.time() - started:.0f} s")
+    return 0
+
+
+def run_confirm(options) -> int:
+    from engine.confirm import Role, confirm_contenders, contenders_for
+    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
+
+    started, rows = time.time(), []
+    tuned = read_json(options.json).get("tune", {})
+    stopwatch = FreshProcessStopwatch()
+    try:
+        for name, found in tuned.items():
+            if not found["top"] or time.time() - started > options.budget_s:
+                print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
+                continue
+            task = engine.create_task("gemm_tensorcore", found["args"])
+            best = task.config_space.get(found["top"][0]["index"])
+            try:
+                confirmation = confirm_contenders(task, contenders_for(task, [(best.index, best.to_entity())]),
+                                                  stopwatch, options.rounds)
+            except StopwatchDied as exc:
+                print(f"{name}: {exc}")
+                stopwatch.close()
+                stopwatch = FreshProcessStopwatch()
+                continue
+            row = {"workload": name, "config": best.values(), "flops": task.flops}
+            for timing in confirmation.timings:
+                role = {Role.TUNED: "ours", Role.VENDOR: "cublas", Role.DEFAULT: "default"}[timing.contender.role]
+                row[role] = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
+                             "error": timing.error, "details": timing.details}
+            rows.append(row)
+            print(line_of(row), flush=True)
+            merge_json(options.json, "confirm", rows)
+    finally:
+        stopwatch.close()
+    print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
+    print(table(rows))
+    return 0
+
+
+def median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def line_of(row: dict) -> str:
+    ours, vendor = row.get("ours", {}), row.get("cublas", {})
+    return (f"confirm {row['workload']}: ours {median(ours.get('warm_us', [])) or ours.get('error', '?')} us, "
+            f"cuBLAS {median(vendor.get('warm_us', [])) or vendor.get('error', '?')} us")
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| workload | ours warm µs | TFLOP/s | cuBLAS warm µs | cuBLAS / ours warm | cuBLAS / ours cold | config |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        ours, vendor = row.get("ours", {}), row.get("cublas", {})
+        ow, oc = median(ours.get("warm_us", [])), median(ours.get("cold_us", []))
+        vw, vc = median(vendor.get("warm_us", [])), median(vendor.get("cold_us", []))
+        cell = (lambda v, f: "—" if v is None else format(v, f))
+        lines.append(f"| {row['workload']} | {cell(ow, '.2f')} | {cell(ow and row['flops'] / ow / 1e6, '.0f')} | "
+                     f"{cell(vw, '.2f')} | {cell(ow and vw and vw / ow, '.2f')} | {cell(oc and vc and vc / oc, '.2f')} | "
+                     f"{'x'.join(str(v) for v in row['config'].values())} |")
+    return "\n".join(lines)
+
+
+def list_configs() -> int:
+    """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
+    for task in check_tasks():
+        for config in check_configs(task):
+            print(json.dumps([task.args, config.index]))
+    for _, task in tune_tasks():
+        for config in tune_configs(task):
+            print(json.dumps([task.args, config.index]))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
+    parser.add_argument("--json", default="tensor_core_gemm.json")
+    parser.add_argument("--log", default="tensor_core_gemm.log")
+    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args(argv)
+    if options.phase == "configs":
+        return list_configs()
+    if options.phase == "table":
+        print(table(read_json(options.json).get("confirm", [])))
+        return 0
+    return {"check": run_check, "tune": run_tune, "confirm": run_confirm}[options.phase](options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

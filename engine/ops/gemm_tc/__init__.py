@@ -1,0 +1,1 @@
+"""The gemm_tc operator (tensor-core GEMM): tiling (params, rules), kernel (CUDA source), template."""

@@ -1,0 +1,316 @@
+"""CUDA source for the tensor-core GEMM of engine.ops.gemm_tc, from a GemmTcTiling.
+
+Every size is a literal in the source, so NVRTC unrolls the fragment loops completely. The
+arguments are (A, B, C): A and B in the input precision (bfloat16 travels as its 16-bit
+pattern in a uint16 array: numpy has no bfloat16; the kernel only moves the bits and the
+tensor core reads them), C float32. The source needs no CUDA header (NVRTC's include path
+is not assumed): the copies, fragment loads and products are inline PTX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import KernelSource
+from .tiling import GemmTcParams, GemmTcTiling
+
+ENTRY = "gemm_tc_kernel"
+# Below this many multiply-adds the reference is float64 throughout; above it, float32 BLAS
+# of the exactly widened inputs (about 1e-6 relative: far inside every tensor-core tolerance).
+FLOAT64_REFERENCE_LIMIT = 2**33
+# Largest relative L2 error each precision's C may have against the float64 reference (the
+# README's "Tensor-core GEMM precision" says why): fp16 and bf16 products are exact in fp32 and
+# only the fp32 accumulation errs (about sqrt(K) 2^-24), held to 2^-11 x 4 and 2^-8 x 4, so a
+# kernel or baseline that rounded C to its input precision still passes; tf32 rounds both
+# inputs to 10-bit mantissas (unit roundoff 2^-11 each), held to 2^-11 x 8.
+TOLERANCE = {"float16": 4 * 2**-11, "bfloat16": 4 * 2**-8, "tf32": 8 * 2**-11}
+
+_MMA = {
+    "float16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "bfloat16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "tf32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+}
+
+# sm_80 and newer: 16-byte cp.async copies (zero-filled when `pred` is false), ldmatrix, the
+# TF32 rounding and the mma; older GPUs get a clear compile error instead of a wrong kernel.
+# Without __CUDA_ARCH__ (tests/cuda_on_cpu.py's host build) that emulator supplies these
+# functions, the warp-wide ones lane by lane, so CI checks the fragment layouts on the CPU.
+_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+#if __CUDA_ARCH__ < 800
+#error "gemm_tensorcore needs sm_80 or newer (mma.sync, ldmatrix, cp.async)"
+#endif
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void copy16(void* dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(shared_address(dst)), "l"(src), "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void copy16_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING>
+__device__ __forceinline__ void copy16_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+}
+__device__ __forceinline__ unsigned to_tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void MMA(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm("MMA_INSTRUCTION {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+"""
+
+
+def _helpers(precision: str) -> str:
+    return _HELPERS.replace("MMA_INSTRUCTION", _MMA[precision]).replace("MMA(", f"mma_{precision}(")
+
+
+def _copy_loop(what: str, chunks: int, threads: int, body: str) -> str:
+    rounds = -(-chunks // threads)
+    guard = "" if chunks % threads == 0 else f"if (i < {chunks}) "
+    return f"""    // {what}: {chunks} 16-byte copies over {threads} threads
+#pragma unroll
+    for (int r = 0; r < {rounds}; ++r) {{
+        const int i = r * {threads} + tid;
+        {guard}{{
+{body}
+        }}
+    }}
+"""
+
+
+def _load_stage(t: GemmTcTiling) -> str:
+    """One step's A and B tiles, global -> shared, as cp.async copies (zero past an edge)."""
+    ce = t.copy_elements
+    a_per_row, b_per_row = t.block_k // ce, t.block_n // ce
+    a_pred = " && ".join(c for c in (None if t.m % t.block_m == 0 else f"row0 + row < {t.m}",
+                                     None if t.k % t.block_k == 0 else f"k0 + kc < {t.k}") if c) or "true"
+    b_pred = " && ".join(c for c in (None if t.k % t.block_k == 0 else f"k0 + kr < {t.k}",
+                                     None if t.n % t.block_n == 0 else f"col0 + nc < {t.n}") if c) or "true"
+    a_body = f"""            const int row = i / {a_per_row}, kc = (i % {a_per_row}) * {ce};
+            const bool pred = {a_pred};
+            copy16(as + row * {t.a_stride} + kc, pred ? A + (size_t)(row0 + row) * {t.k} + k0 + kc : A, pred);"""
+    b_body = f"""            const int kr = i / {b_per_row}, nc = (i % {b_per_row}) * {ce};
+            const bool pred = {b_pred};
+            copy16(bs + kr * {t.b_stride} + nc, pred ? B + (size_t)(k0 + kr) * {t.n} + col0 + nc : B, pred);"""
+    return f"""
+__device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __restrict__ A,
+                                           const ELEM* __restrict__ B, int row0, int col0, int k0, int tid) {{
+{_copy_loop("A", t.block_m * a_per_row, t.threads, a_body)}{_copy_loop("B", t.block_k * b_per_row, t.threads, b_body)}}}
+"""
+
+
+def _compute_16bit(t: GemmTcTiling) -> str:
+    """One warp's share of a step: ldmatrix fragments (B's transposed), m16n8k16 products.
+    Lane l addresses row l % 16, column block l / 16 of a 16x16 piece: ldmatrix.x4 then holds
+    A's m16k16 fragment, or (.trans) B's k16n8 fragments of two neighbouring n8 columns."""
+    return f"""
+#pragma unroll
+    for (int kk = 0; kk < {t.slice_k}; kk += 16) {{
+        const int kcol = wk * {t.slice_k} + kk;
+        unsigned a[{t.frags_m}][4], b[{t.frags_n}][2];
+#pragma unroll
+        for (int mi = 0; mi < {t.frags_m}; ++mi)
+            ldmatrix_x4(a[mi], as + (wm * {t.warp_m} + mi * 16 + (lane & 15)) * {t.a_stride} + kcol + (lane >> 4) * 8);
+#pragma unroll
+        for (int nj = 0; nj < {t.frags_n // 2}; ++nj) {{
+            unsigned r[4];
+            ldmatrix_x4_trans(r, bs + (kcol + (lane & 15)) * {t.b_stride} + wn * {t.warp_n} + nj * 16 + (lane >> 4) * 8);
+            b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1]; b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+        }}
+#pragma unroll
+        for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < {t.frags_n}; ++ni) mma_{t.precision}(acc[mi][ni], a[mi], b[ni]);
+    }}"""
+
+
+def _compute_tf32(t: GemmTcTiling) -> str:
+    """m16n8k8 TF32 fragments read as words (lane = 4 g + q: A rows g and g + 8, k q and
+    q + 4; B k rows q and q + 4, column g), rounded to nearest TF32."""
+    return f"""
+#pragma unroll
+    for (int kk = 0; kk < {t.slice_k}; kk += 8) {{
+        const int kcol = wk * {t.slice_k} + kk;
+        unsigned a[{t.frags_m}][4], b[{t.frags_n}][2];
+#pragma unroll
+        for (int mi = 0; mi < {t.frags_m}; ++mi) {{
+            const float* p = as + (wm * {t.warp_m} + mi * 16 + g) * {t.a_stride} + kcol + q;
+            a[mi][0] = to_tf32(p[0]);
+            a[mi][1] = to_tf32(p[8 * {t.a_stride}]);
+            a[mi][2] = to_tf32(p[4]);
+            a[mi][3] = to_tf32(p[8 * {t.a_stride} + 4]);
+        }}
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni) {{
+            const float* p = bs + (kcol + q) * {t.b_stride} + wn * {t.warp_n} + ni * 8 + g;
+            b[ni][0] = to_tf32(p[0]);
+            b[ni][1] = to_tf32(p[4 * {t.b_stride}]);
+        }}
+#pragma unroll
+        for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < {t.frags_n}; ++ni) mma_{t.precision}(acc[mi][ni], a[mi], b[ni]);
+    }}"""
+
+
+def _tile_of_block(t: GemmTcTiling) -> str:
+    """The block's output tile: `raster` rows of tiles are walked column by column (grouped order)."""
+    if t.raster == 1:
+        return f"    const int tile_m = blockIdx.x / {t.tiles_n}, tile_n = blockIdx.x % {t.tiles_n};"
+    group = t.raster * t.tiles_n
+    return f"""    const int group = blockIdx.x / {group}, in_group = blockIdx.x % {group};
+    const int first_m = group * {t.raster};
+    const int rows = min({t.tiles_m} - first_m, {t.raster});
+    const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;"""
+
+
+def _sum_warp_groups(t: GemmTcTiling) -> str:
+    """Warp groups 1.. leave their accumulators in shared memory; group 0 adds them in order."""
+    if t.warps_k == 1:
+        return ""
+    per_group = t.warps_m * t.warps_n * t.accumulators * 32
+    return f"""
+    copy16_wait<0>();
+    __syncthreads();  // every warp is done with the stages: their memory holds the exchange now
+    float* exchange = reinterpret_cast<float*>(smem);
+    float* flat = &acc[0][0][0];
+    if (wk > 0) {{
+#pragma unroll
+        for (int i = 0; i < {t.accumulators}; ++i)
+            exchange[(wk - 1) * {per_group} + (wmn * {t.accumulators} + i) * 32 + lane] = flat[i];
+    }}
+    __syncthreads();
+    if (wk > 0) return;
+#pragma unroll 1
+    for (int group = 1; group < {t.warps_k}; ++group)
+#pragma unroll
+        for (int i = 0; i < {t.accumulators}; ++i)
+            flat[i] += exchange[(group - 1) * {per_group} + (wmn * {t.accumulators} + i) * 32 + lane];
+"""
+
+
+def _store(t: GemmTcTiling) -> str:
+    """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8."""
+    col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
+    row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
+    row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
+    return f"""
+#pragma unroll
+    for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni) {{
+            const int row = row0 + wm * {t.warp_m} + mi * 16 + g;
+            const int col = col0 + wn * {t.warp_n} + ni * 8 + 2 * q;
+            {col_ok}{{
+                {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+                {row8_ok}*reinterpret_cast<float2*>(C + (size_t)(row + 8) * {t.n} + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+            }}
+        }}"""
+
+
+def generate(t: GemmTcTiling) -> KernelSource:
+    element = "float" if t.precision == "tf32" else "unsigned short"
+    compute = _compute_tf32(t) if t.precision == "tf32" else _compute_16bit(t)
+    code = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+// warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}
+typedef {element} ELEM;
+{_helpers(t.precision)}{_load_stage(t)}
+extern "C" __global__ void __launch_bounds__({t.threads})
+{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
+    extern __shared__ __align__(128) unsigned char smem[];
+    ELEM* stages = reinterpret_cast<ELEM*>(smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, q = lane & 3;
+    const int wk = warp / {t.warps_m * t.warps_n}, wmn = warp % {t.warps_m * t.warps_n};
+    const int wm = wmn / {t.warps_n}, wn = wmn % {t.warps_n};
+{_tile_of_block(t)}
+    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
+    float acc[{t.frags_m}][{t.frags_n}][4];
+#pragma unroll
+    for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[mi][ni][r] = 0.0f;
+
+    // The ring: stages - 1 steps in flight before the first product.
+#pragma unroll
+    for (int s = 0; s < {t.stages - 1}; ++s) {{
+        if (s < {t.k_tiles}) load_stage(stages + s * {t.stage_elements}, stages + s * {t.stage_elements} + {t.block_m * t.a_stride},
+                                        A, B, row0, col0, s * {t.block_k}, tid);
+        copy16_commit();
+    }}
+#pragma unroll 1
+    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+        copy16_wait<{t.stages - 2}>();
+        __syncthreads();  // step kt has landed for every thread, and step kt - 1's buffer is free
+        const int next = kt + {t.stages - 1};
+        if (next < {t.k_tiles}) {{
+            ELEM* ns = stages + (next % {t.stages}) * {t.stage_elements};
+            load_stage(ns, ns + {t.block_m * t.a_stride}, A, B, row0, col0, next * {t.block_k}, tid);
+        }}
+        copy16_commit();
+        const ELEM* as = stages + (kt % {t.stages}) * {t.stage_elements};
+        const ELEM* bs = as + {t.block_m * t.a_stride};
+{compute}
+    }}
+{_sum_warp_groups(t)}{_store(t)}
+}}
+"""
+    return KernelSource(
+        name=ENTRY,
+        code=code,
+        grid=t.grid,
+        block=(t.threads, 1, 1),
+        shared_bytes=t.shared_bytes,
+        arg_order=("a", "b", "c"),
+        output_index=2,
+        tolerance=TOLERANCE[t.precision],
+    )
+
+
+def bfloat16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest even."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def widen(x: np.ndarray, precision: str) -> np.ndarray:
+    """The exact float32 values of an input array as the kernel holds it."""
+    if precision == "bfloat16":
+        return (x.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return x.astype(np.float32)
+
+
+def make_inputs(params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
+    """A and B uniform in [-1, 1) in the input precision (bf16 as bit patterns), C to be written."""
+    a = rng.uniform(-1.0, 1.0, size=(params.m, params.k)).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, size=(params.k, params.n)).astype(np.float32)
+    if params.precision == "float16":
+        a, b = a.astype(np.float16), b.astype(np.float16)
+    elif params.precision == "bfloat16":
+        a, b = bfloat16_bits(a), bfloat16_bits(b)
+    return [a, b, np.empty((params.m, params.n), dtype=np.float32)]
+
+
+def reference(params: GemmTcParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C of the inputs exactly as stored (not as TF32 rounds them: that rounding is the error
+    the tolerance allows), in float64, or float32 BLAS on large shapes."""
+    wa, wb = widen(a, params.precision), widen(b, params.precision)
+    if params.m * params.n * params.k <= FLOAT64_REFERENCE_LIMIT:
+        return wa.astype(np.float64) @ wb.astype(np.float64)
+    return (wa @ wb).astype(np.float64)

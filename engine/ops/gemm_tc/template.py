@@ -1,0 +1,92 @@
+"""Tensor-core GEMM (fp16, bf16, tf32 inputs; fp32 accumulation and C), row-major (`tiling`)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ...space import ConfigEntity, ConfigSpace, OtherKnob
+from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
+                    first_valid, knob_features, why_launch_fails)
+from . import kernel
+from .tiling import TEMPLATE_NAME, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
+
+
+class GemmTensorCore(Template):
+    name = TEMPLATE_NAME
+    baseline_provider = "cublas"
+
+    def parse_args(self, args: list) -> GemmTcParams:
+        m, n, k, precision = gemm_tc_shapes(args)
+        for what, elements in (("A", m * k), ("B", k * n), ("C", m * n)):
+            if elements > MAX_TENSOR_ELEMENTS:
+                raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
+        return GemmTcParams(m, n, k, precision, list(args))
+
+    def define_space(self, params: GemmTcParams) -> ConfigSpace:
+        return ConfigSpace([
+            OtherKnob("block_m", [16, 32, 64, 128, 256]),
+            OtherKnob("block_n", [16, 32, 64, 128, 256]),
+            OtherKnob("block_k", [16, 32, 64, 128]),
+            OtherKnob("warp_m", [16, 32, 64]),
+            OtherKnob("warp_n", [16, 32, 64]),
+            OtherKnob("warps_k", [1, 2, 4]),
+            OtherKnob("stages", [2, 3, 4]),
+            OtherKnob("raster", [1, 4, 8, 16]),
+        ])
+
+    def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        tiling = gemm_tc_tiling(params, config)
+        reason = tiling.why_not_tiled()
+        if reason:
+            return reason
+        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
+        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
+        return why_launch_fails(tiling.launch(), opted_in)
+
+    def features(self, params: GemmTcParams, config: ConfigEntity) -> dict[str, float]:
+        tiling = gemm_tc_tiling(params, config)
+        out = knob_features(config)
+        blocks = math.prod(tiling.grid)
+        out.update({
+            "threads_per_block": tiling.threads,
+            "accumulators": tiling.accumulators,
+            "registers_estimate": tiling.registers,
+            "shared_bytes": tiling.shared_bytes,
+            "blocks": blocks,
+            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+            "tile_waste": tiling.tiles_m * tiling.block_m * tiling.tiles_n * tiling.block_n / (params.m * params.n),
+            "k_steps": tiling.k_tiles,
+            "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
+            "warp_intensity": 2 * tiling.warp_m * tiling.warp_n / (tiling.warp_m + tiling.warp_n),
+        })
+        return out
+
+    def default_config(self, params: GemmTcParams, space: ConfigSpace) -> ConfigEntity:
+        """CUTLASS's everyday Ampere tile: 128x128x32, four warps of 64x64, three stages."""
+        entity = [
+            ["block_m", "ot", 128], ["block_n", "ot", 128], ["block_k", "ot", 32],
+            ["warp_m", "ot", 64], ["warp_n", "ot", 64], ["warps_k", "ot", 1],
+            ["stages", "ot", 3], ["raster", "ot", 1],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    def flops(self, params: GemmTcParams) -> int:
+        return params.flops
+
+    def bytes_moved(self, params: GemmTcParams) -> int:
+        return params.bytes_moved
+
+    # -- GPU half
+    def kernel(self, params: GemmTcParams, config: ConfigEntity) -> KernelSource:
+        return kernel.generate(gemm_tc_tiling(params, config))
+
+    def make_inputs(self, params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
+        return kernel.make_inputs(params, rng)
+
+    def reference(self, params: GemmTcParams, inputs: list[np.ndarray]) -> np.ndarray:
+        return kernel.reference(params, inputs[0], inputs[1])
+
+    def tolerance(self, params: GemmTcParams) -> float:
+        return kernel.TOLERANCE[params.precision]

@@ -1,0 +1,238 @@
+"""Tensor-core GEMM (sm_80 and newer), row-major: C[M, N] = A[M, K] · B[K, N], fp32 accumulation.
+
+Precision is part of the workload, as TVM writes it: the tensors' dtype names the inputs,
+and TF32 is a compute mode of float32 tensors, said by a third argument:
+
+    [["TENSOR", [M, K], "float16"],  ["TENSOR", [K, N], "float16"]]            fp16 inputs
+    [["TENSOR", [M, K], "bfloat16"], ["TENSOR", [K, N], "bfloat16"]]           bf16 inputs
+    [["TENSOR", [M, K], "float32"],  ["TENSOR", [K, N], "float32"], "tf32"]   fp32 inputs, TF32 products
+
+so records of different precisions never share a workload (nor a leaderboard row), and a
+float32 workload here can never be mistaken for the exact fp32 `gemm`. C is float32 for
+every precision (the accumulator, stored as it is; the cuBLAS baseline writes C in the input
+precision, a little less traffic, which only favours the baseline).
+
+The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
+
+* A block computes a `block_m × block_n` tile of C (the grid is 1-D; `raster` groups that
+  many rows of tiles so neighbouring blocks share B's columns in L2: Triton's grouped order).
+* Each step stages A's `block_m × block_k` and B's `block_k × block_n` tile in shared memory
+  with 16-byte `cp.async` copies, `stages` steps in flight (a ring of 2 to 4 buffers). Rows
+  are padded (`A_PAD_BYTES`, `B_PAD_ELEMENTS`), so `ldmatrix`'s eight row reads and the TF32
+  fragment reads hit eight different bank groups (no conflicts).
+* The block's warps stand `block_m / warp_m` × `block_n / warp_n` × `warps_k`; a warp owns a
+  `warp_m × warp_n` tile of `mma.sync` m16n8k16 (fp16, bf16: fragments by `ldmatrix`, B's
+  transposed by `.trans`) or m16n8k8 (tf32: fragments read as words and rounded to TF32 by
+  `cvt.rna`). `warps_k` > 1 ("sliced K") cuts each step's K among that many warp groups, whose
+  accumulators meet in shared memory at the end, summed in group order: a skinny shape (an
+  LLM decode step, M = 16) gets more warps per output tile, so more loads in flight.
+* Tails: M, N and K need not be multiples of the tiles (copies past an edge are zero-filled,
+  stores past an edge skipped); a 16-byte copy must not straddle a row's end, so K and N
+  must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a rule of the workload (its args
+  are refused), since no config could run another.
+
+sm_90's wgmma with TMA and mbarriers is the next step of this family (issue 18); this
+template is the mma.sync path, which also runs on Hopper.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ...space import ConfigEntity
+from ..gemm.tiling import gemm_shapes
+from ..base import FLOAT_BYTES, BadArgs, LaunchShape
+
+TEMPLATE_NAME = "gemm_tensorcore"
+TF32_MODE = "tf32"
+# Input dtype -> precision; per precision the bytes of an element and the k of one mma instruction.
+PRECISIONS = {"float16": "float16", "bfloat16": "bfloat16", "float32": "tf32"}
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "tf32": 4}
+MMA_K = {"float16": 16, "bfloat16": 16, "tf32": 8}
+COPY_BYTES = 16
+# Row pads: A's rows by 16 bytes, B's by 8 elements (16 bytes for 16-bit types, 32 for tf32,
+# whose fragment reads walk B's rows four at a time): either way the eight rows one fragment
+# read touches start in eight different bank groups.
+A_PAD_BYTES = 16
+B_PAD_ELEMENTS = 8
+# Registers a thread needs besides accumulators and fragments: addresses, indexes, loop counters
+# (ptxas gives a 64x64 warp tile 222-242 registers, against 128 + 32 + this).
+TC_REGISTER_OVERHEAD = 56
+
+
+def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
+    """(M, N, K, precision) of a workload's args; BadArgs with the accepted forms otherwise."""
+    usage = ('gemm_tensorcore args are [["TENSOR", [M, K], dtype], ["TENSOR", [K, N], dtype]] with dtype '
+             'float16 or bfloat16, or float32 tensors followed by "tf32"')
+    if not isinstance(args, list) or len(args) not in (2, 3):
+        raise BadArgs(usage)
+    m, n, k = gemm_shapes(args[:2])  # the fp32 GEMM's reading of A [M, K] and B [K, N]
+    dtype, other = args[0][2], args[1][2]
+    if dtype != other:
+        raise BadArgs(f"A is {dtype!r} and B is {other!r}: both tensors take one precision")
+    if dtype not in PRECISIONS:
+        raise BadArgs(f"dtype {dtype!r} is not supported (float16, bfloat16, or float32 with \"tf32\")")
+    tf32 = len(args) == 3
+    if dtype == "float32" and not (tf32 and args[2] == TF32_MODE):
+        raise BadArgs('float32 tensors run on tensor cores only as TF32: add "tf32" as the third argument '
+                      '(exact fp32 is the "gemm" task)')
+    if dtype != "float32" and tf32:
+        raise BadArgs(f"a third argument is only for float32 tensors (\"tf32\"), not {dtype}")
+    precision = PRECISIONS[dtype]
+    per_copy = COPY_BYTES // ELEMENT_BYTES[precision]
+    for what, size in (("K", k), ("N", n)):
+        if size % per_copy:
+            raise BadArgs(f"{what} = {size} is not a multiple of {per_copy} {precision} elements "
+                          "(the kernel's 16-byte copies would straddle a row's end)")
+    return m, n, k, precision
+
+
+@dataclass(frozen=True)
+class GemmTcParams:
+    m: int
+    n: int
+    k: int
+    precision: str  # float16, bfloat16 or tf32
+    args: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def bytes_moved(self) -> int:
+        """A and B read once, the float32 C written once."""
+        return ELEMENT_BYTES[self.precision] * (self.m * self.k + self.k * self.n) + FLOAT_BYTES * self.m * self.n
+
+
+@dataclass(frozen=True)
+class GemmTcTiling:
+    """A config's sizes, and what they imply for one launch (see the module docstring)."""
+
+    m: int
+    n: int
+    k: int
+    precision: str
+    block_m: int
+    block_n: int
+    block_k: int
+    warp_m: int
+    warp_n: int
+    warps_k: int
+    stages: int
+    raster: int
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.precision]
+
+    @property
+    def mma_k(self) -> int:
+        return MMA_K[self.precision]
+
+    @property
+    def copy_elements(self) -> int:
+        """Elements of one 16-byte cp.async copy."""
+        return COPY_BYTES // self.element_bytes
+
+
+    @property
+    def warps_m(self) -> int:
+        return self.block_m // self.warp_m
+
+    @property
+    def warps_n(self) -> int:
+        return self.block_n // self.warp_n
+
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * self.warps_k * 32
+
+    @property
+    def frags_m(self) -> int:
+        """m16 fragments of a warp tile's rows."""
+        return self.warp_m // 16
+
+    @property
+    def frags_n(self) -> int:
+        """n8 fragments of a warp tile's columns."""
+        return self.warp_n // 8
+
+    @property
+    def slice_k(self) -> int:
+        """K of each step one warp group computes."""
+        return self.block_k // self.warps_k
+
+    @property
+    def a_stride(self) -> int:
+        """Elements per row of A's staged tile (block_k plus the pad)."""
+        return self.block_k + A_PAD_BYTES // self.element_bytes
+
+    @property
+    def b_stride(self) -> int:
+        return self.block_n + B_PAD_ELEMENTS
+
+    @property
+    def stage_elements(self) -> int:
+        return self.block_m * self.a_stride + self.block_k * self.b_stride
+
+    @property
+    def accumulators(self) -> int:
+        return self.frags_m * self.frags_n * 4
+
+    @property
+    def exchange_bytes(self) -> int:
+        """Shared memory the warp groups other than the first leave their accumulators in."""
+        return (self.warps_k - 1) * self.warps_m * self.warps_n * 32 * self.accumulators * FLOAT_BYTES
+
+    @property
+    def shared_bytes(self) -> int:
+        return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes)
+
+    @property
+    def tiles_m(self) -> int:
+        return -(-self.m // self.block_m)
+
+    @property
+    def tiles_n(self) -> int:
+        return -(-self.n // self.block_n)
+
+    @property
+    def k_tiles(self) -> int:
+        return -(-self.k // self.block_k)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.tiles_m * self.tiles_n, 1, 1)
+
+    @property
+    def registers(self) -> int:
+        """Accumulators, one k-step's fragments (A: 4 words per m16, B: 2 per n8), plus overhead."""
+        return self.accumulators + 4 * self.frags_m + 2 * self.frags_n + TC_REGISTER_OVERHEAD
+
+    def launch(self) -> LaunchShape:
+        detail = (f"{self.stages} stage(s) of A {self.block_m}x{self.a_stride} + "
+                  f"B {self.block_k}x{self.b_stride} {self.precision} elements")
+        return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
+
+    def why_not_tiled(self) -> str | None:
+        """Shapes that do not fit together, before any device limit."""
+        if self.block_m % self.warp_m or self.block_n % self.warp_n:
+            return (f"warp tile {self.warp_m}x{self.warp_n} does not divide block tile "
+                    f"{self.block_m}x{self.block_n}")
+        if self.block_k % self.warps_k or self.slice_k % self.mma_k:
+            return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
+                    f"{self.mma_k}-deep mma steps")
+        if self.raster > self.tiles_m and self.raster > 1:
+            return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
+        return None
+
+
+def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
+    v = config.values()
+    return GemmTcTiling(
+        m=params.m, n=params.n, k=params.k, precision=params.precision,
+        block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
+        warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
+        stages=v["stages"], raster=v["raster"],
+    )

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Tensor-core GEMM (gemm_tensorcore: bf16, fp16, tf32) on the device, in one call of at most 4 minutes:
+#   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/tensor_core_gemm.sh", timeout_s=300)
+# No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch, numpy, cuda-bindings NVRTC).
+# Three phases of benchmarks/tensor_core_gemm.py, each in its own process under its own timeout (GNU
+# timeout signals the whole process group: the measuring children go with it), each merging its part
+# into the JSON, so a phase that fails or runs out of time leaves the others' results:
+# 1. check (<= 50 s): a handful of configs per precision on small shapes with tails and a decode shape,
+#    against the float64 reference at the precision's tolerance; a failing config is reported, not fatal;
+# 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision, a fixed list of about 25 configs each;
+# 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
+#    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
+# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to 90 s more; then timeout_s=400).
+# Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
+# tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
+JSON="$OUT/tensor_core_gemm.json"
+TXT="$OUT/tensor_core_gemm.txt"
+BENCH=benchmarks/tensor_core_gemm.py
+: > "$TXT"
+
+phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
+    local name=$1 limit=$2 budget=$3
+    shift 3
+    local started=$SECONDS
+    timeout -k 5 "$limit" python3 "$BENCH" "$name" --json "$JSON" --budget-s "$budget" "$@" >> "$TXT" 2>&1
+    local status=$?
+    echo "phase $name exit status $status ($((SECONDS - started)) s)$([ $status = 124 ] && echo ': timed out')" | tee -a "$TXT"
+}
+
+if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked tests of the family
+    timeout -k 5 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
+    echo "gpu tests exit status $?" | tee -a "$TXT"
+fi
+phase check ${CHECK_S:-50} 30
+grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
+phase tune ${TUNE_S:-95} 65 --log "$OUT/tensor_core_gemm.log"
+grep -E '^tune' "$TXT" | tail -n 8
+phase confirm ${CONFIRM_S:-85} 55
+grep -E 'Traceback|Error' "$TXT" | tail -n 5
+python3 "$BENCH" table --json "$JSON"

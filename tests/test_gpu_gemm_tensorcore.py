@@ -1,0 +1,69 @@
+"""On a GPU: tensor-core GEMM kernels (gemm_tensorcore: fp16, bf16, tf32) against their float64
+references at each precision's tolerance through the GPU measurer, and cuBLAS on tensor cores
+in the same precision as their baseline.
+
+Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine.workloads import PRESETS, gemm_tc_args
+
+from gpu_only import GPU_ONLY
+
+pytestmark = GPU_ONLY
+
+PRECISIONS = ["float16", "bfloat16", "tf32"]
+
+
+@pytest.fixture(scope="module")
+def measurer():
+    from engine.gpu.measurer import GpuMeasurer
+
+    with GpuMeasurer(run_timeout=3.0, build_timeout=60.0) as m:
+        yield m
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (256, 256, 256)])
+def test_random_tensor_core_configs_compute_the_product(measurer, precision, shape):
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision))
+    configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 12)]
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):
+    """The tf32 kernel's error against the exact product is TF32's, well above fp32's 1e-4 check."""
+    import cupy as cp
+
+    from engine.gpu.builder import Builder
+    from engine.gpu.device import arch_of
+    from engine.gpu.runner import relative_l2_error
+
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(128, 128, 1024, "tf32"))
+    source = task.template.kernel(task.params, task.default_config())
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    expected = task.template.reference(task.params, inputs)
+    with Builder(arch_of(measurer.device), workers=1) as builder:
+        (build,) = builder.build([source])
+    assert build.ok, build.message
+    kernel = cp.RawModule(path=build.cubin_path).get_function(source.name)
+    arrays = [cp.asarray(x) for x in inputs]
+    kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
+    error = relative_l2_error(cp.asnumpy(arrays[2]), expected)
+    assert 1e-4 < error < source.tolerance
+
+
+@pytest.mark.parametrize("preset", ["TC-d16x4096-bf16", "TC-d16x4096-f16", "TC-d16x4096-tf32"])
+def test_cublas_on_tensor_cores_is_the_baseline_in_the_same_precision(preset):
+    from engine.gpu.baselines import vendor_baseline
+
+    task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
+    measure = vendor_baseline(task, "cublas")
+    result = measure(task)
+    assert result.ok, result.error_msg
+    assert result.mean_cost > 0
