@@ -9,7 +9,7 @@
 #    measuring process (A: the leaderboard's confirmations, B: re-measures them), and
 #    benchmarks/confirmed_tables.py comparing B with A -> confirm-a.json, confirm-b.json, confirmed-tables.md
 # 4. scripts/device/tensor_core_gemm.sh -> tensor-core.tar.gz
-# 5. scripts/device/network_job.sh (ResNet-18 as one network job on this host) -> network.tar.gz
+# 5. scripts/device/network_job.sh (ResNet-18 as one network job on this host) -> network/
 # STEPS (default "suite probe verify tensor network") picks steps; *_S variables set the limits.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -30,7 +30,7 @@ if has suite; then
     existing=(); for f in "${GPU_SUITES[@]}"; do [ -f "$f" ] && existing+=("$f"); done
     { echo "commit ${TUNERWEB_COMMIT:-unknown}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
       echo "command: python3 -m pytest -q -m gpu ${existing[*]}"
-      timeout ${SUITE_S:-80} python3 -m pytest -q -m gpu -p no:cacheprovider "${existing[@]}" 2>&1; echo "exit status $?"; } \
+      timeout ${SUITE_S:-70} python3 -m pytest -q -m gpu -p no:cacheprovider "${existing[@]}" 2>&1; echo "exit status $?"; } \
         > "$OUT/pytest-gpu.txt"
     tail -n 3 "$OUT/pytest-gpu.txt"
 fi
@@ -42,7 +42,7 @@ fi
 if has verify; then
     step verify
     for run in a b; do
-        limit=$([ $run = a ] && echo ${RUN_A_S:-100} || echo ${RUN_B_S:-70})
+        limit=$([ $run = a ] && echo ${RUN_A_S:-90} || echo ${RUN_B_S:-60})
         TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-} timeout $limit python3 benchmarks/verify_bests.py "${LOGS[@]}" --rounds 5 \
             --budget-s $(( limit - 20 )) --json "$OUT/confirm-$run.json" > /tmp/confirm-$run.txt 2>&1
         echo "run $run exit status $? ($(grep -c '^{' /tmp/confirm-$run.txt) workloads measured)"
@@ -52,14 +52,14 @@ if has verify; then
 fi
 if has tensor && [ -f scripts/device/tensor_core_gemm.sh ]; then
     step tensor
-    mkdir -p /tmp/tc && OUT=/tmp/tc CHECK_S=${CHECK_S:-35} TUNE_S=${TUNE_S:-50} CONFIRM_S=${CONFIRM_S:-45} timeout ${TENSOR_S:-140} bash scripts/device/tensor_core_gemm.sh > /tmp/tc/console.txt 2>&1
+    mkdir -p /tmp/tc && OUT=/tmp/tc CHECK_S=${CHECK_S:-40} TUNE_S=${TUNE_S:-50} CONFIRM_S=${CONFIRM_S:-45} timeout ${TENSOR_S:-140} bash scripts/device/tensor_core_gemm.sh > /tmp/tc/console.txt 2>&1
     echo "tensor-core exit status $?"; tail -n 25 /tmp/tc/console.txt
     tar -czf "$OUT/tensor-core.tar.gz" -C /tmp tc
 fi
 if has network; then
     step network
-    mkdir -p /tmp/net && OUT=/tmp/net LIMIT=${NETWORK_LIMIT:-120} timeout ${NETWORK_S:-140} bash scripts/device/network_job.sh > /tmp/net/console.txt 2>&1
-    echo "network exit status $?"; tail -n 20 /tmp/net/console.txt
-    tar -czf "$OUT/network.tar.gz" -C /tmp net
+    # Its two files (summary.txt, best.log) go straight to $OUT/network: a step cut short keeps them.
+    OUT=$OUT/network LIMIT=${NETWORK_LIMIT:-115} timeout ${NETWORK_S:-135} bash scripts/device/network_job.sh > /tmp/network.txt 2>&1
+    echo "network exit status $?"; tail -n 20 /tmp/network.txt
 fi
 step done

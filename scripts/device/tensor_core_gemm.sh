@@ -35,10 +35,10 @@ if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked
     timeout -k 5 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
 fi
-phase check ${CHECK_S:-50} 30
+phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 ))
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
-phase tune ${TUNE_S:-95} 65 --log "$OUT/tensor_core_gemm.log"
+phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log"
 grep -E '^tune' "$TXT" | tail -n 8
-phase confirm ${CONFIRM_S:-85} 55
+phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5
 python3 "$BENCH" table --json "$JSON"
