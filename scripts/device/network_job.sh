@@ -102,7 +102,7 @@ for gpu in job["gpus"]:
           f" {job['allocation']}) on {gpu['gpu']}: {state}; {gpu['trials_done']} trials stored of {gpu['trials_allotted']} given;"
           f" workers: {', '.join(workers)} ({gpus} GPU(s))")
     print(f"estimated network time {us(gpu['estimate'])} µs, cuDNN {us(gpu['vendor_estimate'])} µs"
-          f" ({gpu['speedup'] or 0:.2f}× the vendor's speed); job wall time {float(end) - float(start):.1f} s,"
+          f" ({format(gpu['speedup'], '.2f') + '×' if gpu['speedup'] else 'no estimate until every task has a best, so no'} the vendor's speed); job wall time {float(end) - float(start):.1f} s,"
           f" script {time.time() - int(started):.0f} s")
 PY
 LINES=$(grep -vc '^#' "$OUT/best.log")
