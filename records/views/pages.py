@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from tunerweb.cache import cached
 
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
@@ -26,6 +30,7 @@ from ..sorting import sorting_from
 from ..portability import portability
 from ..speedups import speedup_table
 from ..standings import leaderboard as workload_leaderboard, ranked_standings
+from ..versions import leaderboard_key
 
 PAGE_SIZE = 50
 
@@ -83,19 +88,28 @@ def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     form = LeaderboardForm(request.GET)
     options = form.cleaned_data if form.is_valid() else {}
-    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
-    groups = board.ranked(options.get("device"))
     if csvout.wants_csv(request):
+        board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
+        groups = board.ranked(options.get("device"))
         return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
             "bests": lambda: csvout.standings_table(board.bests),
             "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
         })
-    page = _page(request, groups)
-    return render(request, "records/leaderboard.html", {
+    board_html = cached(leaderboard_key(workload, request.user, request.GET.urlencode()),
+                        lambda: _board_html(request, workload, form, options))
+    return render(request, "records/leaderboard.html", {"workload": workload, "board_html": mark_safe(board_html)},
+                  status=400 if form.errors else 200)
+
+
+def _board_html(request, workload, form, options) -> str:
+    """The leaderboard's bests and ranked table: what costs a leaderboard page its time."""
+    board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
+    page = _page(request, board.ranked(options.get("device")))
+    return render_to_string("records/_leaderboard_board.html", {
         "workload": workload, "board": board, "form": form, "page": page,
         "rows": list(ranked_standings(board, page)), "first_rank": page.start_index(),
         "query": _query_without_page(request),
-    }, status=400 if form.errors else 200)
+    }, request)
 
 
 def _with_workload(records, workload):
