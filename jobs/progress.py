@@ -1,6 +1,7 @@
 """A job's progress as plain data: the job page's JSON endpoint and the API both serve it."""
 from __future__ import annotations
 
+import re
 import statistics
 from bisect import bisect_right
 from collections import Counter
@@ -8,7 +9,7 @@ from collections import Counter
 from django.urls import reverse
 
 from engine import ErrorNo
-from records.versions import viewer_key, workload_records_version
+from records.versions import viewer_key, workload_generation, workload_records_version
 from tunerweb.cache import cached
 
 from .models import Job, JobRun
@@ -67,7 +68,8 @@ def stored_trials(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     job's page is asked for far more often than a batch is stored."""
     if not run.trials_done:
         return _stored_trials_of(run, trial_rows)
-    key = f"run-trials:{run.pk}:{run.batch_id}:{run.trials_done}:{run.last_record_id}:{trial_rows}"
+    key = (f"run-trials:{run.pk}:{run.batch_id}:{run.trials_done}:{run.last_record_id}:"
+           f"{workload_generation(run.workload.pk)}:{trial_rows}")
     return cached(key, lambda: _stored_trials_of(run, trial_rows))
 
 
@@ -95,6 +97,7 @@ def _stored_trials_of(run: JobRun, trial_rows: int) -> dict:
 
 
 MAX_SINCE_RUNS = 1000
+_SINCE_PART = re.compile(r"(\d{1,18}):(\d{1,18})", re.ASCII)
 
 
 def parse_since(text: str) -> dict[int, int]:
@@ -103,10 +106,10 @@ def parse_since(text: str) -> dict[int, int]:
     but two runs' batches may commit in either order.)"""
     since: dict[int, int] = {}
     for part in filter(None, text.split(",")[:MAX_SINCE_RUNS + 1]):
-        run, sep, record = part.partition(":")
-        if not (sep and run.isdigit() and record.isdigit() and len(run) < 19 and len(record) < 19):
+        found = _SINCE_PART.fullmatch(part)
+        if found is None:
             raise ValueError(f"since: {part[:40]!r} is not <run id>:<record id>")
-        since[int(run)] = int(record)
+        since[int(found[1])] = int(found[2])
     if len(since) > MAX_SINCE_RUNS:
         raise ValueError(f"since: at most {MAX_SINCE_RUNS} runs")
     return since

@@ -3,7 +3,8 @@
 Records are only ever added or removed, never changed in place, except by staff in the admin,
 whose saves and deletes bump the workload's `generation` (below). So a workload's records
 are named by their count, newest id and that generation: storing, importing or deleting
-one gives a new name, and the entries made before it are not read again.
+one gives a new name, and the entries made before it are not read again. (An edit made
+while Redis is down is not counted: the entries older than it live out ENTRY_SECONDS.)
 """
 from __future__ import annotations
 
@@ -25,10 +26,15 @@ def _generation_key(workload_id: int) -> str:
     return f"workload-generation:{workload_id}"
 
 
+def workload_generation(workload_id: int) -> int:
+    """How many times a record of the workload (or a batch holding one) was edited in place."""
+    return cache.get(_generation_key(workload_id), 0)
+
+
 def workload_records_version(workload_id: int) -> str:
     """The state of a workload's records (all of them: what a viewer may read is keyed apart)."""
     found = MeasurementRecord.objects.filter(workload_id=workload_id).aggregate(n=Count("id"), last=Max("id"))
-    return f"{found['n']}.{found['last']}.{cache.get(_generation_key(workload_id), 0)}"
+    return f"{found['n']}.{found['last']}.{workload_generation(workload_id)}"
 
 
 def devices_version() -> str:

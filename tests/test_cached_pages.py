@@ -101,6 +101,17 @@ def test_the_progress_of_a_run_shows_a_record_stored_after_it_was_cached(finishe
     assert len(after["convergence"]) == 25
 
 
+def test_the_progress_of_a_run_shows_a_record_edited_in_place_by_staff(finished_run, alice_client):
+    url = reverse("jobs:progress", args=[finished_run.job_id])
+    assert alice_client.get(url).json()["runs"][0]["trials"][0]["error_msg"] == ""
+    last = finished_run.records().last()
+
+    last.error_msg = "noted by staff"
+    last.save()
+
+    assert alice_client.get(url).json()["runs"][0]["trials"][0]["error_msg"] == "noted by staff"
+
+
 def test_the_job_page_poll_sends_only_the_points_after_the_ones_it_has(finished_run, alice_client):
     url = reverse("jobs:progress", args=[finished_run.job_id])
     whole = alice_client.get(url).json()["runs"][0]
@@ -118,7 +129,7 @@ def test_the_job_page_poll_sends_only_the_points_after_the_ones_it_has(finished_
     assert other_run["points"] == whole["points"] and "points_after" not in other_run
 
 
-@pytest.mark.parametrize("since", ["x", "12", "1:-3", "1:2:3", "1:" + "9" * 40])
+@pytest.mark.parametrize("since", ["x", "12", "1:-3", "1:2:3", "1:" + "9" * 40, "1:\u00b2"])
 def test_a_malformed_since_is_a_clear_json_400(finished_run, alice_client, since):
     answer = alice_client.get(reverse("jobs:progress", args=[finished_run.job_id]), {"since": since})
     assert answer.status_code == 400
