@@ -29,17 +29,17 @@ _MISSING = object()
 class FailOpenRedisCache(RedisCache):
     """RedisCache whose reads miss and whose writes are dropped while Redis is unreachable."""
 
-    def __init__(self, server, params) -> None:
-        super().__init__(server, params)
-        self._skip_until = 0.0
+    # Django gives each thread a cache object of its own; what one found out, all threads skip.
+    _down_until: dict[str, float] = {}
 
     def _guarded(self, fallback, call: Callable[[], Any]):
-        if time.monotonic() < self._skip_until:
+        where = str(self._servers)
+        if time.monotonic() < self._down_until.get(where, 0.0):
             return fallback
         try:
             return call()
         except (RedisError, OSError) as exc:
-            self._skip_until = time.monotonic() + RETRY_SECONDS
+            self._down_until[where] = time.monotonic() + RETRY_SECONDS
             log.warning("cache unavailable for %.0f s, serving without it: %s", RETRY_SECONDS, exc)
             return fallback
 
