@@ -125,7 +125,8 @@ class JobDetail(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
-        return Response(job_progress(get_object_or_404(Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK), pk=pk)))
+        jobs = Job.objects.visible_to(request.user).exclude(kind=JobKind.NETWORK).select_related("workload", "owner")
+        return Response(job_progress(get_object_or_404(jobs, pk=pk)))
 
 
 class JobCancel(APIView):

@@ -15,11 +15,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
-from engine import ErrorNo
 from records.models import Device, ImportBatch, MeasurementRecord, Workload
 
 
@@ -138,8 +138,12 @@ class Job(models.Model):
 
     @property
     def state(self) -> str:
+        return self.state_of(self.runs.all())
+
+    @staticmethod
+    def state_of(runs) -> str:
         """One state for the whole job from its runs' states."""
-        states = {run.state for run in self.runs.all()}
+        states = {run.state for run in runs}
         if State.RUNNING in states:
             return State.RUNNING
         if State.QUEUED in states:
@@ -251,8 +255,15 @@ class Worker(models.Model):
 class JobRunQuerySet(models.QuerySet):
     def with_figures(self) -> "JobRunQuerySet":
         """Runs with what their headline figures read, in this one query: the GPU, the
-        best record, and the records counted (a list of runs then reads no more)."""
-        return self.select_related("device", "best_record").annotate(record_count=Count("batch__records"))
+        best record, and the records counted (a list of runs then reads no more), with the
+        newest one's id (with the count, it names the state of the run's records)."""
+        # Subqueries on the batch index: a join grouped by every selected column sorted each
+        # run's records at full row width.
+        of_batch = MeasurementRecord.objects.filter(batch_id=OuterRef("batch_id")).order_by().values("batch_id")
+        return self.select_related("device", "best_record").annotate(
+            record_count=Coalesce(Subquery(of_batch.annotate(n=Count("id")).values("n")), 0),
+            last_record_id=Subquery(of_batch.annotate(last=Max("id")).values("last")),
+        )
 
     def waiting_for_workers(self) -> list[tuple["JobRun", str]]:
         """Active runs waiting for a worker of their GPU model, with what they wait for."""
@@ -382,23 +393,6 @@ class JobRun(models.Model):
         if self.confirmation_batch_id is None:
             return MeasurementRecord.objects.none()
         return MeasurementRecord.objects.filter(batch_id=self.confirmation_batch_id).order_by("id")
-
-    def failure_counts(self) -> list[tuple[str, int]]:
-        """(error label, count), most frequent first: one grouped query."""
-        rows = (
-            self.records().exclude(error_no=ErrorNo.NO_ERROR)
-            .values("error_no").annotate(n=Count("id")).order_by("-n", "error_no")
-        )
-        return [(ErrorNo(row["error_no"]).label, row["n"]) for row in rows]
-
-    def convergence(self) -> list[tuple[int, float | None]]:
-        """(trial number, best GFLOPS so far) after each trial."""
-        points, best = [], None
-        for number, gflops in enumerate(self.records().values_list("gflops", flat=True), start=1):
-            if gflops is not None and (best is None or gflops > best):
-                best = gflops
-            points.append((number, best))
-        return points
 
 
 class CustomKernel(models.Model):

@@ -1,11 +1,16 @@
 """A job's progress as plain data: the job page's JSON endpoint and the API both serve it."""
 from __future__ import annotations
 
+import re
 import statistics
+from bisect import bisect_right
+from collections import Counter
 
 from django.urls import reverse
 
 from engine import ErrorNo
+from records.versions import viewer_key, workload_generation, workload_records_version
+from tunerweb.cache import cached
 
 from .models import Job, JobRun
 
@@ -29,6 +34,13 @@ def leaderboard_best_for(run: JobRun):
     return readable.exclude(device=run.device).best()
 
 
+def _rival_pk(run: JobRun) -> int | None:
+    """`leaderboard_best_for`'s id, worked out once per state of the workload's records."""
+    key = (f"rival:{run.workload.pk}:{workload_records_version(run.workload.pk)}:{run.device_id}:"
+           f"{run.best_record_id}:{viewer_key(run.job.owner)}")
+    return cached(key, lambda: getattr(leaderboard_best_for(run), "pk", None))
+
+
 def run_summary(run: JobRun) -> dict:
     """A run's state and headline figures: what a list of jobs shows. Read from runs
     fetched `with_figures()`, it makes no query of its own."""
@@ -45,52 +57,106 @@ def run_summary(run: JobRun) -> dict:
     }
 
 
-def trial_points(run: JobRun) -> dict:
-    """Every stored trial of the run, column by column in trial order: the job plot's data.
-    A failed trial has no cost; `error` is its error number (0 for none)."""
-    rows = list(run.records().values_list("pk", "config_index", "mean_cost", "gflops", "error_no"))
-    columns = ("record", "config_index", "cost", "gflops", "error")
-    return {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+POINT_COLUMNS = ("record", "config_index", "cost", "gflops", "error")
 
 
-def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
+def stored_trials(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
+    """What the job page shows of the run's stored trials: every trial as a point of the plot
+    (column by column in trial order; a failed trial has no cost, `error` is its error number,
+    0 for none), the best GFLOPS after each, failures by kind and the latest `trial_rows`.
+    One query, once per state of the run's records (fetched `with_figures()`): a running
+    job's page is asked for far more often than a batch is stored."""
+    if not run.trials_done:
+        return _stored_trials_of(run, trial_rows)
+    key = (f"run-trials:{run.pk}:{run.batch_id}:{run.trials_done}:{run.last_record_id}:"
+           f"{workload_generation(run.workload.pk)}:{trial_rows}")
+    return cached(key, lambda: _stored_trials_of(run, trial_rows))
+
+
+def _stored_trials_of(run: JobRun, trial_rows: int) -> dict:
+    rows = list(run.records().values_list("pk", "config_index", "mean_cost", "gflops", "error_no", "error_msg"))
+    convergence, best = [], None
+    for number, row in enumerate(rows, start=1):
+        if row[3] is not None and (best is None or row[3] > best):
+            best = row[3]
+        convergence.append((number, best))
+    failures = Counter(row[4] for row in rows if row[4] != ErrorNo.NO_ERROR)
+    record_url = reverse("records:record_detail", args=[0]).removesuffix("0/")
+    latest = rows[::-1][:trial_rows]
+    return {
+        "points": {name: [row[i] for row in rows] for i, name in enumerate(POINT_COLUMNS)},
+        "convergence": convergence,
+        "failures": [{"kind": ErrorNo(error).label, "count": n}
+                     for error, n in sorted(failures.items(), key=lambda item: (-item[1], item[0]))],
+        "trials": [
+            {"number": len(rows) - i, "record": pk, "config_index": config_index, "record_url": f"{record_url}{pk}/",
+             "mean_cost": cost, "gflops": gflops, "error": ErrorNo(error).label if error else "", "error_msg": message}
+            for i, (pk, config_index, cost, gflops, error, message) in enumerate(latest)
+        ],
+    }
+
+
+MAX_SINCE_RUNS = 1000
+_SINCE_PART = re.compile(r"(\d{1,18}):(\d{1,18})", re.ASCII)
+
+
+def parse_since(text: str) -> dict[int, int]:
+    """`?since=<run id>:<record id>[,...]`, the last record the page has of each run; a
+    ValueError says what is wrong. (Per run: record ids grow in each run's trial order,
+    but two runs' batches may commit in either order.)"""
+    since: dict[int, int] = {}
+    for part in filter(None, text.split(",")[:MAX_SINCE_RUNS + 1]):
+        found = _SINCE_PART.fullmatch(part)
+        if found is None:
+            raise ValueError(f"since: {part[:40]!r} is not <run id>:<record id>")
+        since[int(found[1])] = int(found[2])
+    if len(since) > MAX_SINCE_RUNS:
+        raise ValueError(f"since: at most {MAX_SINCE_RUNS} runs")
+    return since
+
+
+def _after(trials: dict, since: int | None) -> dict:
+    """`trials` with only the points (and convergence) of records stored after record `since`."""
+    if since is None:
+        return trials
+    start = bisect_right(trials["points"]["record"], since)  # a run's record ids grow in trial order
+    return {**trials, "points_after": since, "convergence": trials["convergence"][start:],
+            "points": {name: column[start:] for name, column in trials["points"].items()}}
+
+
+def run_progress(run: JobRun, since: int | None = None, trial_rows: int = TRIAL_ROWS) -> dict:
     best = run.best_record
-    rival = leaderboard_best_for(run)
-    trials = list(run.records().order_by("-id")[:trial_rows])
+    rival = _rival_pk(run) if best else None
     summary = run_summary(run)
-    confirmations = confirmation_summary(run)
-    first_number = summary["trials_done"] - len(trials) + 1
+    confirmations = settled_confirmations(run)
     return {
         **summary,
         "best_record": best.pk if best else None,
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
-        "failures": [{"kind": kind, "count": count} for kind, count in run.failure_counts()],
         "settled": run.settled,
-        "convergence": run.convergence(),
-        "points": trial_points(run),
-        "trials": [
-            {
-                "number": first_number + len(trials) - 1 - i, "record": r.pk, "config_index": r.config_index,
-                "record_url": reverse("records:record_detail", args=[r.pk]),
-                "mean_cost": r.mean_cost, "gflops": r.gflops, "error": r.error.label if r.error_no else "",
-                "error_msg": r.error_msg,
-            }
-            for i, r in enumerate(trials)
-        ],
+        **_after(stored_trials(run, trial_rows), since),
         "worker": str(run.worker) if run.worker else None,
         "waiting_for_worker": run.waiting_for_worker(),
         "attempts": run.attempts,
         "started_at": _time(run.started_at),
         "finished_at": _time(run.finished_at),
         "diff_url": (
-            reverse("records:diff") + f"?a={best.pk}&b={rival.pk}" if best and rival else None
+            reverse("records:diff") + f"?a={best.pk}&b={rival}" if best and rival else None
         ),
         "download_url": reverse("records:download_best") + f"?batch={run.batch_id}" if best else None,
         "knobs_url": reverse("records:knobs", args=[run.job.workload_id]) + f"?batch={run.batch_id}" if best else None,
         "confirmations": confirmations,
         "confirmed_best": confirmed_best(confirmations),
     }
+
+
+def settled_confirmations(run: JobRun) -> list[dict]:
+    """`confirmation_summary`, read once when the run has settled: its worker confirms before
+    the run ends, and nothing adds to its confirmations after."""
+    if not (run.settled and run.confirmation_batch_id):
+        return confirmation_summary(run)
+    return cached(f"run-confirmations:{run.pk}:{run.confirmation_batch_id}", lambda: confirmation_summary(run))
 
 
 def confirmation_summary(run: JobRun) -> list[dict]:
@@ -129,7 +195,7 @@ def job_summary(job: Job, runs=None) -> dict:
     runs = job.runs.with_figures() if runs is None else runs
     return {
         "id": job.pk,
-        "state": job.state,
+        "state": Job.state_of(runs),
         "owner": job.owner.username,
         "task_name": job.workload.task_name if job.workload_id else None,
         "args": job.workload.args if job.workload_id else None,
@@ -149,11 +215,12 @@ def job_summary(job: Job, runs=None) -> dict:
     }
 
 
-def job_progress(job: Job) -> dict:
+def job_progress(job: Job, since: dict[int, int] | None = None) -> dict:
     """Everything the job page shows. `settled` turns true once no worker will store another
-    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then."""
-    runs = job.runs.with_figures().select_related("worker", "job__workload")
-    progress = [run_progress(run) for run in runs]
+    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
+    `since` (run id -> the last record id the page has of it) leaves out the points it has."""
+    runs = list(job.runs.with_figures().select_related("worker", "job__workload", "job__owner"))
+    progress = [run_progress(run, (since or {}).get(run.pk)) for run in runs]
     return {
         **job_summary(job, runs), "runs": progress,
         "settled": all(run["settled"] for run in progress),

@@ -20,7 +20,7 @@ from records.sorting import sorting_from
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobKind, JobRun, Worker
-from .progress import job_progress
+from .progress import job_progress, parse_since
 from .submission import submit_job
 from .tokens import issue_token
 
@@ -93,7 +93,13 @@ def detail(request, pk: int):
 
 @login_required
 def progress(request, pk: int):
-    return JsonResponse(job_progress(_job_for(request, pk)))
+    """The job page's poll; `?since=<run>:<record>,...` leaves out the points the page has."""
+    job = _job_for(request, pk)
+    try:
+        since = parse_since(request.GET.get("since", ""))
+    except ValueError as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    return JsonResponse(job_progress(job, since))
 
 
 @require_POST

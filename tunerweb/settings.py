@@ -170,6 +170,12 @@ SPECTACULAR_SETTINGS = {
 
 REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
+# Pages keep what is costly to work out (a leaderboard, a run's trials) here, keyed by a
+# version of the records it came from; Redis down or slow makes a miss, not an error (tunerweb.cache).
+CACHES = {"default": {
+    "BACKEND": "tunerweb.cache.FailOpenRedisCache", "LOCATION": envstr("TUNERWEB_CACHE_URL", REDIS_URL),
+    "KEY_PREFIX": "tunerweb", "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+}}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from tunerweb.cache import cached
 
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
@@ -28,6 +32,7 @@ from ..sorting import sorting_from
 from ..portability import portability
 from ..speedups import speedup_table
 from ..standings import leaderboard as workload_leaderboard, ranked_standings
+from ..versions import leaderboard_key
 
 PAGE_SIZE = 50
 
@@ -87,24 +92,42 @@ def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     form = LeaderboardForm(request.GET)
     options = form.cleaned_data if form.is_valid() else {}
+    if csvout.wants_csv(request):
+        board, groups, bests, sorting, best_sorting = _sorted_board(request, workload, options, device_peaks())
+        if not (sorting.error or best_sorting.error):
+            return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
+                "bests": lambda: csvout.standings_table(bests),
+                "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
+            })
+    board_html, status, sort_error = cached(leaderboard_key(workload, request.user, request.GET.urlencode()),
+                                            lambda: _board_html(request, workload, form, options))
+    return render(request, "records/leaderboard.html", {
+        "workload": workload, "board_html": mark_safe(board_html), "sort_error": sort_error,
+    }, status=status)
+
+
+def _sorted_board(request, workload, options, peaks):
+    """The leaderboard, its ranked groups and bests in the order the query asks, and the two sorts."""
     board = workload_leaderboard(workload, show_changed=options.get("show_changed", False), viewer=request.user)
-    peaks = device_peaks()
     sorting = sorting_from(request.GET, ranked_columns(board, peaks, request.user))
     best_sorting = sorting_from(request.GET, best_columns(peaks), name="best_sort")
-    groups, bests = sorting.rows(board.ranked(options.get("device"))), best_sorting.rows(board.bests)
-    if csvout.wants_csv(request) and not (sorting.error or best_sorting.error):
-        return csvout.csv_response(request, f"leaderboard-{workload.pk}", {
-            "bests": lambda: csvout.standings_table(bests),
-            "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
-        })
+    return board, sorting.rows(board.ranked(options.get("device"))), best_sorting.rows(board.bests), sorting, best_sorting
+
+
+def _board_html(request, workload, form, options) -> tuple[str, int, str | None]:
+    """The leaderboard's bests and ranked table, the page's status and its sort error: what
+    costs a leaderboard page its time."""
+    peaks = device_peaks()
+    board, groups, bests, sorting, best_sorting = _sorted_board(request, workload, options, peaks)
     page = _page(request, groups)
-    return render(request, "records/leaderboard.html", {
+    html = render_to_string("records/_leaderboard_board.html", {
         "workload": workload, "board": board, "form": form, "page": page, "bests": with_peak_share(bests, peaks),
         "rows": with_peak_share(ranked_standings(board, page), peaks), "first_rank": page.start_index(),
         "peaks": any(peaks.get(best.device.pk) for best in board.bests),
         "query": _query_without_page(request), "sorting": sorting, "best_sorting": best_sorting,
-        "sort_error": sorting.error or best_sorting.error,
-    }, status=_status(form.errors, sorting.error, best_sorting.error))
+    }, request)
+    sort_error = sorting.error or best_sorting.error
+    return html, _status(form.errors, sorting.error, best_sorting.error), sort_error
 
 
 def _with_workload(records, workload):

@@ -185,11 +185,31 @@
     if (cancel && !["queued", "running"].includes(progress.state)) cancel.remove();
   }
 
+  // Each poll asks only for the points stored since the last record it has of each run
+  // (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the rest.
+  function sinceQuery(progress) {
+    const parts = progress.runs.filter((run) => run.points.record.length)
+      .map((run) => `${run.id}:${run.points.record[run.points.record.length - 1]}`);
+    return parts.length ? `?since=${parts.join(",")}` : "";
+  }
+
+  function withEarlierPoints(progress, earlier) {
+    const before = new Map(earlier.runs.map((run) => [run.id, run]));
+    for (const run of progress.runs) {
+      const old = before.get(run.id);
+      if (run.points_after === undefined || !old) continue;
+      for (const column of Object.keys(run.points)) run.points[column] = old.points[column].concat(run.points[column]);
+      run.convergence = old.convergence.concat(run.convergence);
+      delete run.points_after;
+    }
+    return progress;
+  }
+
   function poll(url) {
-    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+    fetch(url + sinceQuery(latest), { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
       .then((progress) => {
-        draw(progress);
+        draw(withEarlierPoints(progress, latest));
         if (!progress.settled) setTimeout(() => poll(url), POLL_MS);
       })
       .catch(() => setTimeout(() => poll(url), POLL_MS * 3));
