@@ -121,6 +121,16 @@ class KernelTunerCache(Template):
     def flops(self, params) -> int:
         return 10**9  # scores are compared within one workload only: any constant orders them
 
+    # Replayed only: a cache holds no source to compile or check.
+    def kernel(self, params, config):
+        raise BadArgs("a replayed Kernel Tuner cache has no kernel source")
+
+    def make_inputs(self, params, rng):
+        raise BadArgs("a replayed Kernel Tuner cache has no kernel source")
+
+    def reference(self, params, inputs):
+        raise BadArgs("a replayed Kernel Tuner cache has no kernel source")
+
 
 def _hub_records(kernel: str, gpu: str, cache: dict, args: list, space: ConfigSpace) -> list[Record]:
     records = []

@@ -137,7 +137,7 @@ class ThreadNotingReplayMeasurer(CountingReplayMeasurer):
 def test_the_next_batch_is_proposed_while_the_current_one_is_measured():
     task, _ = replayed_c12()
     measurer = ThreadNotingReplayMeasurer(c12_recording())
-    tuner = get_tuner("xgb", task, seed=0)
+    tuner = get_tuner("xgb", task, seed=0, first_batch=16)  # whole batches from the first
     events = []
     for method in ("next_batch", "update"):
         def noted(*args, _original=getattr(tuner, method), _name=method):
