@@ -1,10 +1,11 @@
 """Model-based tuning in AutoTVM's manner (XGBTuner), started small and searching locally too.
 
-The tuner asks the tuning loop for small batches while it has measured few configs
-(`first_batch`, 4, growing by a quarter of what it has measured up to the loop's batch
-size), and refits an XGBoost ranking model on all measured configs (failures as the
-worst score) after every batch, every `refit_every` measurements (16) once batches are
-that large: the first model acts after 4 random trials, not after a batch of 16.
+On a space its optimizer scores whole (at most 20,000 configs) the tuner asks the tuning
+loop for small batches while it has measured few configs (`first_batch`, 4, growing by a
+quarter of what it has measured up to the loop's batch size). It refits an XGBoost
+ranking model on all measured configs (failures as the worst score) after every batch,
+every `refit_every` measurements (16) once batches are that large: the first model acts
+after 4 random trials, not after a batch of 16.
 After each refit simulated annealing over the space finds the
 `plan_size * diversity_filter_ratio` configs the model likes best, of which a diverse
 `plan_size` are kept (greedy: predicted rank plus one point per knob value not yet in the
@@ -85,7 +86,11 @@ class XGBTuner(Tuner):
 
     def batch_size(self, allowed):
         # Small batches while few configs are measured: the model learns after each batch, so
-        # the first model acts after `first_batch` trials, not after a whole batch of 16.
+        # the first model acts after `first_batch` trials, not after a whole batch of 16. Only
+        # where the optimizer scores the space whole (milliseconds a refit): on a larger space
+        # every refit anneals for seconds, and small batches would multiply that planning.
+        if len(self.space) > self.optimizer.exhaustive_limit:
+            return allowed
         return max(1, min(allowed, max(self.first_batch, int(self.batch_growth * len(self.visited)))))
 
     def _propose(self, n):
