@@ -8,7 +8,7 @@ H200 recordings and the eight Kernel Tuner hub spaces (benchmarks/tuner_spaces.p
 
 - A trial is one measured config, counted exactly: the position of the first config
   within `--share` of the recording's best among the distinct configs measured, in
-  order (our tuners measure in batches of 16; a batch's configs count one by one).
+  order (our tuners measure in batches of at most 16; a batch's configs count one by one).
 - The budget is a fifth of the space (at least 40 trials); a seed that does not get
   there within it fails, and counts as budget + 1 in the median (a median above the
   budget reads "> budget").
@@ -21,6 +21,8 @@ H200 recordings and the eight Kernel Tuner hub spaces (benchmarks/tuner_spaces.p
 
     .venv/bin/python benchmarks/tuners.py --out docs/benchmarks/tuners.md      # everything (about 20 min)
     .venv/bin/python benchmarks/tuners.py --spaces c12 broadcast --seeds 20     # a quick look
+    .venv/bin/python benchmarks/tuners.py --tuners xgb --seeds 50 --keep docs/benchmarks/tuners.md \
+        --out docs/benchmarks/tuners.md                                     # one tuner rerun, the rest kept
 """
 from __future__ import annotations
 
