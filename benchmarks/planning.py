@@ -32,7 +32,7 @@ def planning_ms_per_config(preset: str, tuner_name: str, trials: int, batch: int
     done = 0
     while done < trials:
         started = time.perf_counter()
-        configs = tuner.next_batch(batch)
+        configs = tuner.next_batch(tuner.batch_size(batch))  # as engine.tune asks
         planning += time.perf_counter() - started
         results = [synthetic_result(task, config) for config in configs]
         started = time.perf_counter()

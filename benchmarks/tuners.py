@@ -8,7 +8,7 @@ H200 recordings and the eight Kernel Tuner hub spaces (benchmarks/tuner_spaces.p
 
 - A trial is one measured config, counted exactly: the position of the first config
   within `--share` of the recording's best among the distinct configs measured, in
-  order (our tuners measure in batches of 16; a batch's configs count one by one).
+  order (our tuners measure in batches of at most 16; a batch's configs count one by one).
 - The budget is a fifth of the space (at least 40 trials); a seed that does not get
   there within it fails, and counts as budget + 1 in the median (a median above the
   budget reads "> budget").
@@ -21,6 +21,8 @@ H200 recordings and the eight Kernel Tuner hub spaces (benchmarks/tuner_spaces.p
 
     .venv/bin/python benchmarks/tuners.py --out docs/benchmarks/tuners.md      # everything (about 20 min)
     .venv/bin/python benchmarks/tuners.py --spaces c12 broadcast --seeds 20     # a quick look
+    .venv/bin/python benchmarks/tuners.py --tuners xgb --seeds 50 --keep docs/benchmarks/tuners.md \
+        --out docs/benchmarks/tuners.md                                     # one tuner rerun, the rest kept
 """
 from __future__ import annotations
 
@@ -135,6 +137,9 @@ def main(argv=None) -> int:
     parser.add_argument("--share", type=float, default=0.95)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", help="write the markdown tables here too")
+    parser.add_argument("--keep", metavar="TABLES", help="an earlier output of this script: the rows of tuners "
+                        "not run now are taken from it (the same seeds replay the same runs while a tuner's "
+                        "code is unchanged)")
     options = parser.parse_args(argv)
     hub = options.hub if Path(options.hub).is_dir() else None
     if hub is None:
@@ -142,8 +147,11 @@ def main(argv=None) -> int:
     all_names = ["c12", "broadcast"] + ([f"{k}-{g}" for k in tuner_spaces.HUB_KERNELS for g in tuner_spaces.HUB_GPUS]
                                         if hub else [])
     names = options.spaces or all_names
-    tuners = options.tuners or ([*OURS, *(f"{t}+transfer" for t in TRANSFER)]
-                                + [f"kt:{s}" for s in kt_peers.STRATEGIES])
+    every = [*OURS, *(f"{t}+transfer" for t in TRANSFER)] + [f"kt:{s}" for s in kt_peers.STRATEGIES]
+    tuners = options.tuners or every
+    kept = read_kept_rows(Path(options.keep), set(names), set(tuners)) if options.keep else {}
+    shown = [t for t in every if t in tuners or any(key[1] == t for key in kept)]
+    shown += [t for t in tuners if t not in shown]
 
     def seeds_of(tuner: str, space: str) -> int:
         if options.no_cuts or tuner not in SEED_CUTS:
@@ -164,14 +172,37 @@ def main(argv=None) -> int:
                 results.setdefault((space, tuner), []).append(trials)
                 seconds[(space, tuner)] = seconds.get((space, tuner), 0.0) + elapsed
         wall = time.perf_counter() - started
-    report = tables(names, tuners, results, seconds, options, wall)
+    report = tables(names, shown, results, seconds, options, wall, kept)
     print(report)
     if options.out:
         Path(options.out).write_text(report, encoding="utf-8")
     return 0
 
 
-def tables(names, tuners, results, seconds, options, wall) -> str:
+def read_kept_rows(path: Path, spaces: set[str], running: set[str]) -> dict[tuple[str, str], tuple]:
+    """(space, tuner) -> (median, lo, hi, failing share, seeds, seconds) from the per-space tables
+    of an earlier output, for the tuners not in `running`; "> budget" reads budget + 1."""
+    kept, space = {}, None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("### "):
+            space = line[4:].split(":")[0]
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if space not in spaces or len(cells) != 5 or not cells[1].isdigit():
+            continue
+        tuner = cells[0].split(" (budget")[0]
+        if tuner in running:
+            continue
+        median, interval = cells[2].split(" [")
+        lo, hi = interval.rstrip("]").split("–")
+        value = lambda text: int(text[2:]) + 1 if text.startswith("> ") else float(text)  # noqa: E731
+        kept[(space, tuner)] = (value(median), value(lo), value(hi), float(cells[3].rstrip("%")) / 100,
+                                int(cells[1]), float(cells[4].split()[0]))
+    return kept
+
+
+def tables(names, tuners, results, seconds, options, wall, kept=None) -> str:
+    kept = kept or {}
     lines = []
     summary: dict[tuple[str, str], tuple] = {}
     for space in names:
@@ -184,13 +215,18 @@ def tables(names, tuners, results, seconds, options, wall) -> str:
                   "| tuner | seeds | median trials [95 % CI] | seeds failing | seconds |", "|---|---:|---:|---:|---:|"]
         for tuner in tuners:
             trials = results.get((space, tuner))
-            if not trials:
-                continue
             own = budget_of(bench, tuner)
-            median, lo, hi, failing = summary[(space, tuner)] = median_ci(trials, own)
-            lines.append(f"| {tuner}{'' if own == budget else f' (budget {own})'} | {len(trials)} | "
+            if trials:
+                median, lo, hi, failing = summary[(space, tuner)] = median_ci(trials, own)
+                count, spent, note = len(trials), seconds[(space, tuner)], ""
+            elif (space, tuner) in kept:
+                median, lo, hi, failing, count, spent = kept[(space, tuner)]
+                summary[(space, tuner)], note = (median, lo, hi, failing), " (kept)"
+            else:
+                continue
+            lines.append(f"| {tuner}{'' if own == budget else f' (budget {own})'} | {count} | "
                          f"{fmt(median, own)} [{fmt(lo, own)}–{fmt(hi, own)}] "
-                         f"| {failing:.0%} | {seconds[(space, tuner)]:.1f} |")
+                         f"| {failing:.0%} | {spent:.1f}{note} |")
         lines.append("")
     header = ["## Median trials to 95 % (failing seeds count as budget + 1)", "",
               "| tuner | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]

@@ -92,14 +92,19 @@ def tune(
     overlap = not measurer.device.is_replay if overlap is None else overlap
     with ThreadPoolExecutor(1, thread_name_prefix="measure") if overlap else nullcontext() as pool:
         proposed = state.trials
-        configs = tuner.next_batch(min(batch_size, n_trial - proposed)) if proposed < n_trial else []
+
+        def ask() -> list:
+            # The tuner may ask for a smaller batch than allowed (a model-based one does early,
+            # so that its first models act after a few trials rather than a whole batch).
+            return tuner.next_batch(tuner.batch_size(min(batch_size, n_trial - proposed)))
+
+        configs = ask() if proposed < n_trial else []
         proposed += len(configs)
         while configs:
             pending = pool.submit(measurer.measure, task, configs) if pool else None
             # While the GPU measures this batch the tuner proposes the next one, from what it
             # has learned up to the last batch: the GPU never waits on planning.
-            upcoming = (tuner.next_batch(min(batch_size, n_trial - proposed))
-                        if pool and proposed < n_trial and tuner.has_next() else None)
+            upcoming = ask() if pool and proposed < n_trial and tuner.has_next() else None
             results = pending.result() if pending else measurer.measure(task, configs)
             if len(results) != len(configs):
                 raise RuntimeError(f"measurer returned {len(results)} results for {len(configs)} configs")
@@ -112,8 +117,7 @@ def tune(
                 stopped = True
                 break
             if upcoming is None:
-                upcoming = (tuner.next_batch(min(batch_size, n_trial - proposed))
-                            if proposed < n_trial and tuner.has_next() else [])
+                upcoming = ask() if proposed < n_trial and tuner.has_next() else []
             configs = upcoming
             proposed += len(configs)
     return TuneResult(

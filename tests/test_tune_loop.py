@@ -40,21 +40,24 @@ def test_every_measurement_is_logged_and_reads_back_the_same(tmp_path):
 def test_a_rerun_after_a_kill_measures_only_the_configs_not_in_the_log(tmp_path):
     log = tmp_path / "tune.log"
 
-    def killed_after_three_batches(state, configs, results):
+    killed_at = []
+
+    def killed_after_48_trials(state, configs, results):
         if state.trials >= 48:
+            killed_at.append(state.trials)
             raise KeyboardInterrupt  # the process dies; the log holds what was measured
 
     with pytest.raises(KeyboardInterrupt):
-        run(log, 100, callbacks=[killed_after_three_batches])
+        run(log, 100, callbacks=[killed_after_48_trials])
     with open(log, encoding="utf-8") as stream:
         first = [r.config_index for r in read_records(stream)]
-    assert len(first) == 48
+    assert len(first) == killed_at[0] >= 48  # whole batches: the tuner's grow from 4 to 16
 
     counting = CountingReplayMeasurer(c12_recording())
     result = run(log, 100, measurer=counting)
-    assert len(counting.measured) == 52
+    assert len(counting.measured) == 100 - len(first)
     assert not set(counting.measured) & set(first)
-    assert (result.trials, result.resumed) == (52, 48)
+    assert (result.trials, result.resumed) == (100 - len(first), len(first))
     with open(log, encoding="utf-8") as stream:
         assert len({r.config_index for r in read_records(stream)}) == 100
 
@@ -137,7 +140,7 @@ class ThreadNotingReplayMeasurer(CountingReplayMeasurer):
 def test_the_next_batch_is_proposed_while_the_current_one_is_measured():
     task, _ = replayed_c12()
     measurer = ThreadNotingReplayMeasurer(c12_recording())
-    tuner = get_tuner("xgb", task, seed=0)
+    tuner = get_tuner("xgb", task, seed=0, first_batch=16)  # whole batches from the first
     events = []
     for method in ("next_batch", "update"):
         def noted(*args, _original=getattr(tuner, method), _name=method):

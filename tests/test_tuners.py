@@ -10,8 +10,9 @@ from engine.callbacks import StopTuning
 from engine.measure import DeviceInfo
 from engine.logfile import ErrorNo, read_records
 from engine.replay import ReplayMeasurer, restrict_to_recording
-from engine.synthetic import MODEL, synthetic_recording
+from engine.synthetic import MODEL, synthetic_recording, synthetic_result
 from engine.tuners import TUNERS, UnknownTuner, get_tuner
+from engine.tuners.base import score_of
 from engine.tuners.sa import SimulatedAnnealingOptimizer
 from engine.tuners.xgb import diverse_pick
 from engine.workloads import get_preset
@@ -175,12 +176,35 @@ def test_xgb_keeps_exploring_at_random_after_its_first_model():
     off_plan = 0
     for batch_number in range(12):
         planned = {config.index for config in tuner._plan}
+        local = {config.index for config in tuner._local_moves(16)} if tuner._measured else set()
         batch = tuner.next_batch(16)
         if batch_number >= 2:  # the model has been fitted: every batch starts from a plan
             assert planned
-            off_plan += sum(config.index not in planned for config in batch)
+            off_plan += sum(config.index not in planned | local for config in batch)
         tuner.update(batch, measurer.measure(task, batch))
     assert off_plan >= 3  # epsilon 0.05 of 160 slots: about 8 random configs, not none
+
+
+def test_xgb_asks_for_small_batches_until_it_has_measured_a_few_dozen():
+    task, measurer = replayed_c12()
+    sizes = []
+    engine.tune(task, get_tuner("xgb", task, seed=0), measurer, 120, batch_size=16,
+                callbacks=[lambda state, configs, results: sizes.append(len(configs))])
+    assert sum(sizes) == 120
+    assert sizes[0] == 4 and sizes[:-1] == sorted(sizes[:-1]) and max(sizes) == 16, sizes
+    assert sizes.index(16) >= 5  # the first model acts after 4 trials, not after a batch of 16
+
+
+def test_xgb_tries_one_knob_moves_from_the_best_config_measured():
+    task = c12_task()  # the full space: a sparse recording keeps few of a config's neighbours
+    tuner = get_tuner("xgb", task, seed=1)
+    first = tuner.next_batch(16)
+    results = [synthetic_result(task, config) for config in first]
+    tuner.update(first, results)
+    best = max(zip(first, results), key=lambda pair: score_of(task, pair[1]))[0]
+    batch = tuner.next_batch(16)
+    one_knob_away = [c for c in batch if sum(a != b for a, b in zip(c.digits, best.digits)) == 1]
+    assert len(one_knob_away) >= 3, [c.digits for c in batch]
 
 
 def test_ga_breeds_a_whole_generation_inside_a_restricted_space():
@@ -213,7 +237,6 @@ def test_a_kernel_without_a_flop_count_is_scored_by_speed():
     import dataclasses
 
     from engine.measure import MeasureResult
-    from engine.tuners.base import score_of
 
     no_flops = dataclasses.replace(c12_task(), flops=0)
     fast, slow = MeasureResult(ErrorNo.NO_ERROR, (1e-5,)), MeasureResult(ErrorNo.NO_ERROR, (2e-5,))

@@ -72,6 +72,11 @@ class Tuner(ABC):
         self.visited.update(config.index for config in configs)
         self._learn(list(configs), list(results))
 
+    def batch_size(self, allowed: int) -> int:
+        """How many configs the next batch should hold, 1..`allowed` (the tuning loop asks before
+        each batch); a tuner that learns between batches may want small ones early."""
+        return allowed
+
     def has_next(self) -> bool:
         return not self._exhausted and len(self.visited) < len(self.space)
 

@@ -1,15 +1,20 @@
-"""Model-based tuning in AutoTVM's manner (XGBTuner).
+"""Model-based tuning in AutoTVM's manner (XGBTuner), started small and searching locally too.
 
-Every `refit_every` new measurements (32; the first model after 32 random
-ones) the tuner refits an XGBoost ranking model on all measured configs
-(failures as the worst score), runs simulated annealing over the space to
-find the `plan_size * diversity_filter_ratio` configs the model likes best,
-keeps a diverse `plan_size` of them (greedy:
-predicted rank plus one point per knob value not yet in the plan), and measures
-that plan, best first. Each slot of a batch is, with probability `epsilon`,
-a uniform random config instead, so the model keeps seeing parts of the space
-it underrates. Before the first fit the tuner samples at random, unless earlier
-records of other workloads or GPUs (`transfer_from`) gave it a base model.
+On a space its optimizer scores whole (at most 20,000 configs) the tuner asks the tuning
+loop for small batches while it has measured few configs (`first_batch`, 4, growing by a
+quarter of what it has measured up to the loop's batch size). It refits an XGBoost
+ranking model on all measured configs (failures as the worst score) after every batch,
+every `refit_every` measurements (16) once batches are that large: the first model acts
+after 4 random trials, not after a batch of 16.
+After each refit simulated annealing over the space finds the
+`plan_size * diversity_filter_ratio` configs the model likes best, of which a diverse
+`plan_size` are kept (greedy: predicted rank plus one point per knob value not yet in the
+plan). A batch takes, in turn, the plan's next config and one of the model's favourite
+one-knob moves from the best configs measured (`local_share` of the batch, a quarter:
+local search, which a model that underrates a narrow optimum's surroundings misses);
+each slot is, with probability `epsilon`, a uniform random config instead, so the model
+keeps seeing parts of the space it underrates. Earlier records of other workloads or
+GPUs (`transfer_from`) give it a base model, and then a plan before the first trial.
 """
 from __future__ import annotations
 
@@ -22,6 +27,11 @@ from .base import Tuner, score_of
 from .cost_model import XGBoostCostModel
 from .features import FeatureTable
 from .sa import SimulatedAnnealingOptimizer
+
+
+# Local moves start from the best few configs measured, at most this many steps from each.
+_INCUMBENTS = 4
+_STEPS_PER_INCUMBENT = 64
 
 
 class XGBTuner(Tuner):
@@ -40,16 +50,25 @@ class XGBTuner(Tuner):
         num_boost_round: int = 80,
         nthread: int | None = None,
         transfer_from: Iterable[Record] = (),
+        first_batch: int = 4,
+        batch_growth: float = 0.25,
+        local_share: float = 0.25,
     ):
         super().__init__(task, seed)
-        if plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1:
+        if (plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1
+                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1):
             raise ValueError(
-                "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1"
+                "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1, "
+                "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1"
             )
         self.plan_size = plan_size
         self.refit_every = refit_every
         self.diversity_filter_ratio = diversity_filter_ratio
         self.epsilon = epsilon
+        self.first_batch = first_batch
+        self.batch_growth = batch_growth
+        self.local_share = local_share
+        self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
         self.features = FeatureTable(task)
         self.model = XGBoostCostModel(
             seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round, nthread=nthread
@@ -65,24 +84,71 @@ class XGBTuner(Tuner):
         if transfer:
             self.transfer(transfer)
 
+    def batch_size(self, allowed):
+        # Small batches while few configs are measured: the model learns after each batch, so
+        # the first model acts after `first_batch` trials, not after a whole batch of 16. Only
+        # where the optimizer scores the space whole (milliseconds a refit): on a larger space
+        # every refit anneals for seconds, and small batches would multiply that planning.
+        if len(self.space) > self.optimizer.exhaustive_limit:
+            return allowed
+        return max(1, min(allowed, max(self.first_batch, int(self.batch_growth * len(self.visited)))))
+
     def _propose(self, n):
-        # Each slot of a batch is a uniform random config with probability epsilon, so
-        # exploration happens in every batch; a plan is replaced at every refit, and
-        # random slots kept at its end would never be reached.
-        proposed = []
-        for _ in range(n):
-            if self._plan and self.rng.random() >= self.epsilon:
-                proposed.append(self._plan.pop(0))
-            else:
-                proposed += self.random_unvisited(1, exclude=[c.index for c in proposed])
+        # A batch mixes the model's plan with the model's best one-knob moves from the best
+        # configs measured (local search, what basin hopping exploits), best of each first;
+        # each slot is a uniform random config with probability epsilon, so exploration
+        # happens in every batch.
+        local = iter(self._local_moves(round(self.local_share * n)) if self._measured else ())
+        proposed, taken = [], set()
+        for slot in range(n):
+            pick = None
+            if self.rng.random() < self.epsilon:
+                pick = next(iter(self.random_unvisited(1, exclude=taken)), None)
+            elif slot % 2 == 1 or not self._plan:
+                pick = next((c for c in local if c.index not in taken), None)
+            while pick is None and self._plan:
+                candidate = self._plan.pop(0)
+                if candidate.index not in taken and candidate.index not in self.visited:
+                    pick = candidate
+            if pick is None:
+                pick = next((c for c in local if c.index not in taken), None)
+            if pick is not None:
+                proposed.append(pick)
+                taken.add(pick.index)
         return proposed  # the base class fills what is missing at random
+
+    def _local_moves(self, n):
+        """Up to `n` unvisited valid configs one knob away from the best measured ones, the
+        model's favourites first (in random order before any model)."""
+        order = np.argsort(-np.asarray(self._scores), kind="stable")
+        moves: dict[int, object] = {}
+        for i in order[:_INCUMBENTS]:
+            digits = self._measured[i].digits
+            steps = [(p, o) for p, options in enumerate(self._options) for o in options if o != digits[p]]
+            if len(steps) > _STEPS_PER_INCUMBENT:  # a full space's knobs have hundreds of options
+                steps = [steps[k] for k in self.rng.choice(len(steps), _STEPS_PER_INCUMBENT, replace=False)]
+            for position, option in steps:
+                candidate = self.space.get(self.space.index_from_digits(
+                    digits[:position] + (option,) + digits[position + 1:]))
+                if candidate.index not in self.visited and candidate.index not in moves and self.space.is_valid(candidate):
+                    moves[candidate.index] = candidate
+            if len(moves) >= n:
+                break
+        moves = list(moves.values())
+        if not moves:
+            return []
+        if self.model.booster is not None or self.model.base is not None:
+            ranks = np.argsort(-self.model.predict(self.features.of(moves)), kind="stable")
+        else:
+            ranks = self.rng.permutation(len(moves))
+        return [moves[int(r)] for r in ranks[:n]]
 
     def _learn(self, configs, results):
         self._measured += configs
         self._scores += [score_of(self.task, result) for result in results]
-        # Refitting every half plan (AutoTVM refits every whole plan, 64) lets the first
-        # model act after 32 random trials and later ones correct a plan half-way.
-        if len(self._measured) >= self._fitted_on + self.refit_every:
+        # Refit after every batch up to `refit_every` configs (early batches are small, and a
+        # model on 4-60 rows fits in milliseconds), every `refit_every` measurements after.
+        if len(self._measured) >= self._fitted_on + min(self.refit_every, len(configs)):
             if self.model.fit(self.features.of(self._measured), np.array(self._scores)):
                 self._fitted_on = len(self._measured)
                 self._make_plan()
