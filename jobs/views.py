@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from records.permissions import public_read
+from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
 
 from .custom_kernels import add_custom_kernel, summarize
@@ -88,7 +89,13 @@ def remeasure(request):
 @login_required
 def detail(request, pk: int):
     job = _job_for(request, pk)
-    return render(request, "jobs/detail.html", {"job": job, "progress": job_progress(job)})
+    progress = job_progress(job)
+    sorting = sorting_from(request.GET, CONFIRMATION_COLUMNS, name="confirmation_sort")
+    for run in progress["runs"]:
+        run["confirmations"] = sorting.rows(run["confirmations"])
+    return render(request, "jobs/detail.html", {
+        "job": job, "progress": progress, "confirmation_sorting": sorting, "sort_error": sorting.error,
+    }, status=400 if sorting.error else 200)
 
 
 @login_required

@@ -65,3 +65,26 @@ HEAD_TO_HEAD_COLUMNS = {
     "b": lambda row: row.best_b.median_cost,
     **_RATIO_COLUMNS,
 }
+
+
+def _median_of(side: str):
+    return lambda row: (row.get(side) or {}).get("median")
+
+
+# Tables built in Python: functions of a row.
+ENVIRONMENT_GROUP_COLUMNS = {
+    "value": lambda group: group["value"] or "", "n": lambda group: group["n"],
+    "fastest": lambda group: group["fastest"], "slowest": lambda group: group["slowest"],
+}
+
+IMPORT_PROBLEM_COLUMNS = {
+    # A line number (AutoTVM files) sorts before an entry's key (Kernel Tuner caches), never against it.
+    "where": lambda problem: (0, problem["line"], "") if "line" in problem else (1, 0, str(problem.get("entry", ""))),
+    "reason": lambda problem: problem["reason"],
+}
+
+CONFIRMATION_COLUMNS = {
+    "what": lambda row: row.get("provider") or f"{row['role']} {row.get('config_index')}",
+    "warm": _median_of("warm"), "range": lambda row: (row.get("warm") or {}).get("min"),
+    "cold": _median_of("cold"), "rounds": lambda row: (row.get("warm") or {}).get("n"),
+}

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from tests.factories import C9_ARGS, make_baseline, make_device, make_record, make_workload
+from tests.factories import C9_ARGS, make_baseline, make_batch, make_device, make_record, make_workload
 
 pytestmark = pytest.mark.django_db
 
@@ -239,3 +239,46 @@ def test_the_roofline_table_sorts_by_intensity_or_share_of_peak(client):
 
     assert first_task(sort="intensity") == "broadcast_nchw" and first_task(sort="-intensity") == "gemm"
     assert first_task(sort="-gflops") == "gemm"
+
+
+def test_the_records_page_s_environment_groups_sort_by_count(client):
+    h200 = make_device("h200")
+    workload = make_workload()
+    for driver, n in (("570.1", 1), ("580.2", 3), ("590.3", 2)):
+        for _ in range(n):
+            make_record(workload, h200, 100e-6, environment={"driver": driver})
+    url = reverse("records:record_list")
+
+    def drivers(query) -> list[str]:
+        html = client.get(url, {"group_by": "driver", **query}).content.decode()
+        table = html.split('class="environment-groups"')[1].split("</table>")[0]
+        return re.findall(r'<td class="mono">([^<]*)</td>', table)
+
+    assert drivers({}) == ["570.1", "580.2", "590.3"]
+    assert drivers({"group_sort": "-n"}) == ["580.2", "590.3", "570.1"]
+    assert client.get(url, {"group_by": "driver", "group_sort": "nope"}).status_code == 400
+
+
+def test_an_import_s_problems_sort_by_line_or_reason(client):
+    batch = make_batch(problems=[{"line": 9, "reason": "b: bad json"}, {"line": 2, "reason": "c: no config"},
+                                 {"line": 5, "reason": "a: unknown task"}])
+    url = reverse("records:batch_detail", args=[batch.pk])
+
+    def lines(query) -> list[str]:
+        table = client.get(url, query).content.decode().split('class="problems"')[1].split("</table>")[0]
+        return re.findall(r'<tr><td class="num">(\d+)</td>', table)
+
+    assert lines({}) == ["9", "2", "5"]  # as the import met them
+    assert lines({"problem_sort": "where"}) == ["2", "5", "9"]
+    assert lines({"problem_sort": "reason"}) == ["5", "9", "2"]
+
+
+def test_a_job_s_confirmations_sort_by_warm_median_with_missing_ones_last():
+    from records.columns import CONFIRMATION_COLUMNS
+    from records.sorting import sorting_from
+
+    rows = [{"role": "tuned", "config_index": 1, "warm": {"median": 3e-6, "min": 2e-6, "n": 5}},
+            {"role": "vendor", "provider": "cudnn", "warm": {"median": 1e-6, "min": 1e-6, "n": 5}},
+            {"role": "tuned", "config_index": 2, "error": "wrong answer"}]
+    ordered = sorting_from({"confirmation_sort": "-warm"}, CONFIRMATION_COLUMNS, name="confirmation_sort").rows(rows)
+    assert [row.get("config_index", row.get("provider")) for row in ordered] == [1, "cudnn", 2]

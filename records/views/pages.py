@@ -12,7 +12,7 @@ from tunerweb.cache import cached
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
 from ..columns import BATCH_COLUMNS, DEVICE_COLUMNS, HEAD_TO_HEAD_COLUMNS, SPEEDUP_COLUMNS, TASK_COLUMNS, WORKLOAD_COLUMNS
-from ..columns import ROOFLINE_COLUMNS
+from ..columns import ENVIRONMENT_GROUP_COLUMNS, IMPORT_PROBLEM_COLUMNS, ROOFLINE_COLUMNS
 from ..columns import record_columns
 from ..code_status import CodeHashes
 from ..compare import compare_devices as compare_two_devices
@@ -145,12 +145,14 @@ def record_list(request):
         return csvout.csv_response(request, "records", {"records": lambda: csvout.records_table(ordered.iterator())})
     page = _page(request, ordered)
     group_by = records.form.cleaned_data.get("group_by") if not records.errors else None
+    group_sorting = sorting_from(request.GET, ENVIRONMENT_GROUP_COLUMNS, name="group_sort")
     return render(request, "records/record_list.html", {
         "filter": records, "page": page, "rows": [(record, None) for record in with_percent_of_peak(page, peaks)],
         "first_rank": page.start_index(), "peaks": any(peaks.values()), "group_by": group_by,
-        "groups": environment_groups(records.qs, group_by) if group_by else None,
-        "query": _query_without_page(request), "sorting": sorting, "sort_error": sorting.error,
-    }, status=_status(records.errors, sorting.error))
+        "groups": group_sorting.rows(environment_groups(records.qs, group_by)) if group_by else None,
+        "query": _query_without_page(request), "sorting": sorting, "group_sorting": group_sorting,
+        "sort_error": sorting.error or group_sorting.error,
+    }, status=_status(records.errors, sorting.error, group_sorting.error))
 
 
 @public_read
@@ -312,6 +314,9 @@ def batch_detail(request, pk: int):
             "summary": lambda: csvout.batches_table([batch]),
             "problems": lambda: csvout.problems_table(batch),
         })
+    problem_sorting = sorting_from(request.GET, IMPORT_PROBLEM_COLUMNS, name="problem_sort")
     return render(request, "records/batch_detail.html", {
         "batch": batch, "records_now": batch.records.count(), "baselines_now": batch.baselines.count(),
-    })
+        "problems": problem_sorting.rows(batch.problems), "problem_sorting": problem_sorting,
+        "sort_error": problem_sorting.error,
+    }, status=_status(problem_sorting.error))
