@@ -161,7 +161,7 @@ def submit_network_job(user, request: NetworkRequest, idempotency_key: str = "")
             transaction.on_commit(lambda: submission.queue_errors.extend(_start(job, devices)))
         return submission
 
-    return submit_once(user, idempotency_key, create)
+    return submit_once(user, idempotency_key, create, network=True)
 
 
 def _start(job: Job, devices: list[Device]) -> list[str]:

@@ -232,21 +232,23 @@ def submit_job(user, request: JobRequest, idempotency_key: str = "") -> Submissi
     return submit_once(user, idempotency_key, create)
 
 
-def submit_once(user, idempotency_key: str, create: Callable[[], Submission]) -> Submission:
-    """`create()`'s new job, made with `idempotency_key` (every kind of job submits through here).
+def submit_once(user, idempotency_key: str, create: Callable[[], Submission], *, network: bool = False) -> Submission:
+    """`create()`'s new job, made with `idempotency_key` (every kind of job submits through here;
+    `network` says which endpoint: network jobs or the others).
 
     With a key this user sent before, no second job is made: the first one is returned
-    (`created` False) and its runs the broker never got are sent again.
+    (`created` False) and its runs the broker never got are sent again. A key first sent to
+    the other endpoint is refused (ValidationError): its job is not what this request asks for.
     """
     if idempotency_key:
-        earlier = _job_with_key(user, idempotency_key)
+        earlier = _job_with_key(user, idempotency_key, network)
         if earlier is not None:
             return _resend(earlier)
     try:
         return create()
     except IntegrityError:
         # The same key sent twice at once: the other request made the job.
-        earlier = _job_with_key(user, idempotency_key) if idempotency_key else None
+        earlier = _job_with_key(user, idempotency_key, network) if idempotency_key else None
         if earlier is None:
             raise
         return _resend(earlier)
@@ -261,8 +263,13 @@ def check_idempotency_key(key: str) -> str:
     return key.strip()
 
 
-def _job_with_key(user, key: str) -> Job | None:
-    return Job.objects.filter(owner=user, idempotency_key=key).first()
+def _job_with_key(user, key: str, network: bool) -> Job | None:
+    earlier = Job.objects.filter(owner=user, idempotency_key=key).first()
+    if earlier is not None and (earlier.kind == JobKind.NETWORK) != network:
+        made = "a network job" if earlier.kind == JobKind.NETWORK else "a single-workload job"
+        raise ValidationError({"idempotency_key": f"this Idempotency-Key made {made} (job {earlier.pk}); "
+                                                  "a different request needs a new key"})
+    return earlier
 
 
 def _resend(job: Job) -> Submission:

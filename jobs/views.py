@@ -7,7 +7,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -32,7 +32,7 @@ def _job_for(request, pk: int, kinds=(JobKind.TUNE, JobKind.REMEASURE)) -> Job:
     return get_object_or_404(jobs, pk=pk)
 
 
-JOB_COLUMNS = {"job": "id", "state": "state", "task": "workload__task_name", "tuner": "tuner",
+JOB_COLUMNS = {"job": "id", "state": Job.state_expression(), "task": "workload__task_name", "tuner": "tuner",
                "budget": "n_trial", "owner": "owner__username", "submitted": "created_at"}
 # The workers page is a handful of rows with a computed status: sorted in Python.
 WORKER_COLUMNS = {
@@ -57,7 +57,11 @@ def job_list(request):
 def _submit(request, form, template: str, extra: dict | None = None, submit=submit_job):
     """Queue the job a valid form asks for and show it; else the form again, with its messages."""
     if request.method == "POST" and form.is_valid():
-        submission = submit(request.user, form.request, form.cleaned_data["idempotency_key"])
+        try:
+            submission = submit(request.user, form.request, form.cleaned_data["idempotency_key"])
+        except ValidationError as exc:  # the form's key was used for another kind of job
+            form.add_error(None, exc.messages)
+            return render(request, template, {"form": form, **(extra or {})}, status=400)
         if submission.queue_errors:
             # The form again, with its key: submitting it once more returns this job.
             context = {"form": form, "queued_job": submission.job, "queue_errors": submission.queue_errors, **(extra or {})}

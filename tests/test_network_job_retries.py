@@ -110,3 +110,15 @@ def test_a_key_that_is_not_printable_ascii_is_refused_and_no_job_is_stored(clien
 
     assert response.status_code == 400 and "Idempotency-Key" in response.json()["idempotency_key"][0]
     assert not Job.objects.exists()
+
+
+def test_a_key_sent_first_to_the_other_endpoint_is_refused_with_what_it_made(client, alice, replay_gpu, redis_url):
+    headers = {"HTTP_AUTHORIZATION": f"Token {issue_token(alice)}", "HTTP_IDEMPOTENCY_KEY": "alice-shared"}
+    tune = client.post("/api/jobs/", {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random",
+                                      "n_trial": 8, "gpus": [REPLAY_QUEUE]}, content_type="application/json", **headers)
+    assert tune.status_code == 201, tune.content
+
+    network = post(client, alice, "alice-shared")
+
+    assert network.status_code == 400 and "single-workload job" in network.json()["idempotency_key"][0]
+    assert Job.objects.count() == 1 and not Job.objects.filter(kind=JobKind.NETWORK).exists()

@@ -282,3 +282,23 @@ def test_a_job_s_confirmations_sort_by_warm_median_with_missing_ones_last():
             {"role": "tuned", "config_index": 2, "error": "wrong answer"}]
     ordered = sorting_from({"confirmation_sort": "-warm"}, CONFIRMATION_COLUMNS, name="confirmation_sort").rows(rows)
     assert [row.get("config_index", row.get("provider")) for row in ordered] == [1, "cudnn", 2]
+
+
+def test_the_job_list_sorts_by_state_as_each_job_reads_it(alice_client, alice):
+    from jobs.models import Job, JobRun, State
+
+    workload, h200, v100 = make_workload(), make_device("h200"), make_device("v100")
+    runs_of = {"a": [State.DONE, State.FAILED], "b": [State.QUEUED, State.DONE], "c": [State.DONE, State.DONE],
+               "d": [State.BETWEEN_ROUNDS, State.CANCELLED], "e": [State.CANCELLED, State.DONE]}
+    jobs = {}
+    for name, states in runs_of.items():
+        jobs[name] = Job.objects.create(owner=alice, workload=workload, tuner="xgb", n_trial=4)
+        for device, state in zip((h200, v100), states):
+            JobRun.objects.create(job=jobs[name], device=device, state=state)
+    in_sql = dict(Job.objects.annotate(s=Job.state_expression()).values_list("pk", "s"))
+    assert {job.pk: job.state for job in jobs.values()} == in_sql
+
+    html = alice_client.get(reverse("jobs:list"), {"sort": "state"}).content.decode()
+    listed = [int(pk) for pk in re.findall(r'<a href="/jobs/(\d+)/">', html)]
+    order = [pk for pk in dict.fromkeys(listed) if pk in in_sql]
+    assert [in_sql[pk] for pk in order] == sorted(in_sql.values())

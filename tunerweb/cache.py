@@ -69,12 +69,13 @@ def database_incarnation() -> str:
     return applied.isoformat() if hasattr(applied, "isoformat") else str(applied)
 
 
-def cached(key: str, compute: Callable[[], Any]) -> Any:
+def cached(key: str, compute: Callable[[], Any], keep: Callable[[Any], bool] = lambda value: True) -> Any:
     """`compute()`, or what it returned before under `key`; `key` must name a version of
-    everything the value is made from."""
+    everything the value is made from. A value `keep` refuses is returned but not stored."""
     key = f"{database_incarnation()}:{key}"
     value = cache.get(key, _MISSING)
     if value is _MISSING:
         value = compute()
-        cache.set(key, value, ENTRY_SECONDS)
+        if keep(value):
+            cache.set(key, value, ENTRY_SECONDS)
     return value

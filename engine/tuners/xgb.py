@@ -147,8 +147,11 @@ class XGBTuner(Tuner):
         self._measured += configs
         self._scores += [score_of(self.task, result) for result in results]
         # Refit after every batch up to `refit_every` configs (early batches are small, and a
-        # model on 4-60 rows fits in milliseconds), every `refit_every` measurements after.
-        if len(self._measured) >= self._fitted_on + min(self.refit_every, len(configs)):
+        # model on 4-60 rows fits in milliseconds), every `refit_every` measurements after; on
+        # a space the optimizer anneals (seconds a refit) every `refit_every` whatever the batch.
+        anneals = len(self.space) > self.optimizer.exhaustive_limit
+        step = self.refit_every if anneals else min(self.refit_every, len(configs))
+        if len(self._measured) >= self._fitted_on + step:
             if self.model.fit(self.features.of(self._measured), np.array(self._scores)):
                 self._fitted_on = len(self._measured)
                 self._make_plan()

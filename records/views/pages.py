@@ -99,8 +99,10 @@ def leaderboard(request, pk: int):
                 "bests": lambda: csvout.standings_table(bests),
                 "records": lambda: csvout.standings_table(ranked_standings(board, groups)),
             })
-    board_html, status, sort_error = cached(leaderboard_key(workload, request.user, request.GET.urlencode()),
-                                            lambda: _board_html(request, workload, form, options))
+    key = leaderboard_key(workload, request.user, request.GET)
+    board = lambda: _board_html(request, workload, form, options)  # noqa: E731
+    # A query answered 400 (a bad sort or GPU) is worked out each time: made-up ones must not fill the cache.
+    board_html, status, sort_error = cached(key, board, keep=lambda made: made[1] == 200) if key else board()
     return render(request, "records/leaderboard.html", {
         "workload": workload, "board_html": mark_safe(board_html), "sort_error": sort_error,
     }, status=status)
