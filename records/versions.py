@@ -69,11 +69,12 @@ def viewer_key(viewer) -> str:
 
 
 def leaderboard_key(workload, viewer, query) -> str | None:
-    """A leaderboard as `viewer` reads it with `query` (its GPU, page, sorts and show_changed; no
-    other parameter), in this state of the workload's records, the GPUs and the engine. None
-    for a page past CACHED_LEADERBOARD_PAGES: made-up queries must not fill the cache."""
+    """A leaderboard as `viewer` reads it with `query` (its GPU, page, sorts and show_changed), in
+    this state of the workload's records, the GPUs and the engine. None for any other parameter
+    (the page's links repeat the query: no one else's answer may carry it) and for a page past
+    CACHED_LEADERBOARD_PAGES: made-up queries must not fill the cache."""
     page = query.get("page", "1")
-    if not (page.isdigit() and 1 <= int(page) <= CACHED_LEADERBOARD_PAGES):
+    if set(query) - set(LEADERBOARD_QUERY) or not (page.isdigit() and 1 <= int(page) <= CACHED_LEADERBOARD_PAGES):
         return None
     asked = sorted((name, query.get(name, "")) for name in LEADERBOARD_QUERY if name != "page")
     query_digest = hashlib.sha256(repr((int(page), asked)).encode()).hexdigest()[:16]

@@ -189,14 +189,15 @@ def test_deleting_a_private_batch_deletes_its_records_rather_than_making_them_pu
     assert best_link(client, workload) == reverse("records:record_detail", args=[first.pk])
 
 
-def test_made_up_parameters_share_the_key_and_far_pages_get_none(board):
+def test_made_up_parameters_and_far_pages_get_no_key(board):
     from django.contrib.auth.models import AnonymousUser
 
     from records.versions import leaderboard_key
 
     workload, viewer = board[0], AnonymousUser()
     plain = leaderboard_key(workload, viewer, {})
-    assert leaderboard_key(workload, viewer, {"junk": "1", "page": "1"}) == plain
+    assert leaderboard_key(workload, viewer, {"page": "1"}) == plain
+    assert leaderboard_key(workload, viewer, {"junk": "1", "page": "1"}) is None
     assert leaderboard_key(workload, viewer, {"sort": "-median"}) != plain
     assert leaderboard_key(workload, viewer, {"page": "999"}) is None
     assert leaderboard_key(workload, viewer, {"page": "x"}) is None
