@@ -42,7 +42,7 @@ def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):
 
     from engine.gpu.builder import Builder
     from engine.gpu.device import arch_of
-    from engine.gpu.runner import DEFAULT_SHARED_LIMIT, relative_l2_error
+    from engine.gpu.runner import load_kernel, relative_l2_error
 
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(128, 128, 1024, "tf32"))
     source = task.template.kernel(task.params, task.default_config())
@@ -51,9 +51,7 @@ def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):
     with Builder(arch_of(measurer.device), workers=1) as builder:
         (build,) = builder.build([source])
     assert build.ok, build.message
-    kernel = cp.RawModule(path=build.cubin_path).get_function(source.name)
-    if source.shared_bytes > DEFAULT_SHARED_LIMIT:  # past 48 KB a launch must opt in, as the runner does
-        kernel.max_dynamic_shared_size_bytes = source.shared_bytes
+    kernel = load_kernel(cp, build.cubin_path, source)
     arrays = [cp.asarray(x) for x in inputs]
     kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
     error = relative_l2_error(cp.asnumpy(arrays[2]), expected)

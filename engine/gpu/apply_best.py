@@ -20,7 +20,7 @@ from engine.ops.base import KernelSource
 from engine.logfile import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin
-from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, cupy_graph, relative_l2_error, time_launches
+from .runner import TimingSettings, cupy_graph, load_kernel, relative_l2_error, time_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -84,12 +84,9 @@ def load_function(cp, cubin: bytes, source: KernelSource):
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)
     try:
-        function = cp.RawModule(path=handle.name).get_function(source.name)
+        return load_kernel(cp, handle.name, source)
     finally:
         os.unlink(handle.name)
-    if source.shared_bytes > DEFAULT_SHARED_LIMIT:
-        function.max_dynamic_shared_size_bytes = source.shared_bytes
-    return function
 
 
 @dataclass(frozen=True)

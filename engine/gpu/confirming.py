@@ -33,7 +33,7 @@ from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
 from .environment import sm_clock_mhz
-from .runner import DEFAULT_SHARED_LIMIT, TimingSettings, accepted_error, cupy_graph, output_error, relative_l2_error
+from .runner import TimingSettings, accepted_error, cupy_graph, load_kernel, output_error, relative_l2_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -141,9 +141,7 @@ class _Bench:
         if not build.ok:
             raise _NotReady(build.error_no, build.message[:2000])
         try:
-            function = cp.RawModule(path=build.cubin_path).get_function(source.name)
-            if source.shared_bytes > DEFAULT_SHARED_LIMIT:
-                function.max_dynamic_shared_size_bytes = source.shared_bytes
+            function = load_kernel(cp, build.cubin_path, source)
         except Exception as exc:  # a cubin the driver refuses, or too much shared memory
             raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"loading the kernel failed: {exc}") from None
         output = arrays[source.output_index]

@@ -70,6 +70,19 @@ class RunResult:
 
 
 
+def opt_in_shared_memory(function, source: KernelSource) -> None:
+    """Past DEFAULT_SHARED_LIMIT of dynamic shared memory a launch must opt in, or the driver refuses it."""
+    if source.shared_bytes > DEFAULT_SHARED_LIMIT:
+        function.max_dynamic_shared_size_bytes = source.shared_bytes
+
+
+def load_kernel(cp, cubin_path: str, source: KernelSource):
+    """The source's entry point in a compiled cubin, ready to launch with its shared memory."""
+    function = cp.RawModule(path=cubin_path).get_function(source.name)
+    opt_in_shared_memory(function, source)
+    return function
+
+
 def accepted_error(tolerance: float | None, settings: TimingSettings) -> float:
     """The error a kernel's or baseline's output may have: its precision's where it has one."""
     return settings.tolerance if tolerance is None else tolerance
@@ -176,13 +189,12 @@ class _GpuSide:
         except Exception as exc:  # a cubin the driver cannot load, no entry or symbol of that name in it
             return RunResult(ErrorNo.COMPILE_DEVICE, message=f"loading the kernel failed: {exc}",
                              seconds=time.perf_counter() - start)
-        if source.shared_bytes > DEFAULT_SHARED_LIMIT:
-            try:
-                kernel.max_dynamic_shared_size_bytes = source.shared_bytes
-            except Exception as exc:  # more shared memory than this device lets a block opt in to
-                return RunResult(ErrorNo.INSTANTIATION_ERROR,
-                                 message=f"{source.shared_bytes} bytes of shared memory refused: {exc}",
-                                 seconds=time.perf_counter() - start)
+        try:
+            opt_in_shared_memory(kernel, source)
+        except Exception as exc:  # more shared memory than this device lets a block opt in to
+            return RunResult(ErrorNo.INSTANTIATION_ERROR,
+                             message=f"{source.shared_bytes} bytes of shared memory refused: {exc}",
+                             seconds=time.perf_counter() - start)
 
         def launch():
             kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)  # on the current stream

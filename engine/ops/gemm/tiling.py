@@ -54,6 +54,13 @@ MAX_WORKSPACE_BYTES = 64 * 2**20
 MIN_K_PER_SPLIT = 64
 
 
+def warp_tile_misfit(block_m: int, block_n: int, warp_m: int, warp_n: int) -> str | None:
+    """Why a block tile is not a whole number of warp tiles, or None (every GEMM family's rule)."""
+    if block_m % warp_m or block_n % warp_n:
+        return f"warp tile {warp_m}x{warp_n} does not divide block tile {block_m}x{block_n}"
+    return None
+
+
 def gemm_shapes(args: list) -> tuple[int, int, int]:
     if not isinstance(args, list) or len(args) != 2:
         raise BadArgs('gemm args are [["TENSOR", [M, K], "float32"], ["TENSOR", [K, N], "float32"]]')
@@ -237,9 +244,9 @@ class GemmTiling:
 
     def why_not_tiled(self) -> str | None:
         """Shapes that do not fit together, before any device limit."""
-        if self.block_m % self.warp_m or self.block_n % self.warp_n:
-            return (f"warp tile {self.warp_m}x{self.warp_n} does not divide block tile "
-                    f"{self.block_m}x{self.block_n}")
+        misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
+        if misfit:
+            return misfit
         if self.warp_m % self.sub_m or self.warp_n % self.sub_n:
             return (f"a warp's lanes ({self.lanes_m}x{self.lanes_n}) with {self.thread_m}x{self.thread_n} "
                     f"registers each cover {self.sub_m}x{self.sub_n}, which does not divide the warp tile "

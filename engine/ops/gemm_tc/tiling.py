@@ -40,7 +40,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
-from ..gemm.tiling import gemm_shapes
+from ..gemm.tiling import gemm_shapes, warp_tile_misfit
 from ..base import FLOAT_BYTES, BadArgs, LaunchShape
 
 TEMPLATE_NAME = "gemm_tensorcore"
@@ -217,9 +217,9 @@ class GemmTcTiling:
 
     def why_not_tiled(self) -> str | None:
         """Shapes that do not fit together, before any device limit."""
-        if self.block_m % self.warp_m or self.block_n % self.warp_n:
-            return (f"warp tile {self.warp_m}x{self.warp_n} does not divide block tile "
-                    f"{self.block_m}x{self.block_n}")
+        misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
+        if misfit:
+            return misfit
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
