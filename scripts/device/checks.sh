@@ -4,7 +4,8 @@
 #   run(command="TUNERWEB_COMMIT=<clean short sha> bash scripts/device/checks.sh",
 #       carry=[".whl", ".debs"], timeout_s=560)
 # 1. the GPU suite (pytest -m gpu over the suites that need no Django) -> pytest-gpu.txt
-# 2. scripts/device/confirm_probe.py: what slows a warm replay -> probe.txt
+# 2. scripts/device/confirm_probe.py: what slows a warm replay -> probe.txt;
+#    scripts/device/vendor_probe.py (step vendorprobe): what the vendor libraries do to a 2 us kernel -> vendor-probe.txt
 # 3. benchmarks/verify_bests.py over every committed log's bests, twice, each in its own
 #    measuring process (A: the leaderboard's confirmations, B: re-measures them), and
 #    benchmarks/confirmed_tables.py comparing B with A -> confirm-a.json, confirm-b.json, confirmed-tables.md
@@ -38,6 +39,11 @@ if has probe; then
     step probe
     timeout ${PROBE_S:-30} python3 scripts/device/confirm_probe.py > "$OUT/probe.txt" 2>&1
     echo "probe exit status $?"; grep -E '^[A-Z][^ ]* +primes' "$OUT/probe.txt" | cut -c1-400
+fi
+if has vendorprobe; then
+    step vendorprobe
+    timeout ${VENDOR_PROBE_S:-150} python3 scripts/device/vendor_probe.py --json "$OUT/vendor-probe.json" > "$OUT/vendor-probe.txt" 2>&1
+    echo "vendor probe exit status $?"; grep -E 'warm/cold' "$OUT/vendor-probe.txt" | cut -c1-400
 fi
 if has verify; then
     step verify
