@@ -57,7 +57,7 @@ def test_c12_is_confirmed_beside_cudnn_and_its_default_in_a_fresh_process(stopwa
     # Logged within 10 % and the rounds within 10 % of each other (the H200 reproduces itself).
     assert ours.warm_spread.median == pytest.approx(best.mean_cost, rel=0.10)
     assert ours.warm_spread.max / ours.warm_spread.min < 1.10
-    assert cudnn.details["library"] == "cuDNN" and cudnn.details["algorithm"] not in ("", "unknown")
+    assert cudnn.details["library"] == "cuDNN" and not cudnn.details["algorithm"].startswith("unknown"), cudnn.details["algorithm"]
     assert "exhaustive" in cudnn.details["search"] and cudnn.details["relative_error"] < 1e-4  # no TF32
     assert default.warm_spread.median > ours.warm_spread.median
     config = task.config_space.from_entity(best.entity)
@@ -70,7 +70,7 @@ def test_gemm_is_confirmed_against_the_faster_cublas_back_end(stopwatch):
     ours, cublas, _default = result.timings
     assert ours.ok and cublas.ok, (ours.error, cublas.error)
     assert cublas.details["blas_backend"] in ("cublas", "cublaslt")
-    assert cublas.details["algorithm"] not in ("", "unknown")
+    assert not cublas.details["algorithm"].startswith("unknown"), cublas.details["algorithm"]
     assert set(cublas.details["backend_times_us"]) >= {"cublas"}
 
 

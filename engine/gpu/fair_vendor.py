@@ -9,7 +9,7 @@
 
 fp32 everywhere with TF32 off, except gemm_tensorcore: cuBLAS on tensor cores in the task's
 precision, TF32 allowed for its tf32 rows only (for the one call). The algorithm recorded is what ran: the names of the CUDA
-kernels one call launches (PyTorch's profiler), with the library and its version.
+kernels one call launches (read off a CUDA graph of it), with the library and its version.
 """
 from __future__ import annotations
 
@@ -34,18 +34,52 @@ class VendorOp:
 
 
 def kernels_launched(torch, call) -> str:
-    """The CUDA kernels one call launches, by name: the algorithm that ran."""
-    from torch.profiler import ProfilerActivity, profile
+    """The CUDA kernels one call launches, by name: the algorithm that ran.
 
-    torch.cuda.synchronize()
+    Read off a CUDA graph of the call, not PyTorch's profiler: the profiler attaches CUPTI,
+    which stays attached after it ends and slows every kernel the process runs later (on
+    the H200, 0.19 µs a launch warm, 0.7-1 µs cold, on 2 µs broadcasts timed after a
+    vendor baseline: docs/gpu-runs/vendor-probe-h200-2026-12-01/)."""
     try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        return f"unknown (cuda-bindings unavailable: {exc})"
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    try:
+        with torch.cuda.graph(graph):
             call()
-            torch.cuda.synchronize()
-        names = [e.name for e in prof.events() if str(e.device_type).endswith("CUDA") and not e.name.startswith("Memset")]
-    except Exception as exc:  # a build without CUPTI: the choice is still made, only not named
-        return f"unknown (profiler unavailable: {type(exc).__name__})"
+        names = [name for node in _graph_nodes(driver, graph.raw_cuda_graph()) if (name := _kernel_name(driver, node))]
+    except Exception as exc:  # an older PyTorch without keep_graph, or a driver without cuFuncGetName
+        return f"unknown (kernel names unreadable: {type(exc).__name__}: {exc})"
+    finally:
+        graph.reset()
     return "; ".join(dict.fromkeys(names)) or "unknown"
+
+
+def _checked(driver, result):
+    error, *values = result
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver error {error.name}")
+    return values[0] if len(values) == 1 else values
+
+
+def _graph_nodes(driver, raw_graph) -> list:
+    graph = driver.CUgraph(raw_graph)
+    _, count = _checked(driver, driver.cuGraphGetNodes(graph, 0))
+    nodes, count = _checked(driver, driver.cuGraphGetNodes(graph, count))
+    return list(nodes)[:count]
+
+
+def _kernel_name(driver, node) -> str:
+    if _checked(driver, driver.cuGraphNodeGetType(node)) != driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+        return ""
+    params = _checked(driver, driver.cuGraphKernelNodeGetParams(node))
+    if int(params.func):
+        name = _checked(driver, driver.cuFuncGetName(params.func))
+    else:  # a library kernel launched by its CUkernel handle
+        name = _checked(driver, driver.cuKernelGetName(params.kern))
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
 
 
 def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:
