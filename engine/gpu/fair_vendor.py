@@ -82,6 +82,23 @@ def _kernel_name(driver, node) -> str:
     return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
 
 
+def load_vendor_libraries(device_id: int = 0) -> dict:
+    """PyTorch's CUDA runtime, cuBLAS and cuDNN initialised here (a matmul and a convolution of
+    a few elements), as timing a vendor baseline leaves them; what was loaded, for the
+    measurement's environment. Why: see engine.gpu.confirming."""
+    try:
+        torch = fp32_torch()
+    except BaselineUnavailable as exc:
+        return {"vendor_libraries": f"none ({exc})"}
+    device = torch.device("cuda", device_id)
+    square = torch.ones((64, 64), device=device)
+    image, weight = torch.ones((1, 8, 8, 8), device=device), torch.ones((8, 8, 3, 3), device=device)
+    (square @ square).sum().item()
+    torch.nn.functional.conv2d(image, weight, padding=1).sum().item()
+    torch.cuda.synchronize(device)
+    return {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version())}
+
+
 def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:
     """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
     `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""

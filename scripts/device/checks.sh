@@ -9,6 +9,8 @@
 # 3. benchmarks/verify_bests.py over every committed log's bests, twice, each in its own
 #    measuring process (A: the leaderboard's confirmations, B: re-measures them), and
 #    benchmarks/confirmed_tables.py comparing B with A -> confirm-a.json, confirm-b.json, confirmed-tables.md
+#    Step verifysubset: the workloads of VERIFY_ONLY (comma-separated names) alone in a fresh process (C),
+#    held against a committed run A (VERIFY_AGAINST) -> confirm-c.json, confirmed-subset.md
 # 4. scripts/device/tensor_core_gemm.sh -> tensor-core.tar.gz
 # 5. scripts/device/network_job.sh (ResNet-18 as one network job on this host) -> network/
 # STEPS (default "suite probe verify tensor network") picks steps; *_S variables set the limits.
@@ -55,6 +57,14 @@ if has verify; then
     done
     python3 benchmarks/confirmed_tables.py "$OUT/confirm-a.json" --compare "$OUT/confirm-b.json" > "$OUT/confirmed-tables.md" 2>&1
     echo "tables exit status $?"; grep -E '^Largest deviation' "$OUT/confirmed-tables.md"
+fi
+if has verifysubset; then
+    step verifysubset
+    TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-} timeout ${RUN_C_S:-90} python3 benchmarks/verify_bests.py "${LOGS[@]}" --rounds 5 \
+        --only "$VERIFY_ONLY" --budget-s $(( ${RUN_C_S:-90} - 20 )) --json "$OUT/confirm-c.json" > /tmp/confirm-c.txt 2>&1
+    echo "run c exit status $? ($(grep -c '^{' /tmp/confirm-c.txt) workloads measured)"
+    python3 benchmarks/confirmed_tables.py "$VERIFY_AGAINST" --compare "$OUT/confirm-c.json" > "$OUT/confirmed-subset.md" 2>&1
+    echo "tables exit status $?"; grep -E '^Largest deviation' "$OUT/confirmed-subset.md"
 fi
 if has tensor && [ -f scripts/device/tensor_core_gemm.sh ]; then
     step tensor
