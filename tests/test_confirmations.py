@@ -251,3 +251,33 @@ def test_the_gpu_stopwatch_compiles_its_contenders_in_the_parent_and_sends_what_
     assert isinstance(kernels[1], Unready) and kernels[1].error_no == ErrorNo.INSTANTIATION_ERROR
     assert 2 not in kernels  # the vendor baseline is the child's to build
     assert kernels[3][1].ok  # the default config
+
+
+@pytest.mark.django_db
+def test_a_vendor_baseline_keeps_its_fastest_process_until_the_library_changes():
+    from records.confirmations import store_confirmation
+    from records.models import ImportBatch
+
+    records = repeated_recording(10)
+    best = top_k_distinct([r for r in records if not r.tvm_version.startswith("baseline:")], 1)
+    contenders = contenders_for(TASK, [(r.config_index, r.entity) for r in best])
+    result = confirm_contenders(TASK, contenders, ReplayStopwatch(records, make_target("h200")))
+    batch = ImportBatch.objects.create(file_name="c.json", source=ImportBatch.Source.CONFIRMATION)
+
+    def store(session: str, cudnn_us: float, version: str = "9.19") -> Baseline:
+        timings = [dataclasses.replace(t, warm=[cudnn_us * 1e-6] * MIN_ROUNDS, cold=[cudnn_us * 1.5e-6] * MIN_ROUNDS,
+                                       details={"library": "cuDNN", "library_version": version, "algorithm": session})
+                   if t.contender.role == Role.VENDOR else t for t in result.timings]
+        store_confirmation(dataclasses.replace(result, timings=timings, session=session), batch)
+        return Baseline.objects.get(provider="cudnn")
+
+    assert store("first", 60.0).cost == pytest.approx(60e-6)
+    slower = store("second", 80.0)  # cuDNN picked a slower algorithm in this process
+    assert slower.cost == pytest.approx(60e-6) and slower.environment["algorithm"] == "first"
+    assert "the fastest of 2 fresh processes" in slower.note
+    assert "fastest of 2" in store("second", 80.0).note  # the same session twice is one process
+    faster = store("third", 50.0)
+    assert faster.cost == pytest.approx(50e-6) and faster.cold_cost == pytest.approx(75e-6)
+    assert "the fastest of 3 fresh processes" in faster.note and faster.environment["algorithm"] == "third"
+    upgraded = store("fourth", 90.0, version="9.20")  # a new cuDNN starts over
+    assert upgraded.cost == pytest.approx(90e-6) and "fastest" not in upgraded.note

@@ -11,6 +11,8 @@
 #    benchmarks/confirmed_tables.py comparing B with A -> confirm-a.json, confirm-b.json, confirmed-tables.md
 #    Step verifysubset: the workloads of VERIFY_ONLY (comma-separated names) alone in a fresh process (C),
 #    held against a committed run A (VERIFY_AGAINST) -> confirm-c.json, confirmed-subset.md
+#    Step vendorruns: VENDOR_RUNS (3) more fresh processes over the workloads with a vendor baseline, for
+#    benchmarks/confirmed_tables.py --vendor-runs (cuDNN's pick differs between processes) -> confirm-v<i>.json
 # 4. scripts/device/tensor_core_gemm.sh -> tensor-core.tar.gz
 # 5. scripts/device/network_job.sh (ResNet-18 as one network job on this host) -> network/
 # STEPS (default "suite probe verify tensor network") picks steps; *_S variables set the limits.
@@ -65,6 +67,15 @@ if has verifysubset; then
     echo "run c exit status $? ($(grep -c '^{' /tmp/confirm-c.txt) workloads measured)"
     python3 benchmarks/confirmed_tables.py "$VERIFY_AGAINST" --compare "$OUT/confirm-c.json" > "$OUT/confirmed-subset.md" 2>&1
     echo "tables exit status $?"; grep -E '^Largest deviation' "$OUT/confirmed-subset.md"
+fi
+if has vendorruns; then
+    step vendorruns
+    vendor_workloads=$(echo C{1..12} D{1..9} G{1..5} | tr ' ' ,)
+    for i in $(seq 1 ${VENDOR_RUNS:-3}); do
+        TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-} timeout ${RUN_V_S:-60} python3 benchmarks/verify_bests.py "${LOGS[@]}" --rounds 5 \
+            --only "$vendor_workloads" --budget-s $(( ${RUN_V_S:-60} - 15 )) --json "$OUT/confirm-v$i.json" > /tmp/confirm-v$i.txt 2>&1
+        echo "vendor run $i exit status $? ($(grep -c '^{' /tmp/confirm-v$i.txt) workloads measured)"
+    done
 fi
 if has tensor && [ -f scripts/device/tensor_core_gemm.sh ]; then
     step tensor
