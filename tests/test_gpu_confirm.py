@@ -102,3 +102,24 @@ def test_tuning_records_carry_the_code_hash_of_what_ran():
     assert result.ok, result.error_msg
     record = to_record(task, config, result, measurer.device.target)
     assert record.code_hash == config_code_hash(task, config, "sm_90")
+
+
+def test_a_custom_kernel_with_constant_memory_is_confirmed_with_its_constants_filled(stopwatch):
+    from test_gpu_operators import CONSTANT_SOURCE, TRUSTED_WEIGHTED
+
+    spec = {"kernel_name": "weighted", "source": CONSTANT_SOURCE, "sizes": {"N": 4096},
+            "tune_params": [["block_size_x", [64, 256]]], "block": ["block_size_x"], "grid": ["ceil_div(N, block_size_x)"],
+            "arguments": [{"name": "a", "shape": ["N"], "dtype": "float32"},
+                          {"name": "weights", "shape": [4], "dtype": "float32", "range": [1, 2]},
+                          {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}],
+            "constants": {"coefficients": "weights"},
+            "reference": {"kernel": {"source": TRUSTED_WEIGHTED, "kernel_name": "reference_weighted",
+                                     "grid": ["ceil_div(N, 256)"], "block": [256]}}}
+    task = engine.create_task("custom", [spec])
+    config = task.config_space.get(1)
+    contenders = contenders_for(task, [(config.index, config.to_entity())])
+
+    result = confirm_contenders(task, contenders, stopwatch)
+
+    tuned = result.of_role(Role.TUNED)[0]
+    assert tuned.ok, tuned.error  # an unfilled __constant__ gives zeros: a wrong answer

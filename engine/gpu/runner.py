@@ -76,9 +76,13 @@ def opt_in_shared_memory(function, source: KernelSource) -> None:
         function.max_dynamic_shared_size_bytes = source.shared_bytes
 
 
-def load_kernel(cp, cubin_path: str, source: KernelSource):
-    """The source's entry point in a compiled cubin, ready to launch with its shared memory."""
-    function = cp.RawModule(path=cubin_path).get_function(source.name)
+def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
+    """The source's entry point in a compiled cubin, ready to launch with its shared memory;
+    with the task's device `arrays`, its `__constant__` inputs filled from them."""
+    module = cp.RawModule(path=cubin_path)
+    function = module.get_function(source.name)
+    for symbol, index in source.constants if arrays is not None else ():
+        copy_to_constant(module, symbol, arrays[index])
     opt_in_shared_memory(function, source)
     return function
 
