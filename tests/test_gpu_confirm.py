@@ -105,17 +105,9 @@ def test_tuning_records_carry_the_code_hash_of_what_ran():
 
 
 def test_a_custom_kernel_with_constant_memory_is_confirmed_with_its_constants_filled(stopwatch):
-    from test_gpu_operators import CONSTANT_SOURCE, TRUSTED_WEIGHTED
+    from test_gpu_operators import constant_memory_task
 
-    spec = {"kernel_name": "weighted", "source": CONSTANT_SOURCE, "sizes": {"N": 4096},
-            "tune_params": [["block_size_x", [64, 256]]], "block": ["block_size_x"], "grid": ["ceil_div(N, block_size_x)"],
-            "arguments": [{"name": "a", "shape": ["N"], "dtype": "float32"},
-                          {"name": "weights", "shape": [4], "dtype": "float32", "range": [1, 2]},
-                          {"name": "c", "shape": ["N"], "dtype": "float32", "output": True}],
-            "constants": {"coefficients": "weights"},
-            "reference": {"kernel": {"source": TRUSTED_WEIGHTED, "kernel_name": "reference_weighted",
-                                     "grid": ["ceil_div(N, 256)"], "block": [256]}}}
-    task = engine.create_task("custom", [spec])
+    task = constant_memory_task()
     config = task.config_space.get(1)
     contenders = contenders_for(task, [(config.index, config.to_entity())])
 

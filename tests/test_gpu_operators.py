@@ -98,7 +98,8 @@ extern "C" __global__ void weighted(const float* a, const float* weights, float*
 """
 
 
-def test_a_custom_kernel_reads_its_constant_memory_filled_from_an_argument(measurer):
+def constant_memory_task():
+    """A custom kernel whose `weights` argument is copied into its `__constant__ coefficients`."""
     spec = {"kernel_name": "weighted", "source": CONSTANT_SOURCE, "sizes": {"N": 4096},
             "tune_params": [["block_size_x", [64, 256]]], "block": ["block_size_x"], "grid": ["ceil_div(N, block_size_x)"],
             "arguments": [{"name": "a", "shape": ["N"], "dtype": "float32"},
@@ -107,7 +108,11 @@ def test_a_custom_kernel_reads_its_constant_memory_filled_from_an_argument(measu
             "constants": {"coefficients": "weights"},
             "reference": {"kernel": {"source": TRUSTED_WEIGHTED, "kernel_name": "reference_weighted",
                                      "grid": ["ceil_div(N, 256)"], "block": [256]}}}
-    task = engine.create_task("custom", [spec])
+    return engine.create_task("custom", [spec])
+
+
+def test_a_custom_kernel_reads_its_constant_memory_filled_from_an_argument(measurer):
+    task = constant_memory_task()
     assert_all_correct(measurer, task, [task.config_space.get(0), task.config_space.get(1)])
 
 
