@@ -5,11 +5,13 @@ by registering it (and naming a small workload for it below).
 - its args parse, and print back as the same workload;
 - its default config is valid, and the same every time;
 - its features have the same names in the same order for every config, all numbers;
-- random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed);
+- random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed; for sm_80 those
+  an sm_80 GPU may run: no wgmma);
 - its inputs and reference have the shapes the kernel's arguments say;
 - the kernel computes the reference, run on the CPU by tests/cuda_on_cpu.py (which emulates
   the tensor-core PTX, ldmatrix and mma.sync, that gemm_tensorcore's kernels are made of),
-  within the kernel's own tolerance where its precision sets one.
+  within the kernel's own tolerance where its precision sets one (configs without wgmma: the
+  emulator runs sm_80's PTX; tests/test_gemm_wgmma.py says what is checked of wgmma's).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
+from engine.ops import DeviceLimits
 from engine.workloads import conv2d_args, depthwise_args, gemm_args, gemm_tc_args, transpose_spec
 
 # A small workload of each template: small enough for the CPU emulator, with tails where
@@ -36,6 +39,8 @@ SMALL_WORKLOADS = {
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
+# What an sm_80 GPU may run, and what the CPU emulator implements (sm_80's PTX): no wgmma.
+WITHOUT_WGMMA = DeviceLimits(wgmma=False)
 
 
 @pytest.fixture(params=TEMPLATE_NAMES)
@@ -83,7 +88,7 @@ def test_feature_names_are_the_same_for_every_config(task):
 def test_random_valid_configs_of_every_template_compile(tmp_path, arch):
     picked = []
     for name in TEMPLATE_NAMES:
-        task = engine.create_task(name, SMALL_WORKLOADS[name])
+        task = engine.create_task(name, SMALL_WORKLOADS[name], None if arch == "sm_90" else WITHOUT_WGMMA)
         picked += [(task, config) for config in configs_of(task, 2, seed=1 if arch == "sm_90" else 2)]
     with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
@@ -102,6 +107,7 @@ def test_inputs_and_reference_have_the_kernels_shapes(task):
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 def test_the_kernel_computes_the_reference_on_the_cpu(task):
+    task = engine.create_task(task.name, task.args, WITHOUT_WGMMA)
     for config in configs_of(task, 1, seed=3):
         launches = 2 if "split_k" in config.values() and config["split_k"].val > 1 else 1  # counters reset
         tolerance = min(1e-5, task.template.tolerance(task.params) or 1.0)
