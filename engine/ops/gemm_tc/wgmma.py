@@ -248,6 +248,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
     for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
         const int s = kt % {s};
         barrier_wait(full + 8 * s, (kt / {s}) & 1);
+        __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
         fence_async_proxy();
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
         barrier_arrive(empty + 8 * s);
