@@ -1,14 +1,17 @@
 """The tensor-core GEMM's wgmma mainloop (engine.ops.gemm_tc.wgmma) without a GPU: the knobs
 that came with it keep every mma_sync config's index, the validity rules of each mainloop,
 the sm_90a target NVRTC compiles it for, and NVRTC compiles of random valid wgmma configs
-(ptxas's own report: no spills). Whether the kernels compute the product is the GPU tests'
-and `benchmarks/tensor_core_gemm.py check --only wgmma`'s (the CPU emulator runs sm_80 PTX)."""
+(ptxas's own report: no spills), and the kernels' answers on the CPU, where tests/cuda_on_cpu.py
+reads each wgmma operand where the descriptors and the 128-byte swizzle put it by the PTX ISA's
+layouts (that model against the hardware: the GPU tests and
+`benchmarks/tensor_core_gemm.py check --only wgmma`)."""
 from __future__ import annotations
 
 
 import numpy as np
 import pytest
 
+import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
 from engine.measure import DeviceInfo
@@ -161,3 +164,24 @@ def test_wgmma_feature_names_match_mma_syncs():
     assert list(wgmma) == list(task.features(task.default_config()))
     assert wgmma["threads_per_block"] == 384 and wgmma["accumulators"] == 128
     assert wgmma["warp_intensity"] == pytest.approx(2 * 64 * 256 / (64 + 256))
+
+
+CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-overs; 1, 2, 4 consumers
+    (37, 72, 24, "bfloat16", dict(block_m=64, block_n=64, stages=2, consumers=1, producer=0)),
+    (70, 136, 200, "float16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1)),
+    (130, 64, 136, "bfloat16", dict(block_m=128, block_n=64, stages=2, consumers=2, producer=1)),
+    (40, 256, 72, "float16", dict(block_m=64, block_n=256, stages=2, consumers=1, producer=0)),
+    (200, 72, 328, "bfloat16", dict(block_m=64, block_n=64, stages=4, consumers=1, producer=1, raster=4)),
+    (260, 64, 64, "float16", dict(block_m=256, block_n=64, stages=2, consumers=4, producer=0)),
+]
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("m, n, k, precision, values", CPU_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}" for c in CPU_CASES])
+def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(m, n, k, precision, values):
+    """The emulator reads each element where the descriptors and the swizzle say it is (its model
+    of the PTX ISA's layouts, not the hardware): the loader, descriptors and epilogue must agree."""
+    task = task_of(m, n, k, precision)
+    config = config_of(task, **values)
+    assert task.why_invalid(config) is None
+    assert cuda_on_cpu.error_against_reference(task, config) < 1e-6  # fp16, bf16 products are exact in fp32

@@ -9,9 +9,9 @@ by registering it (and naming a small workload for it below).
   an sm_80 GPU may run: no wgmma);
 - its inputs and reference have the shapes the kernel's arguments say;
 - the kernel computes the reference, run on the CPU by tests/cuda_on_cpu.py (which emulates
-  the tensor-core PTX, ldmatrix and mma.sync, that gemm_tensorcore's kernels are made of),
-  within the kernel's own tolerance where its precision sets one (configs without wgmma: the
-  emulator runs sm_80's PTX; tests/test_gemm_wgmma.py says what is checked of wgmma's).
+  the tensor-core PTX, ldmatrix, mma.sync and wgmma, that gemm_tensorcore's kernels are made of),
+  within the kernel's own tolerance where its precision sets one (wgmma's too, by the
+  emulator's model of its shared-memory layouts: tests/test_gemm_wgmma.py).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ SMALL_WORKLOADS = {
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
-# What an sm_80 GPU may run, and what the CPU emulator implements (sm_80's PTX): no wgmma.
+# What an sm_80 GPU may run: no wgmma.
 WITHOUT_WGMMA = DeviceLimits(wgmma=False)
 
 
@@ -107,7 +107,6 @@ def test_inputs_and_reference_have_the_kernels_shapes(task):
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 def test_the_kernel_computes_the_reference_on_the_cpu(task):
-    task = engine.create_task(task.name, task.args, WITHOUT_WGMMA)
     for config in configs_of(task, 1, seed=3):
         launches = 2 if "split_k" in config.values() and config["split_k"].val > 1 else 1  # counters reset
         tolerance = min(1e-5, task.template.tolerance(task.params) or 1.0)

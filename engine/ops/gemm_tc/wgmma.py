@@ -45,10 +45,14 @@ _TYPE = {"float16": "f16", "bfloat16": "bf16"}
 # offset is unused by K-major swizzled layouts (the k16 slice lies within one 128-byte row).
 A_LEADING_BYTES = 16
 
+# The PTX sits behind __CUDA_ARCH__: without it (tests/cuda_on_cpu.py's host build) that
+# emulator supplies these functions, and the wgmma's per thread from the descriptors' layout as
+# the PTX ISA defines it, so CI checks the loader's swizzle, the descriptors and the epilogue.
 _HELPERS = r"""
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_tensorcore's wgmma mainloop needs sm_90a (wgmma.mma_async exists on Hopper only)"
 #endif
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ unsigned shared_address(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -66,6 +70,9 @@ __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.
 __device__ __forceinline__ void barrier_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
 }
+__device__ __forceinline__ void barrier_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 __device__ __forceinline__ void barrier_arrive(unsigned bar) {
     asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" :: "r"(bar) : "memory");
 }
@@ -81,6 +88,7 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
+#endif
 // A matrix descriptor: start address, leading and stride byte offsets (all >> 4), 128B swizzle.
 __device__ __forceinline__ unsigned long long descriptor(unsigned address, unsigned leading, unsigned stride) {
     return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)(leading >> 4) << 16)
@@ -95,13 +103,15 @@ def _mma(t: GemmTcTiling) -> str:
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
     return f"""
-__device__ __forceinline__ void mma_m64n{n}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void wgmma_{t.precision}_m64n{n}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
     asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n"
                  "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{_TYPE[t.precision]}.{_TYPE[t.precision]} "
                  "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n"
                  : {outputs}
                  : "l"(a), "l"(b), "r"(1));
 }}
+#endif
 """
 
 
@@ -164,8 +174,8 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
         const unsigned long long b = descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES});
 #pragma unroll
         for (int mt = 0; mt < {t.m_tiles}; ++mt)
-            mma_m64n{t.block_n}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
-                                                    {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
+            wgmma_{t.precision}_m64n{t.block_n}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
+                                                                  {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
     }}
     wgmma_commit();
     wgmma_wait_all();
@@ -219,7 +229,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
             barrier_init(full + 8 * s, {WARPGROUP});
             barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
         }}
-        asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
+        barrier_init_fence();
     }}
     __syncthreads();
     if (warpgroup == 0) {{
