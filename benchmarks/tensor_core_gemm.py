@@ -5,6 +5,7 @@
     python benchmarks/tensor_core_gemm.py confirm --json OUT.json [--budget-s 70]
     python benchmarks/tensor_core_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/tensor_core_gemm.py configs          # every config the phases try, one per line
+    python benchmarks/tensor_core_gemm.py check --only wgmma   # the wgmma mainloop's configs alone, quick
 
 * check: per precision (bf16, fp16, tf32), a handful of configs (`check_configs`) on small
   shapes with tails (M, N, K not multiples of any tile) and a decode shape, through the GPU
@@ -15,6 +16,10 @@
 * confirm: each tuned workload's fastest config re-timed by the confirmation protocol
   (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
   the default config, warm and cold); prints the table last.
+
+`--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: wgmma has no tf32);
+check then also runs one wgmma tile at 4096^3, and prints each correct config's relative L2
+error against the reference next to the tolerance.
 
 Each phase merges its section into the JSON (a phase killed by its timeout leaves the others')
 and stops starting new work after `--budget-s`. The candidate lists are fixed, so the same
@@ -55,20 +60,47 @@ DECODE_PICKS = [
     (16, 32, 128, 16, 32, 4, 4, 1), (16, 32, 128, 16, 16, 4, 4, 1), (16, 16, 128, 16, 16, 4, 4, 1),
     (16, 64, 128, 16, 32, 4, 3, 1), (16, 32, 64, 16, 16, 2, 4, 1), (16, 64, 64, 16, 16, 4, 4, 1),
 ]
+# The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
+# their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
+# decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+WGMMA_FIXED = (("block_k", 64), ("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))
+WGMMA_SQUARE_PICKS = [
+    (128, 256, 4, 8, 2, 1), (128, 256, 3, 8, 2, 1), (128, 256, 4, 8, 2, 0), (256, 128, 4, 8, 2, 1),
+    (128, 128, 4, 8, 1, 1), (128, 128, 4, 8, 1, 0),
+]
+WGMMA_DECODE_PICKS = [(64, 64, 4, 1, 1, 1), (64, 128, 4, 1, 1, 1), (64, 64, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1)]
+# The check's wgmma configs: every knob value at least once, tails in M, N and K.
+WGMMA_CHECK_PICKS = [
+    (64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
+    (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0),
+]
+WGMMA_SQUARE_CHECK = (128, 256, 4, 8, 2, 1)  # run at 4096^3 by check --only wgmma
 
 
 def task_of(m: int, n: int, k: int, precision: str):
     return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
 
 
-def picked(task, tiles) -> list:
+def picked(task, tiles, knobs=KNOBS, fixed=()) -> list:
     """The hand-picked tiles that are valid for this task, as configs."""
     configs = []
     for values in tiles:
-        config = task.config_space.from_entity([[name, "ot", v] for name, v in zip(KNOBS, values)])
+        config = task.config_space.from_entity([[name, "ot", v] for name, v in (*zip(knobs, values), *fixed)])
         if task.why_invalid(config) is None:
             configs.append(config)
     return configs
+
+
+def wgmma_picked(task, tiles) -> list:
+    return picked(task, tiles, WGMMA_KNOBS, WGMMA_FIXED)
+
+
+ONLY = "all"  # --only: all, wgmma or mma_sync
+
+
+def kept(configs: list) -> list:
+    return [c for c in configs if ONLY == "all" or c["mainloop"].val == ONLY]
 
 
 def distinct(configs: list) -> list:
@@ -76,23 +108,49 @@ def distinct(configs: list) -> list:
 
 
 def check_configs(task) -> list:
+    if task.params.m == task.params.n == task.params.k == 4096:  # check --only wgmma's one large shape
+        return wgmma_picked(task, [WGMMA_SQUARE_CHECK])
     picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)[:3]
-    return distinct([task.default_config(), *picks,
-                     *task.config_space.sample(np.random.default_rng(task.params.m + task.params.k), RANDOM_CHECKS)])
+    return kept(distinct([task.default_config(), *picks, *wgmma_picked(task, WGMMA_CHECK_PICKS),
+                          *task.config_space.sample(np.random.default_rng(task.params.m + task.params.k), RANDOM_CHECKS)]))
 
 
 def tune_configs(task) -> list:
-    picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)
-    return distinct([*picks, task.default_config(),
-                     *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)])
+    decode = task.params.m <= 16
+    picks = picked(task, DECODE_PICKS if decode else SQUARE_PICKS)
+    wgmma = wgmma_picked(task, WGMMA_DECODE_PICKS if decode else WGMMA_SQUARE_PICKS)
+    return kept(distinct([*picks, *wgmma, task.default_config(),
+                          *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)]))
+
+
+def precisions() -> list[str]:
+    return [p for p in PRECISIONS if not (ONLY == "wgmma" and p == "tf32")]
 
 
 def check_tasks() -> list:
-    return [task_of(m, n, k, p) for p in PRECISIONS for m, n, k in CHECK_SHAPES]
+    tasks = [task_of(m, n, k, p) for p in precisions() for m, n, k in CHECK_SHAPES]
+    return tasks + ([task_of(4096, 4096, 4096, "bfloat16")] if ONLY == "wgmma" else [])
 
 
 def tune_tasks() -> list[tuple[str, object]]:
-    return [(f"{p} {tag}", task_of(m, n, k, p)) for p in PRECISIONS for tag, m, n, k in TUNE_SHAPES]
+    return [(f"{p} {tag}", task_of(m, n, k, p)) for p in precisions() for tag, m, n, k in TUNE_SHAPES]
+
+
+def relative_error(builder, task, config) -> float:
+    """The config's relative L2 error against the reference, run once here (after the measurer
+    ran it in its child without a fault or a timeout; its cubin is in the builder's cache)."""
+    import cupy as cp
+
+    from engine.gpu.runner import load_kernel, relative_l2_error
+
+    source = task.template.kernel(task.params, config)
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(1))
+    (build,) = builder.build([source])
+    if not build.ok:
+        return float("nan")
+    arrays = [cp.asarray(x) for x in inputs]
+    load_kernel(cp, build.cubin_path, source)(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
+    return relative_l2_error(cp.asnumpy(arrays[source.output_index]), task.template.reference(task.params, inputs))
 
 
 def merge_json(path: str, section: str, value) -> None:
@@ -124,8 +182,11 @@ def result_row(task, config, result) -> dict:
 def run_check(options) -> int:
     from engine.gpu.measurer import GpuMeasurer
 
+    from engine.gpu.builder import Builder
+    from engine.gpu.device import arch_of
+
     started, rows = time.time(), []
-    with GpuMeasurer(build_timeout=30) as measurer:
+    with GpuMeasurer(build_timeout=30) as measurer, Builder(arch_of(measurer.device), workers=1) as builder:
         for task in check_tasks():
             if time.time() - started > options.budget_s:
                 print(f"budget spent: {task} not checked")
@@ -134,8 +195,12 @@ def run_check(options) -> int:
             for config, result in zip(configs, measurer.measure(task, configs)):
                 rows.append(result_row(task, config, result))
                 r = rows[-1]
+                if r["ok"] and ONLY == "wgmma":
+                    r["relative_error"] = relative_error(builder, task, config)
+                    r["error"] = f"relative L2 error {r['relative_error']:.3g} (tolerance {task.template.tolerance(task.params):g})"
                 print(f"check {task.params.precision:9} {task.params.m}x{task.params.n}x{task.params.k} "
-                      f"{'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}", flush=True)
+                      f"{'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}"
+                      + (f" {r['us']:.1f} us" if r["ok"] else ""), flush=True)
             merge_json(options.json, "check", rows)
     failed = [r for r in rows if not r["ok"]]
     print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
@@ -246,7 +311,11 @@ def main(argv=None) -> int:
     parser.add_argument("--log", default="tensor_core_gemm.log")
     parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", choices=["all", "wgmma", "mma_sync"], default="all",
+                        help="one mainloop's configs (and its precisions) only")
     options = parser.parse_args(argv)
+    global ONLY
+    ONLY = options.only
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -11,7 +11,9 @@ block of 1024 threads is 1024 OS threads.
 Tensor-core kernels (engine.ops.gemm_tc) keep their PTX behind `#ifdef __CUDA_ARCH__`; here
 the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane by lane: each
 lane posts its operands in its warp's slots, the warp meets at a barrier, and each lane reads
-back what the PTX ISA's fragment layouts say it holds. The products are summed in float32
+back what the PTX ISA's fragment layouts say it holds. wgmma's lanes each compute their own
+accumulators, reading shared memory where the matrix descriptors say the elements are (the
+128-byte swizzle applied), and mbarriers are counters of arrivals and completed phases. The products are summed in float32
 (the hardware's order of summation differs, within the kernels' tolerance).
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ MAX_ARGS = 8
 _SHIM = r"""
 #include <math.h>
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cstddef>
 #include <cstring>
@@ -131,6 +134,64 @@ template <Mma KIND> inline void mma_lanes(float (&c)[4], const unsigned (&a)[4],
 inline void mma_float16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::f16>(c, a, b); }
 inline void mma_bfloat16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::bf16>(c, a, b); }
 inline void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma_lanes<Mma::tf32>(c, a, b); }
+
+// wgmma (engine.ops.gemm_tc.wgmma): shared memory by byte offsets into dynamic_smem, copies at
+// once (so commits, waits and proxy fences have nothing to do), mbarriers as counters.
+inline void __syncwarp() { warp_meet(); }
+inline unsigned shared_address(const void* p) { return (unsigned)((const unsigned char*)p - dynamic_smem); }
+inline void copy16(unsigned dst, const void* src, bool pred) { copy16(dynamic_smem + dst, src, pred); }
+inline void fence_async_proxy() {}
+struct Mbarrier { std::atomic<int> pending; std::atomic<unsigned> completed; int count; };
+static Mbarrier mbarriers[64];  // by (offset / 8) % 64: a kernel's barriers are consecutive
+inline Mbarrier& mbarrier_at(unsigned bar) { return mbarriers[(bar / 8) % 64]; }
+inline void barrier_init(unsigned bar, unsigned count) {
+    Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.completed = 0;
+}
+inline void barrier_init_fence() {}
+inline void barrier_arrive(unsigned bar) {
+    Mbarrier& m = mbarrier_at(bar);
+    if (m.pending.fetch_sub(1) == 1) { m.pending = m.count; m.completed.fetch_add(1); }
+}
+// try_wait.parity P: true once the phase of parity P completed, i.e. the current phase's is not P.
+inline void barrier_wait(unsigned bar, unsigned parity) {
+    while ((mbarrier_at(bar).completed.load() & 1u) == parity) std::this_thread::yield();
+}
+inline void wgmma_fence() {}
+inline void wgmma_commit() {}
+inline void wgmma_wait_all() {}
+inline void hold(float&) {}
+// The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
+// row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
+inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) & 7u) << 4); }
+inline unsigned descriptor_field(unsigned long long d, int shift) { return (unsigned)((d >> shift) & 0x3FFF) << 4; }
+template <Mma KIND> inline float operand(unsigned address) {
+    unsigned short bits; memcpy(&bits, dynamic_smem + swizzled(address), 2);
+    unsigned word = bits; return mma_value<KIND>(&word, 0);
+}
+// m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address),
+// B N-major (8-k groups SBO apart, 64-column panels LBO apart); this thread's accumulators: warp w
+// of the warpgroup, lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
+template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+    const unsigned a_start = descriptor_field(a, 0), a_stride = descriptor_field(a, 32);
+    const unsigned b_start = descriptor_field(b, 0), b_leading = descriptor_field(b, 16), b_stride = descriptor_field(b, 32);
+    const unsigned t = linear_thread() % 128, warp = t / 32, g = (t % 32) / 4, q = t % 4;
+    for (int j = 0; j < N / 8; ++j)
+        for (int i = 0; i < 4; ++i) {
+            const unsigned row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * j + 2 * q + i % 2;
+            float sum = d[4 * j + i];
+            for (unsigned k = 0; k < 16; ++k)
+                sum += operand<KIND>(a_start + (row / 8) * a_stride + (row % 8) * 128 + 2 * k)
+                     * operand<KIND>(b_start + (col / 64) * b_leading + (k / 8) * b_stride + (k % 8) * 128 + 2 * (col % 64));
+            d[4 * j + i] = sum;
+        }
+}
+#define WGMMA_SHAPES(P, KIND) \
+    inline void wgmma_##P##_m64n64(float (&d)[32], unsigned long long a, unsigned long long b) { wgmma_lanes<64, KIND>(d, a, b); } \
+    inline void wgmma_##P##_m64n128(float (&d)[64], unsigned long long a, unsigned long long b) { wgmma_lanes<128, KIND>(d, a, b); } \
+    inline void wgmma_##P##_m64n192(float (&d)[96], unsigned long long a, unsigned long long b) { wgmma_lanes<192, KIND>(d, a, b); } \
+    inline void wgmma_##P##_m64n256(float (&d)[128], unsigned long long a, unsigned long long b) { wgmma_lanes<256, KIND>(d, a, b); }
+WGMMA_SHAPES(float16, Mma::f16)
+WGMMA_SHAPES(bfloat16, Mma::bf16)
 """
 
 _DRIVER = r"""

@@ -10,15 +10,20 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
-from engine.ops import BadArgs
+from engine.gpu.nvrtc import ARCH_SPECIFIC_MARK, target_arch
+from engine.ops import BadArgs, DeviceLimits
 from engine.ops.gemm_tc.kernel import TOLERANCE, bfloat16_bits, widen
 from engine.workloads import GEMM_TC, gemm_args, gemm_tc_args
 
 PRECISIONS = ["float16", "bfloat16", "tf32"]
 
 
-def task_of(m, n, k, precision):
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
+# An sm_80 GPU's limits for the configs it may run: no wgmma (Hopper's only).
+SM80_LIMITS = DeviceLimits(wgmma=False)
+
+
+def task_of(m, n, k, precision, limits=None):
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision), limits)
 
 
 def test_each_precision_is_its_own_workload():
@@ -100,7 +105,7 @@ def test_twenty_random_valid_configs_per_precision_compile_with_nvrtc(tmp_path, 
     """With the engine's build options (the GPU measurer's Builder), no GPU needed."""
     picked = []
     for precision in PRECISIONS:
-        task = task_of(4096, 4096, 4096, precision)
+        task = task_of(4096, 4096, 4096, precision, SM80_LIMITS if arch == "sm_80" else None)
         configs = task.config_space.sample(np.random.default_rng(20 if arch == "sm_80" else 90), 20)
         assert len(configs) == 20
         picked += [(task, config) for config in configs]

@@ -1,6 +1,6 @@
-"""On a GPU: tensor-core GEMM kernels (gemm_tensorcore: fp16, bf16, tf32) against their float64
-references at each precision's tolerance through the GPU measurer, and cuBLAS on tensor cores
-in the same precision as their baseline.
+"""On a GPU: tensor-core GEMM kernels (gemm_tensorcore: fp16, bf16, tf32; the mma_sync mainloop
+and, on sm_90, the wgmma one) against their float64 references at each precision's tolerance
+through the GPU measurer, and cuBLAS on tensor cores in the same precision as their baseline.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
 """
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.ops import DeviceLimits
 from engine.workloads import PRESETS, gemm_tc_args
 
 from gpu_only import GPU_ONLY
@@ -30,10 +31,48 @@ def measurer():
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (256, 256, 256)])
 def test_random_tensor_core_configs_compute_the_product(measurer, precision, shape):
-    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision))
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
     configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(3), 12)]
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# wgmma (sm_90 only): (block_m, block_n, stages, raster, consumers, producer), each knob value at
+# least once; the mma_sync-only knobs at their first values.
+WGMMA_TILES = [(64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
+               (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1)]
+
+
+def wgmma_configs(task, tiles):
+    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+    fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
+             ["mainloop", "ot", "wgmma"]]
+    configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
+    return [c for c in configs if task.why_invalid(c) is None]
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (130, 64, 520), (16, 4096, 4096)])
+def test_wgmma_configs_compute_the_product(measurer, precision, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("wgmma runs on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, WGMMA_TILES)
+    assert len(configs) >= 5
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+def test_a_wgmma_config_computes_a_4096_cube(measurer):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("wgmma runs on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(4096, 4096, 4096, "bfloat16"),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, [(128, 256, 4, 8, 2, 1)])
+    (result,) = measurer.measure(task, configs)
+    assert result.ok, result.error_msg
 
 
 def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):

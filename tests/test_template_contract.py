@@ -5,11 +5,13 @@ by registering it (and naming a small workload for it below).
 - its args parse, and print back as the same workload;
 - its default config is valid, and the same every time;
 - its features have the same names in the same order for every config, all numbers;
-- random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed);
+- random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed; for sm_80 those
+  an sm_80 GPU may run: no wgmma);
 - its inputs and reference have the shapes the kernel's arguments say;
 - the kernel computes the reference, run on the CPU by tests/cuda_on_cpu.py (which emulates
-  the tensor-core PTX, ldmatrix and mma.sync, that gemm_tensorcore's kernels are made of),
-  within the kernel's own tolerance where its precision sets one.
+  the tensor-core PTX, ldmatrix, mma.sync and wgmma, that gemm_tensorcore's kernels are made of),
+  within the kernel's own tolerance where its precision sets one (wgmma's too, by the
+  emulator's model of its shared-memory layouts: tests/test_gemm_wgmma.py).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
+from engine.ops import DeviceLimits
 from engine.workloads import conv2d_args, depthwise_args, gemm_args, gemm_tc_args, transpose_spec
 
 # A small workload of each template: small enough for the CPU emulator, with tails where
@@ -36,6 +39,8 @@ SMALL_WORKLOADS = {
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
+# What an sm_80 GPU may run: no wgmma.
+WITHOUT_WGMMA = DeviceLimits(wgmma=False)
 
 
 @pytest.fixture(params=TEMPLATE_NAMES)
@@ -83,7 +88,7 @@ def test_feature_names_are_the_same_for_every_config(task):
 def test_random_valid_configs_of_every_template_compile(tmp_path, arch):
     picked = []
     for name in TEMPLATE_NAMES:
-        task = engine.create_task(name, SMALL_WORKLOADS[name])
+        task = engine.create_task(name, SMALL_WORKLOADS[name], None if arch == "sm_90" else WITHOUT_WGMMA)
         picked += [(task, config) for config in configs_of(task, 2, seed=1 if arch == "sm_90" else 2)]
     with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build([task.template.kernel(task.params, config) for task, config in picked])

@@ -17,6 +17,17 @@ class CompileError(RuntimeError):
 
 
 BASE_OPTIONS = ("--std=c++17",)
+# A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this
+# line: for "sm_90" it is then compiled for "sm_90a", the same GPU with those instructions
+# allowed (the cubin runs on compute capability 9.0 only). Every caller (builder, confirmer,
+# apply-best, tests) keeps asking for the device's plain arch; other arches are left as
+# they are, where the source's own #error says what it needs.
+ARCH_SPECIFIC_MARK = "// tunerweb: arch-specific sm_90a"
+
+
+def target_arch(code: str, arch: str) -> str:
+    """The architecture NVRTC compiles `code` for, asked for `arch`."""
+    return arch + "a" if arch == "sm_90" and code.startswith(ARCH_SPECIFIC_MARK) else arch
 
 
 def _nvrtc():
@@ -61,6 +72,7 @@ def compile_to_cubin(code: str, arch: str, options: tuple[str, ...] = (), name: 
     """
     nvrtc = _nvrtc()
     nvrtc_version()  # a clear NvrtcUnavailable before any other NVRTC call
+    arch = target_arch(code, arch)
     err, program = nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:

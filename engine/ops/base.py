@@ -102,6 +102,9 @@ class DeviceLimits:
     max_vector_bytes: int = 16
     # Blocks a thread block cluster may hold (portable size; sm_90 and newer), 1: no clusters.
     max_cluster_size: int = 8
+    # sm_90's warpgroup MMA (wgmma.mma_async, compiled for sm_90a): Hopper only, neither
+    # older GPUs nor sm_100 and later have it.
+    wgmma: bool = True
 
     @classmethod
     def for_h200(cls) -> "DeviceLimits":
@@ -110,7 +113,7 @@ class DeviceLimits:
 
     @classmethod
     def for_v100(cls) -> "DeviceLimits":
-        return cls(max_shared_memory_optin=96 * 1024, max_cluster_size=1)
+        return cls(max_shared_memory_optin=96 * 1024, max_cluster_size=1, wgmma=False)
 
     @classmethod
     def for_model(cls, model: str) -> "DeviceLimits":
@@ -120,11 +123,14 @@ class DeviceLimits:
     @classmethod
     def for_device(cls, device: "DeviceInfo") -> "DeviceLimits":
         """Limits for the GPU a measurer times on: its model's, without clusters where its
-        compute capability (when known: a replay's recording may not say) is below 9.0."""
+        compute capability (when known: a replay's recording may not say) is below 9.0, and
+        without wgmma where it is known and not 9.x."""
         limits = cls.for_model(device.model)
         major = device.compute_capability.split(".")[0]
         if major.isdigit() and int(major) < 9:
-            return dataclasses.replace(limits, max_cluster_size=1)
+            limits = dataclasses.replace(limits, max_cluster_size=1)
+        if major.isdigit() and int(major) != 9:
+            limits = dataclasses.replace(limits, wgmma=False)
         return limits
 
 

@@ -10,6 +10,8 @@
 # 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision, a fixed list of about 25 configs each;
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
+# ONLY=wgmma (or mma_sync) keeps one mainloop's configs in check and tune (check --only wgmma also
+# runs one 4096^3 tile and prints each config's relative L2 error).
 # GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to 90 s more; then timeout_s=400).
 # Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
 # tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
@@ -35,9 +37,10 @@ if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked
     timeout -k 5 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
 fi
-phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 ))
+ONLY_ARGS=${ONLY:+--only $ONLY}
+phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 )) $ONLY_ARGS
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
-phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log"
+phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS
 grep -E '^tune' "$TXT" | tail -n 8
 phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5

@@ -9,8 +9,8 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
-from . import kernel
-from .tiling import TEMPLATE_NAME, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
+from . import kernel, wgmma
+from .tiling import MAINLOOPS, TEMPLATE_NAME, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
 
 
 class GemmTensorCore(Template):
@@ -34,10 +34,17 @@ class GemmTensorCore(Template):
             OtherKnob("warps_k", [1, 2, 4]),
             OtherKnob("stages", [2, 3, 4]),
             OtherKnob("raster", [1, 4, 8, 16]),
+            # Added after the mma_sync records: last, their first value the old kernel's, so
+            # every earlier config keeps its index and every earlier log loads.
+            OtherKnob("mainloop", list(MAINLOOPS), default="mma_sync"),
+            OtherKnob("consumers", [1, 2, 4], default=1),
+            OtherKnob("producer", [0, 1], default=0),
         ])
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         tiling = gemm_tc_tiling(params, config)
+        if tiling.wgmma and not limits.wgmma:
+            return "the wgmma mainloop needs an sm_90 GPU (Hopper): this device has no wgmma"
         reason = tiling.why_not_tiled()
         if reason:
             return reason
@@ -59,7 +66,7 @@ class GemmTensorCore(Template):
             "tile_waste": tiling.tiles_m * tiling.block_m * tiling.tiles_n * tiling.block_n / (params.m * params.n),
             "k_steps": tiling.k_tiles,
             "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
-            "warp_intensity": 2 * tiling.warp_m * tiling.warp_n / (tiling.warp_m + tiling.warp_n),
+            "warp_intensity": 2 * math.prod(tiling.warp_tile) / sum(tiling.warp_tile),
         })
         return out
 
@@ -80,7 +87,8 @@ class GemmTensorCore(Template):
 
     # -- GPU half
     def kernel(self, params: GemmTcParams, config: ConfigEntity) -> KernelSource:
-        return kernel.generate(gemm_tc_tiling(params, config))
+        tiling = gemm_tc_tiling(params, config)
+        return wgmma.generate(tiling) if tiling.wgmma else kernel.generate(tiling)
 
     def make_inputs(self, params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
         return kernel.make_inputs(params, rng)

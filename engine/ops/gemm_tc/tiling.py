@@ -31,8 +31,10 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a rule of the workload (its args
   are refused), since no config could run another.
 
-sm_90's wgmma with TMA and mbarriers is the next step of this family (issue 18); this
-template is the mma.sync path, which also runs on Hopper.
+`mainloop` picks the schedule: "mma_sync" (the above; sm_80 and newer) or "wgmma" (Hopper's
+warpgroup MMA, sm_90a only: engine.ops.gemm_tc.wgmma says how). The knobs of one mainloop
+stand at their first value in the other's configs (a rule), so each kernel has one config
+and the mma_sync configs keep the indexes they had before wgmma came.
 """
 from __future__ import annotations
 
@@ -58,6 +60,19 @@ B_PAD_ELEMENTS = 8
 # Registers a thread needs besides accumulators and fragments: addresses, indexes, loop counters
 # (ptxas gives a 64x64 warp tile 222-242 registers, against 128 + 32 + this).
 TC_REGISTER_OVERHEAD = 56
+MAINLOOPS = ("mma_sync", "wgmma")
+# wgmma: one warpgroup (4 warps) issues each instruction; a consumer warpgroup owns a multiple
+# of 64 rows (m64 instructions) of the block's tile; K is staged 64 16-bit elements at a time,
+# one 128-byte row of the 128B swizzle; the instruction's N is the block's, up to 256.
+WARPGROUP = 128
+WGMMA_M = 64
+WGMMA_BLOCK_K = 64
+WGMMA_MAX_N = 256
+SWIZZLE_BYTES = 128
+SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: what the swizzle permutes within, its alignment
+MBARRIER_BYTES = 8
+# Registers a wgmma thread needs besides accumulators: descriptors, addresses, loop counters.
+WGMMA_REGISTER_OVERHEAD = 40
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -121,6 +136,38 @@ class GemmTcTiling:
     warps_k: int
     stages: int
     raster: int
+    mainloop: str = "mma_sync"
+    consumers: int = 1  # wgmma: consumer warpgroups
+    producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
+
+    @property
+    def wgmma(self) -> bool:
+        return self.mainloop == "wgmma"
+
+    @property
+    def consumer_rows(self) -> int:
+        """wgmma: rows of the block's tile one consumer warpgroup owns."""
+        return self.block_m // self.consumers
+
+    @property
+    def m_tiles(self) -> int:
+        """wgmma: m64 instructions per consumer per k16 step."""
+        return self.consumer_rows // WGMMA_M
+
+    @property
+    def wgmma_stage_bytes(self) -> int:
+        """One step's A (block_m rows) and B (block_k rows), each row one 128-byte swizzle row."""
+        return (self.block_m + self.block_k * self.block_n // (SWIZZLE_BYTES // self.element_bytes)) * SWIZZLE_BYTES
+
+    @property
+    def loaders(self) -> int:
+        """wgmma: threads issuing the copies (the producer warpgroup, or every consumer)."""
+        return WARPGROUP if self.producer else self.consumers * WARPGROUP
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        """The C tile one warp (mma_sync) or one consumer warpgroup (wgmma) computes."""
+        return (self.consumer_rows, self.block_n) if self.wgmma else (self.warp_m, self.warp_n)
 
     @property
     def element_bytes(self) -> int:
@@ -146,6 +193,8 @@ class GemmTcTiling:
 
     @property
     def threads(self) -> int:
+        if self.wgmma:
+            return (self.consumers + self.producer) * WARPGROUP
         return self.warps_m * self.warps_n * self.warps_k * 32
 
     @property
@@ -178,6 +227,8 @@ class GemmTcTiling:
 
     @property
     def accumulators(self) -> int:
+        if self.wgmma:
+            return self.consumer_rows * self.block_n // WARPGROUP
         return self.frags_m * self.frags_n * 4
 
     @property
@@ -187,6 +238,8 @@ class GemmTcTiling:
 
     @property
     def shared_bytes(self) -> int:
+        if self.wgmma:  # the ring, slack to align it to a swizzle atom, a full and an empty barrier per stage
+            return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
         return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes)
 
     @property
@@ -207,24 +260,55 @@ class GemmTcTiling:
 
     @property
     def registers(self) -> int:
-        """Accumulators, one k-step's fragments (A: 4 words per m16, B: 2 per n8), plus overhead."""
+        """Accumulators, one k-step's fragments (A: 4 words per m16, B: 2 per n8), plus overhead
+        (wgmma reads both operands from shared memory: accumulators and overhead only)."""
+        if self.wgmma:
+            return self.accumulators + WGMMA_REGISTER_OVERHEAD
         return self.accumulators + 4 * self.frags_m + 2 * self.frags_n + TC_REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:
+        if self.wgmma:
+            detail = (f"{self.stages} stage(s) of A {self.block_m}x{self.block_k} + B {self.block_k}x{self.block_n} "
+                      f"{self.precision} elements, 128B-swizzled")
+            return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
         detail = (f"{self.stages} stage(s) of A {self.block_m}x{self.a_stride} + "
                   f"B {self.block_k}x{self.b_stride} {self.precision} elements")
         return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
 
     def why_not_tiled(self) -> str | None:
         """Shapes that do not fit together, before any device limit."""
+        reason = self._why_not_wgmma() if self.wgmma else self._why_not_mma_sync()
+        if reason:
+            return reason
+        if self.raster > self.tiles_m and self.raster > 1:
+            return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
+        return None
+
+    def _why_not_mma_sync(self) -> str | None:
+        if (self.consumers, self.producer) != (1, 0):
+            return "consumers and producer are the wgmma mainloop's knobs: mma_sync configs leave them at 1 and 0"
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
-        if self.raster > self.tiles_m and self.raster > 1:
-            return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
+        return None
+
+    def _why_not_wgmma(self) -> str | None:
+        if self.precision == "tf32":
+            return ("wgmma takes TF32 operands K-major only and this B is row-major (N-major): "
+                    "tf32 runs on the mma_sync mainloop")
+        if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
+            return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
+        if self.block_k != WGMMA_BLOCK_K:
+            return (f"the wgmma mainloop stages K {WGMMA_BLOCK_K} elements at a time (one 128-byte swizzled row), "
+                    f"not {self.block_k}")
+        if self.block_n % (SWIZZLE_BYTES // self.element_bytes) or self.block_n > WGMMA_MAX_N:
+            return f"wgmma's block_n is a multiple of 64 up to {WGMMA_MAX_N} (B's 128-byte swizzled rows), not {self.block_n}"
+        if self.block_m % (self.consumers * WGMMA_M):
+            return (f"block_m {self.block_m} is not a multiple of {WGMMA_M} rows for each of "
+                    f"{self.consumers} consumer warpgroup(s)")
         return None
 
 
@@ -235,4 +319,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
+        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
     )

@@ -1,0 +1,324 @@
+"""CUDA source of the tensor-core GEMM's wgmma mainloop (sm_90a), from a GemmTcTiling.
+
+Hopper's warpgroup MMA: four warps (a warpgroup, 128 threads) issue one
+`wgmma.mma_async.m64nNk16` together, reading A and B straight from shared memory through
+64-bit matrix descriptors and accumulating into registers; mma.sync cannot feed Hopper's
+tensor cores fast enough. The schedule:
+
+* The block computes `block_m x block_n` of C; `consumers` warpgroups each own
+  `block_m / consumers` rows (m64 instructions stacked), every one the block's full
+  `block_n` (the instruction's N, 64 to 256). The grid and `raster` are the mma_sync kernel's.
+* Each step stages A's `block_m x 64` and B's `64 x block_n` tiles in a ring of `stages`
+  buffers, laid out as wgmma's 128-byte swizzle wants them: A (row-major, so K-major) one
+  128-byte row per M row; B (row-major, so N-major: the instruction's transpose bit)
+  in panels of 64 columns, one 128-byte row per k. Within each 1024-byte atom (eight such
+  rows) the 16-byte chunk c of row r sits at chunk c ^ (r % 8): bank-conflict-free for the
+  tensor core, and the same permutation the descriptor's swizzle mode undoes.
+* The copies are 16-byte `cp.async` (zero-filled past M, N and K edges), written into the
+  swizzled places by the threads themselves: TMA would need a CUtensorMap built on the host
+  for each launch's pointers and passed by value (__grid_constant__), which the runner's
+  launch path (arrays only) does not do. Writes of the generic proxy become visible to
+  wgmma (the async proxy) through `fence.proxy.async.shared::cta` by the writing thread after
+  its copies completed, before the barrier that hands the stage over.
+* `producer` 0: every consumer thread loads, a `__syncthreads` per step hands stages over
+  (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
+  `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
+  producer threads arrive when their copies of step s landed and were fenced) and
+  `empty[s]` (every consumer thread arrives once its wgmma of step s completed).
+* Per step: `wgmma.fence`, 4 k16 instructions per m64 tile, `commit_group`, `wait_group 0`
+  (the stage is then free again). Accumulators start at zero; the epilogue stores them to
+  the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
+
+TF32 is not offered: wgmma reads TF32 operands K-major only, and this workload's B is
+row-major (N-major); those configs are refused by the validity rules.
+"""
+from __future__ import annotations
+
+from ...gpu.nvrtc import ARCH_SPECIFIC_MARK
+from ..base import KernelSource
+from .kernel import ENTRY, TOLERANCE
+from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
+
+_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+# Descriptor strides (bytes): consecutive 8-row groups of a swizzled operand are one atom
+# apart; B's 64-column panels are a panel (block_k rows of 128 bytes) apart; A's leading
+# offset is unused by K-major swizzled layouts (the k16 slice lies within one 128-byte row).
+A_LEADING_BYTES = 16
+
+# The PTX sits behind __CUDA_ARCH__: without it (tests/cuda_on_cpu.py's host build) that
+# emulator supplies these functions, and the wgmma's per thread from the descriptors' layout as
+# the PTX ISA defines it, so CI checks the loader's swizzle, the descriptors and the epilogue.
+_HELPERS = r"""
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "gemm_tensorcore's wgmma mainloop needs sm_90a (wgmma.mma_async exists on Hopper only)"
+#endif
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(pred ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copy16_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void copy16_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING) : "memory");
+}
+// This thread's shared-memory writes (its completed copies) become visible to the async proxy.
+__device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void barrier_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void barrier_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void barrier_arrive(unsigned bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void barrier_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
+__device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
+#endif
+// A matrix descriptor: start address, leading and stride byte offsets (all >> 4), 128B swizzle.
+__device__ __forceinline__ unsigned long long descriptor(unsigned address, unsigned leading, unsigned stride) {
+    return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)(leading >> 4) << 16)
+         | ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
+}
+"""
+
+
+def _mma(t: GemmTcTiling) -> str:
+    """One m64nNk16 instruction, A K-major, B N-major (imm-trans-b 1), D += A B (scale-d 1)."""
+    n, count = t.block_n, t.block_n // 2
+    registers = ", ".join(f"%{i}" for i in range(count))
+    outputs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
+    return f"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void wgmma_{t.precision}_m64n{n}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
+    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n"
+                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{_TYPE[t.precision]}.{_TYPE[t.precision]} "
+                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n"
+                 : {outputs}
+                 : "l"(a), "l"(b), "r"(1));
+}}
+#endif
+"""
+
+
+def _load_stage(t: GemmTcTiling) -> str:
+    """One step's tiles into their swizzled places; `t` counts the loading threads from 0."""
+    chunks_per_row = SWIZZLE_BYTES // 16  # 16-byte chunks of a 128-byte row: 8
+    ce = 16 // t.element_bytes
+    b_row_chunks = t.block_n // ce
+    panel_bytes = t.block_k * SWIZZLE_BYTES
+    a_chunks, b_chunks = t.block_m * chunks_per_row, t.block_k * b_row_chunks
+    a_pred = " && ".join(c for c in (None if t.m % t.block_m == 0 else f"row0 + r < {t.m}",
+                                     None if t.k % t.block_k == 0 else f"k0 + c * {ce} < {t.k}") if c) or "true"
+    b_pred = " && ".join(c for c in (None if t.k % t.block_k == 0 else f"k0 + r < {t.k}",
+                                     None if t.n % t.block_n == 0 else f"col0 + c * {ce} < {t.n}") if c) or "true"
+
+    def loop(what, chunks, body):
+        rounds = -(-chunks // t.loaders)
+        guard = "" if chunks % t.loaders == 0 else f"if (i < {chunks}) "
+        return f"""    // {what}: {chunks} 16-byte copies over {t.loaders} threads
+#pragma unroll
+    for (int round = 0; round < {rounds}; ++round) {{
+        const int i = round * {t.loaders} + t;
+        {guard}{{
+{body}
+        }}
+    }}
+"""
+    a_body = f"""            const int r = i / {chunks_per_row}, c = i % {chunks_per_row};
+            const bool pred = {a_pred};
+            copy16(stage + r * {SWIZZLE_BYTES} + ((c ^ (r & 7)) << 4),
+                   pred ? A + (size_t)(row0 + r) * {t.k} + k0 + c * {ce} : A, pred);"""
+    b_body = f"""            const int r = i / {b_row_chunks}, c = i % {b_row_chunks};
+            const int panel = c / {chunks_per_row}, within = c % {chunks_per_row};
+            const bool pred = {b_pred};
+            copy16(stage + {t.block_m * SWIZZLE_BYTES} + panel * {panel_bytes} + r * {SWIZZLE_BYTES} + ((within ^ (r & 7)) << 4),
+                   pred ? B + (size_t)(k0 + r) * {t.n} + col0 + c * {ce} : B, pred);"""
+    return f"""
+__device__ __forceinline__ void load_stage(unsigned stage, const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                           int row0, int col0, int k0, int t) {{
+{loop("A", a_chunks, a_body)}{loop("B", b_chunks, b_body)}}}
+"""
+
+
+def _compute(t: GemmTcTiling) -> str:
+    """This consumer's products of one stage: per k16 slice one B descriptor, one A per m64 tile.
+    The k16 slice of A is 32 bytes into each 128-byte row (the swizzle is of the address, so
+    the start address moves and the atom stays); B's is 16 rows (two atoms) further down."""
+    panel_bytes = t.block_k * SWIZZLE_BYTES
+    return f"""
+__device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block_n // 2}], unsigned stage, int consumer) {{
+    const unsigned a_base = stage + consumer * {t.consumer_rows * SWIZZLE_BYTES};
+    const unsigned b_base = stage + {t.block_m * SWIZZLE_BYTES};
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) hold(acc[mt][i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < {t.block_k // 16}; ++kk) {{
+        const unsigned long long b = descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES});
+#pragma unroll
+        for (int mt = 0; mt < {t.m_tiles}; ++mt)
+            wgmma_{t.precision}_m64n{t.block_n}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
+                                                                  {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
+    }}
+    wgmma_commit();
+    wgmma_wait_all();
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) hold(acc[mt][i]);
+}}
+"""
+
+
+def _tile_of_block(t: GemmTcTiling) -> str:
+    if t.raster == 1:
+        return f"    const int tile_m = blockIdx.x / {t.tiles_n}, tile_n = blockIdx.x % {t.tiles_n};"
+    group = t.raster * t.tiles_n
+    return f"""    const int group = blockIdx.x / {group}, in_group = blockIdx.x % {group};
+    const int first_m = group * {t.raster};
+    const int rows = min({t.tiles_m} - first_m, {t.raster});
+    const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;"""
+
+
+def _mainloop_shared(t: GemmTcTiling) -> str:
+    """producer 0: all consumer threads load, `stages - 1` steps ahead, a barrier per step."""
+    s, stage_bytes = t.stages, t.wgmma_stage_bytes
+    return f"""
+    const int consumer = warpgroup;
+#pragma unroll
+    for (int s = 0; s < {s - 1}; ++s) {{
+        if (s < {t.k_tiles}) load_stage(ring + s * {stage_bytes}, A, B, row0, col0, s * {t.block_k}, tid);
+        copy16_commit();
+    }}
+#pragma unroll 1
+    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+        copy16_wait<{s - 2}>();
+        fence_async_proxy();
+        __syncthreads();  // step kt landed for every thread; every wgmma of step kt - 1 completed
+        const int next = kt + {s - 1};
+        if (next < {t.k_tiles}) load_stage(ring + (next % {s}) * {stage_bytes}, A, B, row0, col0, next * {t.block_k}, tid);
+        copy16_commit();
+        compute_stage(acc, ring + (kt % {s}) * {stage_bytes}, consumer);
+    }}"""
+
+
+def _mainloop_specialised(t: GemmTcTiling) -> str:
+    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over."""
+    s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.stages - 1
+    return f"""
+    if (tid == 0) {{
+#pragma unroll
+        for (int s = 0; s < {s}; ++s) {{
+            barrier_init(full + 8 * s, {WARPGROUP});
+            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
+        }}
+        barrier_init_fence();
+    }}
+    __syncthreads();
+    if (warpgroup == 0) {{
+        // Step kt waits for its buffer's previous step to be consumed; step kt - {lag} is
+        // handed over once this thread's copies of it completed ({lag} groups stay in flight).
+#pragma unroll 1
+        for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+            const int s = kt % {s};
+            if (kt >= {s}) barrier_wait(empty + 8 * s, ((kt / {s}) + 1) & 1);
+            load_stage(ring + s * {stage_bytes}, A, B, row0, col0, kt * {t.block_k}, tid);
+            copy16_commit();
+            if (kt >= {lag}) {{
+                copy16_wait<{lag}>();
+                fence_async_proxy();
+                barrier_arrive(full + 8 * ((kt - {lag}) % {s}));
+            }}
+        }}
+        copy16_wait<0>();
+        fence_async_proxy();
+#pragma unroll 1
+        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));
+        return;
+    }}
+    const int consumer = warpgroup - 1;
+#pragma unroll 1
+    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+        const int s = kt % {s};
+        barrier_wait(full + 8 * s, (kt / {s}) & 1);
+        __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
+        fence_async_proxy();
+        compute_stage(acc, ring + s * {stage_bytes}, consumer);
+        barrier_arrive(empty + 8 * s);
+    }}"""
+
+
+def _store(t: GemmTcTiling) -> str:
+    """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
+    col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
+    row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
+    row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
+    return f"""
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int j = 0; j < {t.block_n // 8}; ++j) {{
+            const int row = row0 + consumer * {t.consumer_rows} + mt * {WGMMA_M} + warp * 16 + g;
+            const int col = col0 + j * 8 + 2 * q;
+            {col_ok}{{
+                {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+                {row8_ok}*reinterpret_cast<float2*>(C + (size_t)(row + 8) * {t.n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+            }}
+        }}"""
+
+
+def generate(t: GemmTcTiling) -> KernelSource:
+    ring_bytes = t.stages * t.wgmma_stage_bytes
+    mainloop = _mainloop_specialised(t) if t.producer else _mainloop_shared(t)
+    code = f"""{ARCH_SPECIFIC_MARK}
+// gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}
+typedef unsigned short ELEM;
+{_HELPERS}{_mma(t)}{_load_stage(t)}{_compute(t)}
+extern "C" __global__ void __launch_bounds__({t.threads}, 1)
+{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
+    const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
+    const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
+    (void)full; (void)empty;
+    const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};
+{_tile_of_block(t)}
+    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
+    float acc[{t.m_tiles}][{t.block_n // 2}];
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
+{mainloop}
+{_store(t)}
+}}
+"""
+    return KernelSource(
+        name=ENTRY,
+        code=code,
+        grid=t.grid,
+        block=(t.threads, 1, 1),
+        shared_bytes=t.shared_bytes,
+        arg_order=("a", "b", "c"),
+        output_index=2,
+        tolerance=TOLERANCE[t.precision],
+    )

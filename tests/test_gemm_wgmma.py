@@ -1,0 +1,187 @@
+"""The tensor-core GEMM's wgmma mainloop (engine.ops.gemm_tc.wgmma) without a GPU: the knobs
+that came with it keep every mma_sync config's index, the validity rules of each mainloop,
+the sm_90a target NVRTC compiles it for, and NVRTC compiles of random valid wgmma configs
+(ptxas's own report: no spills), and the kernels' answers on the CPU, where tests/cuda_on_cpu.py
+reads each wgmma operand where the descriptors and the 128-byte swizzle put it by the PTX ISA's
+layouts (that model against the hardware: the GPU tests and
+`benchmarks/tensor_core_gemm.py check --only wgmma`)."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.gpu.builder import Builder
+from engine.measure import DeviceInfo
+from engine.gpu.nvrtc import ARCH_SPECIFIC_MARK, CompileError, compile_to_cubin, target_arch
+from engine.ops import DeviceLimits
+from engine.space import ConfigSpace
+from engine.workloads import gemm_tc_args
+
+MMA_SYNC_KNOBS = 8  # the knobs before wgmma came: block_m .. raster
+
+
+def task_of(m, n, k, precision, limits=None):
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision), limits)
+
+
+def config_of(task, **values):
+    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=64, mainloop="wgmma")
+    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
+
+
+def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
+    task = task_of(4096, 4096, 4096, "bfloat16")
+    old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
+    assert task.config_space.total == old.total * 2 * 3 * 2
+    for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
+        new = task.config_space.get(index).values()
+        assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer")) == ("mma_sync", 1, 0)
+        assert new == old.get(index).values()
+    assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
+
+
+def test_an_old_log_entity_without_the_new_knobs_is_an_mma_sync_config():
+    task = task_of(256, 256, 256, "float16")
+    entity = [["block_m", "ot", 128], ["block_n", "ot", 128], ["block_k", "ot", 32], ["warp_m", "ot", 64],
+              ["warp_n", "ot", 64], ["warps_k", "ot", 1], ["stages", "ot", 3], ["raster", "ot", 1]]
+    config = task.config_space.from_entity(entity)
+    assert config.index == task.default_config().index and config["mainloop"].val == "mma_sync"
+
+
+def test_wgmma_configs_are_valid_on_hopper_only():
+    hopper = task_of(4096, 4096, 4096, "bfloat16")
+    ampere = task_of(4096, 4096, 4096, "bfloat16", DeviceLimits(wgmma=False))
+    config = config_of(hopper, block_m=128, block_n=256, stages=4, consumers=2, producer=1)
+    assert hopper.why_invalid(config) is None
+    assert "needs an sm_90 GPU" in ampere.why_invalid(ampere.config_space.get(config.index))
+    assert DeviceLimits.for_v100().wgmma is False
+
+    def device(capability):
+        return DeviceInfo(model="h200", compute_capability=capability)
+
+    assert [DeviceLimits.for_device(device(c)).wgmma for c in ("9.0", "8.0", "10.0", "")] == [True, False, False, True]
+
+
+def test_tf32_stays_on_mma_sync():
+    task = task_of(4096, 4096, 4096, "tf32")
+    assert "tf32 runs on the mma_sync mainloop" in task.why_invalid(config_of(task, block_m=128, block_n=128, stages=3))
+    assert all(c["mainloop"].val == "mma_sync" for c in task.config_space.sample(np.random.default_rng(0), 40))
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(block_m=128, block_n=128, stages=3, warp_m=64), "wgmma configs leave them at 16, 16, 1"),
+    (dict(block_m=128, block_n=128, stages=3, block_k=32), "stages K 64 elements at a time"),
+    (dict(block_m=128, block_n=32, stages=3), "block_n is a multiple of 64"),
+    (dict(block_m=64, block_n=128, stages=3, consumers=2), "not a multiple of 64 rows for each of 2"),
+    (dict(block_m=256, block_n=256, stages=4, consumers=1), "shared memory of"),
+    (dict(block_m=256, block_n=256, stages=2, consumers=2), "registers"),
+])
+def test_wgmma_rules_say_why(values, message):
+    task = task_of(4096, 4096, 4096, "float16")
+    assert message in task.why_invalid(config_of(task, **values))
+
+
+def test_mma_sync_configs_leave_the_wgmma_knobs_at_their_first_value():
+    task = task_of(4096, 4096, 4096, "float16")
+    default = task.default_config().values()
+    for extra in (dict(consumers=2), dict(producer=1)):
+        config = task.config_space.from_entity([[name, "ot", v] for name, v in {**default, **extra}.items()])
+        assert "wgmma mainloop's knobs" in task.why_invalid(config)
+
+
+def test_the_decode_and_square_shapes_have_wgmma_configs_among_the_sampled():
+    for shape in [(16, 4096, 4096), (4096, 4096, 4096), (37, 40, 24)]:
+        task = task_of(*shape, "bfloat16")
+        sampled = task.config_space.sample(np.random.default_rng(5), 200)
+        assert {c["mainloop"].val for c in sampled} == {"mma_sync", "wgmma"}, shape
+
+
+def test_arch_specific_sources_are_compiled_for_sm_90a_and_nothing_else_is():
+    marked = ARCH_SPECIFIC_MARK + "\n__global__ void k() {}"
+    assert target_arch(marked, "sm_90") == "sm_90a"
+    assert target_arch(marked, "sm_80") == "sm_80"
+    assert target_arch("// other\n" + marked, "sm_90") == "sm_90"
+    task = task_of(64, 64, 64, "bfloat16")
+    assert task.template.kernel(task.params, config_of(task, block_m=64, block_n=64, stages=2)).code.startswith(
+        ARCH_SPECIFIC_MARK)
+    assert not task.template.kernel(task.params, task.default_config()).code.startswith(ARCH_SPECIFIC_MARK)
+
+
+def test_an_sm_80_compile_of_a_wgmma_kernel_says_what_it_needs():
+    task = task_of(64, 64, 64, "bfloat16")
+    source = task.template.kernel(task.params, config_of(task, block_m=64, block_n=64, stages=2))
+    with pytest.raises(CompileError, match="needs sm_90a"):
+        compile_to_cubin(source.code, "sm_80")
+
+
+def wgmma_sample(task, count, seed):
+    """`count` random valid wgmma configs of a task, drawn from all of them (their knobs are few:
+    random draws from the whole space rarely land on one)."""
+    valid = [config for bm in (64, 128, 256) for bn in (64, 128, 256) for stages in (2, 3, 4)
+             for raster in (1, 4, 8, 16) for consumers in (1, 2, 4) for producer in (0, 1)
+             if task.why_invalid(config := config_of(task, block_m=bm, block_n=bn, stages=stages, raster=raster,
+                                                     consumers=consumers, producer=producer)) is None]
+    picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
+    return [valid[int(i)] for i in picks]
+
+
+def test_random_valid_wgmma_configs_compile_for_sm_90(tmp_path):
+    """Through the engine's Builder asked for the device's plain sm_90, as the measurer asks."""
+    picked = []
+    for precision, shape in [("bfloat16", (4096, 4096, 4096)), ("float16", (4096, 4096, 4096)),
+                             ("bfloat16", (200, 264, 136)), ("float16", (16, 4096, 4096))]:
+        task = task_of(*shape, precision)
+        configs = wgmma_sample(task, 6, seed=shape[0])
+        assert len(configs) == 6
+        picked += [(task, config) for config in configs]
+    with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
+    assert [(config.values(), r.message[:400]) for (task, config), r in zip(picked, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("values", [
+    dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1),  # the 4096^3 candidate
+    dict(block_m=128, block_n=128, stages=4, consumers=1, producer=0),
+    dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1),  # a decode candidate
+], ids=["128x256-ws", "128x128", "64x128-ws"])
+def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
+    task = task_of(4096, 4096, 4096, "bfloat16")
+    config = config_of(task, **values)
+    assert task.why_invalid(config) is None
+    source = task.template.kernel(task.params, config)
+    _, log = compile_to_cubin(source.code, "sm_90", ("-Xptxas=-v",))
+    assert "for 'sm_90a'" in log and " 0 bytes spill stores, 0 bytes spill loads" in log, log
+    used = int(log.split("Used ")[1].split(" registers")[0])
+    assert used * source.block[0] <= DeviceLimits().regs_per_block, log
+
+
+def test_wgmma_feature_names_match_mma_syncs():
+    task = task_of(4096, 4096, 4096, "bfloat16")
+    wgmma = task.features(config_of(task, block_m=128, block_n=256, stages=4, consumers=2, producer=1))
+    assert list(wgmma) == list(task.features(task.default_config()))
+    assert wgmma["threads_per_block"] == 384 and wgmma["accumulators"] == 128
+    assert wgmma["warp_intensity"] == pytest.approx(2 * 64 * 256 / (64 + 256))
+
+
+CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-overs; 1, 2, 4 consumers
+    (37, 72, 24, "bfloat16", dict(block_m=64, block_n=64, stages=2, consumers=1, producer=0)),
+    (70, 136, 200, "float16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1)),
+    (130, 64, 136, "bfloat16", dict(block_m=128, block_n=64, stages=2, consumers=2, producer=1)),
+    (40, 256, 72, "float16", dict(block_m=64, block_n=256, stages=2, consumers=1, producer=0)),
+    (200, 72, 328, "bfloat16", dict(block_m=64, block_n=64, stages=4, consumers=1, producer=1, raster=4)),
+    (260, 64, 64, "float16", dict(block_m=256, block_n=64, stages=2, consumers=4, producer=0)),
+]
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("m, n, k, precision, values", CPU_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}" for c in CPU_CASES])
+def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(m, n, k, precision, values):
+    """The emulator reads each element where the descriptors and the swizzle say it is (its model
+    of the PTX ISA's layouts, not the hardware): the loader, descriptors and epilogue must agree."""
+    task = task_of(m, n, k, precision)
+    config = config_of(task, **values)
+    assert task.why_invalid(config) is None
+    assert cuda_on_cpu.error_against_reference(task, config) < 1e-6  # fp16, bf16 products are exact in fp32
