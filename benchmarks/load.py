@@ -385,6 +385,12 @@ def run_phase(kind: str, sizes, think_ms: int, env: dict, setup: dict, options, 
             time.sleep(0 if job else 0.5)
         if job is None:
             raise SystemExit(f"could not submit the job: {answer.status_code} {answer.text[:300]}")
+        # The load is to meet a running job, not a queued one and a worker still starting.
+        while time.monotonic() < deadline:
+            runs = requests.get(url + f"/api/jobs/{job}/", headers=token, timeout=REQUEST_TIMEOUT).json()["runs"]
+            if runs[0]["trials_done"]:
+                break
+            time.sleep(0.2)
         paths = {"leaderboard": f"/leaderboard/{setup['workload']}/", "job page": f"/jobs/{job}/",
                  "job JSON": f"/jobs/{job}/progress.json", "job API": f"/api/jobs/{job}/"}
         cookies = {"sessionid": setup["session"]}
