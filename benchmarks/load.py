@@ -14,7 +14,7 @@ committed C12 H200 recording, paced so the job spans the load) and an n-trial jo
 API, and sends `--clients` concurrent clients for `--seconds` seconds, each a keep-alive session
 that asks in turn for a leaderboard page, the job's page and the job's JSON, pausing
 `--think-ms` after each answer (1000 ms, as people and the job page's own 2 s polling do; 0,
-clients that never pause). `--client browser` (the default) asks as a browser on those pages
+clients that never pause). `--client` is a list of: browser (the default), asking as a browser on those pages
 does: again with the ETag it was answered (If-None-Match; a 304 is an answer), and the job's
 JSON as the page's script polls it, whole once and then `?since=` its last points; `--client
 naive` asks for the API's whole JSON every time, nothing conditional. The clients run as
@@ -40,7 +40,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,17 +48,16 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import requests
 
+from benchmarks.load_clients import ENDPOINTS, REQUEST_TIMEOUT, client_process, warm_up
+from benchmarks.load_cpu import CpuTally
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = ROOT / "tests" / "data" / "c12_h200_recording.log.gz"
 # Third-party data, kept beside the checkout (or where TUNERWEB_SHARED_DATA says, as for the tests).
 TOPHUB = Path(os.environ.get("TUNERWEB_SHARED_DATA", ROOT.parent / "shared" / "data")) / "tophub" / "cuda_v0.08.log"
 WEB_APP_NAME = "tunerweb-load-web"  # application_name of the web server's connections
-REQUEST_TIMEOUT = 10.0
 MAX_CLIENTS = 200
 MAX_SECONDS = 120
-
-
-ENDPOINTS = ("leaderboard", "job page", "job JSON")
 
 
 def quantile(ordered: list[float], q: float) -> float:
@@ -208,164 +206,14 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
             proc.wait(timeout=10)
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu(pids: set[int] | None = None, group: int | None = None) -> dict[int, float]:
-    """CPU seconds (user + system) so far of each live process among `pids` or in process group
-    `group`, from /proc (Linux; empty elsewhere)."""
-    found = {}
-    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
-        if not entry.name.isdigit() or (pids is not None and int(entry.name) not in pids):
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        if group is None or int(fields[2]) == group:  # fields[0] is the state: pgrp is the 5th field of stat
-            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    return found
-
-
-def database_pids(database_url: str) -> set[int]:
-    """The PostgreSQL backends serving the benchmark's database (the web server's and the worker's)."""
-    name = urlsplit(database_url).path.lstrip("/")
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        return {pid for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                                                [name]).fetchall()}
-
-
-class CpuTally:
-    """Who spent the machine's CPU while the load ran: the web server, the replay worker,
-    PostgreSQL (the benchmark database's backends) and the load generator (this process
-    group: its client processes and the sampling loop)."""
-
-    def __init__(self, server: subprocess.Popen, worker: subprocess.Popen, database_url: str) -> None:
-        self.groups = {"web server": server.pid, "replay worker": worker.pid, "load generator": os.getpgrp()}
-        self.database_url = database_url
-        self.start = self.sample()
-        self.seconds: dict[str, float] = {}
-
-    def sample(self) -> dict[str, dict[int, float]]:
-        found = {name: process_cpu(group=group) for name, group in self.groups.items()}
-        found["PostgreSQL"] = process_cpu(pids=database_pids(self.database_url))
-        return found
-
-    def add_live(self) -> None:
-        """Called during the load: the client processes end with it, and so would their figures."""
-        now = self.sample()
-        for name, pids in now.items():
-            spent = sum(cpu - self.start[name].get(pid, 0.0) for pid, cpu in pids.items())
-            self.seconds[name] = max(self.seconds.get(name, 0.0), spent)
-
-
 def web_connections(database_url: str) -> int:
     with psycopg.connect(database_url, autocommit=True) as conn:
         return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [WEB_APP_NAME]).fetchone()[0]
 
 
-class Browser:
-    """One client as the pages make it: a keep-alive session that keeps each answer's ETag and
-    asks again with If-None-Match (a 304 is an answer, as a browser's cache makes it), and reads
-    the job's JSON as the job page's script does: whole once, then only the points stored since
-    the last record it has of each run (`?since=`). `naive` is the earlier client: the API's
-    whole JSON every time, nothing conditional."""
-
-    def __init__(self, url: str, paths: dict[str, str], cookies: dict, token: dict, naive: bool) -> None:
-        self.url, self.paths, self.token, self.naive = url, paths, token, naive
-        self.session = requests.Session()
-        self.session.cookies.update(cookies)
-        self.etags: dict[str, str] = {}
-        self.since: dict[int, int] = {}  # run id -> the last record id read of it
-
-    def path(self, name: str) -> str:
-        if name != "job JSON":
-            return self.paths[name]
-        if self.naive:
-            return self.paths["job API"]
-        query = ",".join(f"{run}:{record}" for run, record in sorted(self.since.items()))
-        return self.paths["job JSON"] + (f"?since={query}" if query else "")
-
-    def get(self, name: str) -> tuple[int, int]:
-        """(HTTP status, bytes read) of one request; RequestException when it fails."""
-        path = self.path(name)
-        headers = dict(self.token) if self.naive else {}
-        if not self.naive and path in self.etags:
-            headers["If-None-Match"] = self.etags[path]
-        response = self.session.get(self.url + path, headers=headers, timeout=REQUEST_TIMEOUT)
-        body = response.content  # the whole body, as a browser reads it
-        if response.status_code == 200 and not self.naive:
-            if name == "job JSON":  # a poll's earlier URLs are not asked again
-                self.etags = {key: tag for key, tag in self.etags.items() if not key.startswith(self.paths[name])}
-            if "ETag" in response.headers:
-                self.etags[path] = response.headers["ETag"]
-            if name == "job JSON":
-                for run in response.json()["runs"]:
-                    if run["points"]["record"]:
-                        self.since[run["id"]] = run["points"]["record"][-1]
-        return response.status_code, len(body)
-
-
-def warm_up(url: str, paths: dict, cookies: dict, token: dict) -> None:
-    """Each page asked for twice before the load: a server just started compiles its templates
-    and fills its cache on its first requests, which is not what the load is to measure."""
-    with requests.Session() as session:
-        session.cookies.update(cookies)
-        for _ in range(2):
-            for path in paths.values():
-                session.get(url + path, headers=token, timeout=REQUEST_TIMEOUT)
-
-
-def client_loop(browser: Browser, start: float, until: float, think: float, tally: dict, lock) -> None:
-    time.sleep(max(0.0, start - time.monotonic()))
-    turn = 0
-    while time.monotonic() < until:
-        if turn and think:
-            time.sleep(think)
-        name = ENDPOINTS[turn % len(ENDPOINTS)]
-        turn += 1
-        started = time.monotonic()
-        try:
-            status, size = browser.get(name)
-            kind = None if status in (200, 304) else f"HTTP {status} {name}"
-        except (requests.RequestException, ValueError) as exc:
-            kind, status, size = type(exc).__name__, 0, 0
-        took = time.monotonic() - started
-        with lock:
-            record(tally, name, kind, took, status, size)
-
-
-def record(tally: dict, name: str, kind: str | None, took: float, status: int, size: int) -> None:
-    if kind is None:
-        tally["latencies"][name].append(took)
-        tally["not_modified"][name] += status == 304
-        tally["kilobytes"][name] += size / 1024
-    else:
-        tally["errors"] += 1
-        tally["error_kinds"][kind] = tally["error_kinds"].get(kind, 0) + 1
-
-
-def client_process(args: tuple) -> dict:
-    """A client thread in this process for each of `starts` (its first request's
-    time.monotonic(), which child processes share), until `until`; their tally. Clients run
-    in several processes so the load generator's own GIL does not queue the answers it times."""
-    url, paths, cookies, token, naive, starts, until, think = args
-    tally = {"latencies": {name: [] for name in ENDPOINTS}, "not_modified": {name: 0 for name in ENDPOINTS},
-             "kilobytes": {name: 0.0 for name in ENDPOINTS}, "errors": 0, "error_kinds": {}}
-    lock = threading.Lock()
-    threads = [threading.Thread(target=client_loop, daemon=True,
-                                args=(Browser(url, paths, cookies, token, naive), start, until, think, tally, lock))
-               for start in starts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=max(0.0, until - time.monotonic()) + REQUEST_TIMEOUT + 5)
-    return tally
-
-
-def run_phase(kind: str, sizes, think_ms: int, env: dict, setup: dict, options, log_dir: Path) -> Phase:
+def run_phase(kind: str, sizes, think_ms: int, client: str, env: dict, setup: dict, options, log_dir: Path) -> Phase:
     label = server_label(kind, sizes)
-    phase = Phase(label, think_ms, options.client)
+    phase = Phase(label, think_ms, client)
     server, url = start_server(kind, sizes, env, log_dir / f"{label.replace(' ', '-')}.log")
     pace = options.seconds * 1.2 / options.trials  # the job outlasts the load a little
     worker = subprocess.Popen(
@@ -403,7 +251,7 @@ def run_phase(kind: str, sizes, think_ms: int, env: dict, setup: dict, options, 
         processes = max(1, min(options.client_processes, options.clients))
         with multiprocessing.get_context("fork").Pool(processes) as pool:
             pending = pool.map_async(client_process, [
-                (url, paths, cookies, token, options.client == "naive", starts[i::processes], until, think_ms / 1000)
+                (url, paths, cookies, token, client == "naive", starts[i::processes], until, think_ms / 1000)
                 for i in range(processes)])
             cpu = CpuTally(server, worker, env["DATABASE_URL"])
             while not pending.ready():
@@ -476,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think-ms", default="1000,0",
                         help="each client's pause after an answer, in ms; a list runs each (1000: people and the job "
                              "page's polling; 0: clients that never pause, the server saturated)")
-    parser.add_argument("--client", choices=("browser", "naive"), default="browser",
-                        help="browser: conditional GETs and the job JSON polled with ?since=, as the job page does; "
+    parser.add_argument("--client", default="browser",
+                        help="a list of: browser: conditional GETs and the job JSON polled with ?since=, as the job page does; "
                              "naive: the API's whole job JSON every time, nothing conditional (the earlier client)")
     parser.add_argument("--client-processes", type=int, default=4,
                         help="processes the clients are spread over (threads in each), so no one GIL queues them all")
@@ -496,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("the load benchmark runs on loopback only: REDIS_URL must be 127.0.0.1")
 
     servers = [server_kind(text) for text in options.servers.split(",")]
+    clients = [name.strip() for name in options.client.split(",")]
+    if not clients or set(clients) - {"browser", "naive"}:
+        raise SystemExit("--client is a list of browser and naive")
     recreate_database(database_url)
     log_dir = Path(os.environ.get("OUT", ROOT / "var" / "load-bench"))
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -507,9 +358,11 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for think_ms in [int(t) for t in options.think_ms.split(",")]:
-        for kind, sizes in servers:
-            print(f"{server_label(kind, sizes)}: {options.clients} clients pausing {think_ms} ms, for {options.seconds:.0f} s ...", flush=True)
-            rows.append(run_phase(kind, sizes, think_ms, env, setup, options, log_dir).row(options.trials))
+        for client in clients:
+            for kind, sizes in servers:
+                print(f"{server_label(kind, sizes)}: {options.clients} {client} clients pausing {think_ms} ms, "
+                      f"for {options.seconds:.0f} s ...", flush=True)
+                rows.append(run_phase(kind, sizes, think_ms, client, env, setup, options, log_dir).row(options.trials))
 
     from tunerweb.up import web_server_sizes
 
@@ -529,14 +382,13 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"{options.clients} concurrent clients for {options.seconds:.0f} s, each a keep-alive session asking in turn for a "
         "leaderboard page (TopHub's C12 workload), the job's page and the job's JSON and pausing (the pause column) "
-        f"after each answer, while a replay worker runs an {options.trials}-trial job. "
-        + ("The clients behave as a browser on the pages does: each keeps the ETags it was answered with and asks "
-           "again with If-None-Match (a 304 counts as an answer), and reads the job's JSON as the job page's script "
-           "does, `/jobs/<id>/progress.json` whole once, then with `?since=` the points stored after the last it has. "
-           if options.client == "browser" else
-           "The clients are naive: the API's whole job JSON (`/api/jobs/<id>/`, every point) every time, nothing "
-           "conditional. ")
-        + f"They run as {options.client_processes} processes of threads, their first requests spread over one pause, "
+        f"after each answer, while a replay worker runs a job of {options.trials} trials (the load starts once its "
+        "first batch is stored). Browser clients (the client column) ask as a browser on the pages does: each keeps the "
+        "ETags it was answered with and asks again with If-None-Match (a 304 counts as an answer), and reads the job's "
+        "JSON as the job page's script does, `/jobs/<id>/progress.json` whole once, then with `?since=` the points "
+        "stored after the last it has; naive clients ask for the API's whole job JSON (`/api/jobs/<id>/`, every "
+        "point) every time, nothing conditional (the benchmark's earlier client). "
+        f"They run as {options.client_processes} processes of threads, their first requests spread over one pause, "
         "after each page was asked for twice (a server just started compiles its templates and fills its cache). "
         f"gunicorn's workers x threads are in the server column (`./tw up` runs {workers}x{threads} on this "
         "machine); the development server is `runserver --noreload` (`./tw up --dev-server`). The load generator, "
