@@ -22,13 +22,14 @@ import pstats
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from benchmarks.load import RECORDING, TOPHUB, recreate_database
 
-PATHS = ("leaderboard", "job page", "job JSON (API)", "job poll")
+PATHS = ("leaderboard", "job page", "job JSON (API)", "job poll", "job poll since", "leaderboard 304")
 
 
-def set_up(trials: int, reuse: bool) -> dict:
+def set_up(trials: int, reuse: bool, tophub=TOPHUB) -> dict:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.urls import reverse
@@ -47,7 +48,7 @@ def set_up(trials: int, reuse: bool) -> dict:
         job = Job.objects.get(owner=user)
     else:
         call_command("migrate", "--noinput", verbosity=0)
-        call_command("import_records", str(TOPHUB), verbosity=0)
+        call_command("import_records", str(tophub), verbosity=0)
         user = get_user_model().objects.create_user("costtest", password="cost-test-password-1")
         config = replay_config(RECORDING)
         worker = register(config)
@@ -63,15 +64,23 @@ def set_up(trials: int, reuse: bool) -> dict:
         "job page": reverse("jobs:detail", args=[job.pk]),
         "job JSON (API)": f"/api/jobs/{job.pk}/",
         "job poll": reverse("jobs:progress", args=[job.pk]),
+        # What the page asks once it has every point: nothing new since the run's last record.
+        "job poll since": reverse("jobs:progress", args=[job.pk]) + "?since=" + ",".join(
+            f"{run.pk}:{run.records().order_by('-pk').values_list('pk', flat=True).first()}" for run in job.runs.all()),
+        "leaderboard 304": reverse("records:leaderboard", args=[workload.pk]),
     }}
 
 
-def measure(client, path: str, headers: dict, repeat: int) -> dict:
+def measure(client, path: str, headers: dict, repeat: int, conditional: bool = False) -> dict:
+    """`conditional`: asked with the ETag of the first answer, as a browser asks again (a 304)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     for _ in range(3):  # warm: templates compiled, connection open
-        assert client.get(path, headers=headers).status_code == 200, path
+        first = client.get(path, headers=headers)
+        assert first.status_code == 200, path
+    if conditional:
+        headers = {**headers, "If-None-Match": first["ETag"]}
     walls, cpus = [], []
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -89,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=40)
     parser.add_argument("--trials", type=int, default=800)
     parser.add_argument("--profile", choices=PATHS, default=None)
+    parser.add_argument("--tophub", type=Path, default=TOPHUB, help="TVM's TopHub CUDA log, for the leaderboards")
     parser.add_argument("--reuse", action="store_true", help="the database as an earlier run left it (no set-up)")
     options = parser.parse_args(argv)
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
@@ -104,19 +114,20 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
 
     settings.ALLOWED_HOSTS.append("testserver")  # the test client's host (not setup_test_environment: it slows rendering)
-    setup = set_up(options.trials, options.reuse)
+    setup = set_up(options.trials, options.reuse, options.tophub)
     client = Client()
     client.force_login(setup["user"])
     headers = {"Authorization": f"Token {setup['token']}"}
     if options.profile:
         profiler = cProfile.Profile()
-        profiler.runcall(measure, client, setup["paths"][options.profile], headers, options.repeat)
+        profiler.runcall(measure, client, setup["paths"][options.profile], headers, options.repeat,
+                         options.profile.endswith("304"))
         pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(40)
         return 0
     print("| request | median ms | mean ms | CPU ms | queries | KB |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in PATHS:
-        row = measure(client, setup["paths"][name], headers, options.repeat)
+        row = measure(client, setup["paths"][name], headers, options.repeat, name.endswith("304"))
         print(f"| {name} | {row['median_ms']:.1f} | {row['mean_ms']:.1f} | {row['cpu_ms']:.1f} | {row['queries']} "
               f"| {row['kb']:.0f} |", flush=True)
     return 0

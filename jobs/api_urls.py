@@ -1,10 +1,12 @@
 from django.urls import path
 
+from tunerweb.conditional import conditional
+
 from . import api, network_api
 
 urlpatterns = [
     path("jobs/", api.JobListCreate.as_view(), name="api-jobs"),
-    path("jobs/<int:pk>/", api.JobDetail.as_view(), name="api-job"),
+    path("jobs/<int:pk>/", conditional(api.JobDetail.as_view()), name="api-job"),
     path("jobs/<int:pk>/cancel/", api.JobCancel.as_view(), name="api-job-cancel"),
     path("network-jobs/", network_api.NetworkJobListCreate.as_view(), name="api-network-jobs"),
     path("network-jobs/<int:pk>/", network_api.NetworkJobDetail.as_view(), name="api-network-job"),

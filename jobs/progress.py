@@ -35,9 +35,11 @@ def leaderboard_best_for(run: JobRun):
 
 
 def _rival_pk(run: JobRun) -> int | None:
-    """`leaderboard_best_for`'s id, worked out once per state of the workload's records."""
-    key = (f"rival:{run.workload.pk}:{workload_records_version(run.workload.pk)}:{run.device_id}:"
-           f"{run.best_record_id}:{viewer_key(run.job.owner)}")
+    """`leaderboard_best_for`'s id, worked out once per state of the workload's records outside
+    the run's own batch, and of the run's best: a running job stores a batch every second or so,
+    and none of its records but its best can be the rival (one that beat the best would be it)."""
+    others = workload_records_version(run.workload.pk, excluding_batch=run.batch_id)
+    key = f"rival:{run.workload.pk}:{others}:{run.batch_id}:{run.device_id}:{run.best_record_id}:{viewer_key(run.job.owner)}"
     return cached(key, lambda: getattr(leaderboard_best_for(run), "pk", None))
 
 
@@ -219,7 +221,9 @@ def job_progress(job: Job, since: dict[int, int] | None = None) -> dict:
     """Everything the job page shows. `settled` turns true once no worker will store another
     trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
     `since` (run id -> the last record id the page has of it) leaves out the points it has."""
-    runs = list(job.runs.with_figures().select_related("worker", "job__workload", "job__owner"))
+    # Fetched through `job.runs`, each run's `job` is `job` itself (with the workload and owner
+    # the caller selected): joining them again would only make the query slower to build.
+    runs = list(job.runs.with_figures().select_related("worker"))
     progress = [run_progress(run, (since or {}).get(run.pk)) for run in runs]
     return {
         **job_summary(job, runs), "runs": progress,

@@ -17,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
+from tunerweb.conditional import conditional
 
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
@@ -91,6 +92,7 @@ def remeasure(request):
 
 
 @login_required
+@conditional
 def detail(request, pk: int):
     job = _job_for(request, pk)
     progress = job_progress(job)
@@ -103,6 +105,7 @@ def detail(request, pk: int):
 
 
 @login_required
+@conditional
 def progress(request, pk: int):
     """The job page's poll; `?since=<run>:<record>,...` leaves out the points the page has."""
     job = _job_for(request, pk)

@@ -37,9 +37,13 @@ def workload_generation(workload_id: int) -> int:
     return cache.get(_generation_key(workload_id), 0)
 
 
-def workload_records_version(workload_id: int) -> str:
-    """The state of a workload's records (all of them: what a viewer may read is keyed apart)."""
-    found = MeasurementRecord.objects.filter(workload_id=workload_id).aggregate(n=Count("id"), last=Max("id"))
+def workload_records_version(workload_id: int, excluding_batch: int | None = None) -> str:
+    """The state of a workload's records (all of them: what a viewer may read is keyed apart),
+    or of those outside one batch: what a running job's own records do not change."""
+    records = MeasurementRecord.objects.filter(workload_id=workload_id)
+    if excluding_batch is not None:
+        records = records.exclude(batch_id=excluding_batch)
+    found = records.aggregate(n=Count("id"), last=Max("id"))
     return f"{found['n']}.{found['last']}.{workload_generation(workload_id)}"
 
 

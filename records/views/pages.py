@@ -8,6 +8,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from tunerweb.cache import cached
+from tunerweb.conditional import conditional
 
 from .. import csvout
 from ..charts import devices_chart, roofline_chart, speedups_chart, workload_chart
@@ -88,6 +89,7 @@ def home(request):
 
 
 @public_read
+@conditional
 def leaderboard(request, pk: int):
     workload = get_object_or_404(Workload, pk=pk)
     form = LeaderboardForm(request.GET)
