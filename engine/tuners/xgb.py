@@ -5,13 +5,11 @@ loop for small batches while it has measured few configs (`first_batch`, 4, grow
 quarter of what it has measured up to the loop's batch size). It refits an XGBoost
 ranking model on all measured configs (failures as the worst score) after every batch,
 every `refit_every` measurements (16) once batches are that large: the first model acts
-after 4 trials, not after a batch of 16. Those first trials (with no transfer) are spread
-over the knobs' values, the most knobs apart of a random pool, not drawn uniformly.
+after 4 random trials, not after a batch of 16.
 After each refit simulated annealing over the space finds the
 `plan_size * diversity_filter_ratio` configs the model likes best, of which a diverse
-`plan_size` (16) are kept (greedy: predicted rank plus one point per knob value not yet in
-the plan; 16 rather than 32 keeps the plan to the model's surest picks, better on all seven
-spaces tried, docs/benchmarks/tuners.md). A batch takes, in turn, the plan's next config and one of the model's favourite
+`plan_size` are kept (greedy: predicted rank plus one point per knob value not yet in the
+plan). A batch takes, in turn, the plan's next config and one of the model's favourite
 one-knob moves from the best configs measured (`local_share` of the batch, a quarter:
 local search, which a model that underrates a narrow optimum's surroundings misses);
 each slot is, with probability `epsilon`, a uniform random config instead, so the model
@@ -34,8 +32,6 @@ from .sa import SimulatedAnnealingOptimizer
 # Local moves start from the best few configs measured, at most this many steps from each.
 _INCUMBENTS = 4
 _STEPS_PER_INCUMBENT = 64
-# The spread first batch picks from this many random configs per slot.
-_SPREAD_POOL = 64
 
 
 class XGBTuner(Tuner):
@@ -45,7 +41,7 @@ class XGBTuner(Tuner):
         self,
         task,
         seed=None,
-        plan_size: int = 16,
+        plan_size: int = 32,
         refit_every: int = 16,
         diversity_filter_ratio: float = 2.0,
         epsilon: float = 0.05,
@@ -98,13 +94,10 @@ class XGBTuner(Tuner):
         return max(1, min(allowed, max(self.first_batch, int(self.batch_growth * len(self.visited)))))
 
     def _propose(self, n):
-        # Before any measurement or model (no transfer), the first batch is spread out.
         # A batch mixes the model's plan with the model's best one-knob moves from the best
         # configs measured (local search, what basin hopping exploits), best of each first;
         # each slot is a uniform random config with probability epsilon, so exploration
         # happens in every batch.
-        if not self._measured and not self._plan:
-            return self._spread(n)
         local = iter(self._local_moves(round(self.local_share * n)) if self._measured else ())
         proposed, taken = [], set()
         for slot in range(n):
@@ -123,22 +116,6 @@ class XGBTuner(Tuner):
                 proposed.append(pick)
                 taken.add(pick.index)
         return proposed  # the base class fills what is missing at random
-
-    def _spread(self, n):
-        """`n` configs far apart in knob values: greedy maximin of the number of knobs that
-        differ, over a pool of random ones. A handful of uniform draws of a restricted space
-        repeat its common knob values and miss its rare ones; spread, the first model sees
-        more of each knob (broadcast's two tactics, dedispersion's small tiles)."""
-        pool = self.random_unvisited(min(len(self.space), _SPREAD_POOL * n))
-        if not pool:
-            return []
-        digits = np.array([c.digits for c in pool])
-        picked = [0]
-        nearest = (digits != digits[0]).sum(axis=1)
-        while len(picked) < min(n, len(pool)):
-            picked.append(int(np.argmax(nearest)))
-            nearest = np.minimum(nearest, (digits != digits[picked[-1]]).sum(axis=1))
-        return [pool[i] for i in picked]
 
     def _local_moves(self, n):
         """Up to `n` unvisited valid configs one knob away from the best measured ones, the
