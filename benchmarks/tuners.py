@@ -149,9 +149,7 @@ def main(argv=None) -> int:
     names = options.spaces or all_names
     every = [*OURS, *(f"{t}+transfer" for t in TRANSFER)] + [f"kt:{s}" for s in kt_peers.STRATEGIES]
     tuners = options.tuners or every
-    kept = {}
-    for path in options.keep or ():
-        kept.update(read_kept_rows(Path(path), set(names), set(tuners)))
+    kept = read_kept(options.keep or (), set(names), set(tuners))
     shown = [t for t in every if t in tuners or any(key[1] == t for key in kept)]
     shown += [t for t in tuners if t not in shown]
 
@@ -179,6 +177,15 @@ def main(argv=None) -> int:
     if options.out:
         Path(options.out).write_text(report, encoding="utf-8")
     return 0
+
+
+def read_kept(paths, spaces: set[str], running: set[str]) -> dict[tuple[str, str], tuple]:
+    """The kept rows of several earlier outputs: a later file's row of a (space, tuner) replaces
+    an earlier file's (a rerun with more seeds supersedes the committed table's)."""
+    kept = {}
+    for path in paths:
+        kept.update(read_kept_rows(Path(path), spaces, running))
+    return kept
 
 
 def read_kept_rows(path: Path, spaces: set[str], running: set[str]) -> dict[tuple[str, str], tuple]:
