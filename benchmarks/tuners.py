@@ -137,9 +137,9 @@ def main(argv=None) -> int:
     parser.add_argument("--share", type=float, default=0.95)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", help="write the markdown tables here too")
-    parser.add_argument("--keep", metavar="TABLES", help="an earlier output of this script: the rows of tuners "
-                        "not run now are taken from it (the same seeds replay the same runs while a tuner's "
-                        "code is unchanged)")
+    parser.add_argument("--keep", metavar="TABLES", nargs="+", help="earlier outputs of this script: the rows of "
+                        "tuners not run now are taken from them, a later file's row replacing an earlier one's "
+                        "(the same seeds replay the same runs while a tuner's code is unchanged)")
     options = parser.parse_args(argv)
     hub = options.hub if Path(options.hub).is_dir() else None
     if hub is None:
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     names = options.spaces or all_names
     every = [*OURS, *(f"{t}+transfer" for t in TRANSFER)] + [f"kt:{s}" for s in kt_peers.STRATEGIES]
     tuners = options.tuners or every
-    kept = read_kept_rows(Path(options.keep), set(names), set(tuners)) if options.keep else {}
+    kept = read_kept(options.keep or (), set(names), set(tuners))
     shown = [t for t in every if t in tuners or any(key[1] == t for key in kept)]
     shown += [t for t in tuners if t not in shown]
 
@@ -177,6 +177,15 @@ def main(argv=None) -> int:
     if options.out:
         Path(options.out).write_text(report, encoding="utf-8")
     return 0
+
+
+def read_kept(paths, spaces: set[str], running: set[str]) -> dict[tuple[str, str], tuple]:
+    """The kept rows of several earlier outputs: a later file's row of a (space, tuner) replaces
+    an earlier file's (a rerun with more seeds supersedes the committed table's)."""
+    kept = {}
+    for path in paths:
+        kept.update(read_kept_rows(Path(path), spaces, running))
+    return kept
 
 
 def read_kept_rows(path: Path, spaces: set[str], running: set[str]) -> dict[tuple[str, str], tuple]:

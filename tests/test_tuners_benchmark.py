@@ -38,3 +38,18 @@ def test_kept_rows_are_the_earlier_tables_for_the_tuners_not_rerun(tmp_path):
         ("conv-A100", "tpe"): (101.0, 67.0, 135.0, 0.0, 2, 19.1),
         ("conv-A100", "kt:basinhopping"): (873, 873, 873, 1.0, 10, 191.7),  # "> budget" is budget + 1
     }
+
+
+def test_a_later_output_replaces_an_earlier_ones_row_and_keeps_the_rest(tmp_path):
+    earlier, later = tmp_path / "committed.md", tmp_path / "rerun.md"
+    earlier.write_text(EARLIER, encoding="utf-8")
+    later.write_text("""### conv-A100: 4362 configs, 1 within 95% of the best, budget 872
+
+| tuner | seeds | median trials [95 % CI] | seeds failing | seconds |
+|---|---:|---:|---:|---:|
+| tpe (budget 200) | 50 | > 200 [> 200–> 200] | 76% | 824.2 |
+""", encoding="utf-8")
+    kept = tuners_benchmark.read_kept([earlier, later], {"conv-A100"}, running={"xgb"})
+    assert kept[("conv-A100", "tpe")] == (201, 201, 201, 0.76, 50, 824.2)
+    assert kept[("conv-A100", "kt:basinhopping")] == (873, 873, 873, 1.0, 10, 191.7)
+    assert tuners_benchmark.read_kept([later, earlier], {"conv-A100"}, running={"xgb"})[("conv-A100", "tpe")][4] == 2
