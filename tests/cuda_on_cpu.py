@@ -13,7 +13,9 @@ the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane 
 lane posts its operands in its warp's slots, the warp meets at a barrier, and each lane reads
 back what the PTX ISA's fragment layouts say it holds. wgmma's lanes each compute their own
 accumulators, reading shared memory where the matrix descriptors say the elements are (the
-128-byte swizzle applied), and mbarriers are counters of arrivals and completed phases. The products are summed in float32
+128-byte swizzle applied), as late as the PTX allows: a thread's wgmmas wait in commit groups
+and run when a `wait_group` retires them (copies land at once), so a stage reloaded while a
+group in flight still reads it gives a wrong C; mbarriers are counters of arrivals and completed phases. The products are summed in float32
 (the hardware's order of summation differs, within the kernels' tolerance).
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ _SHIM = r"""
 #include <barrier>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -157,8 +160,19 @@ inline void barrier_wait(unsigned bar, unsigned parity) {
     while ((mbarrier_at(bar).completed.load() & 1u) == parity) std::this_thread::yield();
 }
 inline void wgmma_fence() {}
-inline void wgmma_commit() {}
-inline void wgmma_wait_all() {}
+// wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a
+// wait_group retires them, so a stage overwritten while its group is in flight gives a wrong C.
+static thread_local std::vector<std::vector<std::function<void()>>> wgmma_groups;
+static thread_local std::vector<std::function<void()>> wgmma_open;
+inline void wgmma_commit() { wgmma_groups.push_back(std::move(wgmma_open)); wgmma_open.clear(); }
+template <int PENDING> inline void wgmma_wait() {
+    while (wgmma_groups.size() > (size_t)PENDING) {
+        for (auto& product : wgmma_groups.front()) product();
+        wgmma_groups.erase(wgmma_groups.begin());
+    }
+}
+template <int COUNT> inline void registers_down() {}
+template <int COUNT> inline void registers_up() {}
 inline void hold(float&) {}
 // The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
 // row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
@@ -171,7 +185,7 @@ template <Mma KIND> inline float operand(unsigned address) {
 // m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address),
 // B N-major (8-k groups SBO apart, 64-column panels LBO apart); this thread's accumulators: warp w
 // of the warpgroup, lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
-template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+template <int N, Mma KIND> inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
     const unsigned a_start = descriptor_field(a, 0), a_stride = descriptor_field(a, 32);
     const unsigned b_start = descriptor_field(b, 0), b_leading = descriptor_field(b, 16), b_stride = descriptor_field(b, 32);
     const unsigned t = linear_thread() % 128, warp = t / 32, g = (t % 32) / 4, q = t % 4;
@@ -184,6 +198,9 @@ template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long 
                      * operand<KIND>(b_start + (col / 64) * b_leading + (k / 8) * b_stride + (k % 8) * 128 + 2 * (col % 64));
             d[4 * j + i] = sum;
         }
+}
+template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+    wgmma_open.push_back([=] { wgmma_now<N, KIND>(d, a, b); });
 }
 #define WGMMA_SHAPES(P, KIND) \
     inline void wgmma_##P##_m64n64(float (&d)[32], unsigned long long a, unsigned long long b) { wgmma_lanes<64, KIND>(d, a, b); } \

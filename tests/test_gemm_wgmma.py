@@ -173,6 +173,11 @@ CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-ov
     (40, 256, 72, "float16", dict(block_m=64, block_n=256, stages=2, consumers=1, producer=0)),
     (200, 72, 328, "bfloat16", dict(block_m=64, block_n=64, stages=4, consumers=1, producer=1, raster=4)),
     (260, 64, 64, "float16", dict(block_m=256, block_n=64, stages=2, consumers=4, producer=0)),
+    # A group left in flight (3 and 4 stages): the emulator runs copies and products as late as
+    # their waits allow, so a stage reloaded while its group still reads it gives a wrong C.
+    (70, 136, 456, "bfloat16", dict(block_m=64, block_n=128, stages=4, consumers=1, producer=0)),
+    (130, 64, 264, "float16", dict(block_m=128, block_n=64, stages=3, consumers=2, producer=0)),
+    (136, 200, 392, "bfloat16", dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1)),  # setmaxnreg
 ]
 
 

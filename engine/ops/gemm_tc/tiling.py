@@ -73,6 +73,11 @@ SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: what the swizzle permutes with
 MBARRIER_BYTES = 8
 # Registers a wgmma thread needs besides accumulators: descriptors, addresses, loop counters.
 WGMMA_REGISTER_OVERHEAD = 40
+# The register file of an SM (a block of __launch_bounds__(threads, 1) may hold all of it), and
+# what a warp-specialised producer thread keeps after setmaxnreg.dec: its unrolled cp.async
+# addresses need it (ptxas spills the 128x256 loader below about 96; 120 leaves consumers 192).
+REGISTER_FILE = 65536
+PRODUCER_REGISTERS = 120
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -158,6 +163,40 @@ class GemmTcTiling:
     def wgmma_stage_bytes(self) -> int:
         """One step's A (block_m rows) and B (block_k rows), each row one 128-byte swizzle row."""
         return (self.block_m + self.block_k * self.block_n // (SWIZZLE_BYTES // self.element_bytes)) * SWIZZLE_BYTES
+
+    @property
+    def wgmma_pending(self) -> int:
+        """wgmma groups a consumer leaves in flight after issuing a step (CUTLASS keeps one):
+        its stage is released a step later, so it takes a ring of 3 or more."""
+        return 1 if self.stages >= 3 else 0
+
+    @property
+    def wgmma_lag(self) -> int:
+        """Steps the loads run ahead of the products: the ring less the steps being multiplied."""
+        return self.stages - 1 - self.wgmma_pending
+
+    @property
+    def launch_registers(self) -> int:
+        """Registers per thread __launch_bounds__(threads, 1) allows: a warp's share of the
+        register file, allocated 256 (8 a thread) at a time, at most 255."""
+        warps = -(-self.threads // 32)
+        return min(REGISTER_FILE // (warps * 256) * 8, 255)
+
+    @property
+    def producer_registers(self) -> int:
+        """wgmma producer 1 with 2 or more consumers: what the loading warpgroup keeps
+        (setmaxnreg.dec), 0 where nothing is moved (one consumer has 255 already)."""
+        return PRODUCER_REGISTERS if self.producer and self.consumers > 1 else 0
+
+    @property
+    def consumer_registers(self) -> int:
+        """What each consumer thread gets (setmaxnreg.inc): the block's registers less the
+        producer's, shared by the consumers, in steps of 8, at most 248 (so never more than
+        the block holds: a larger .inc would wait forever)."""
+        if not self.producer_registers:
+            return 0
+        spare = self.launch_registers * self.threads - self.producer_registers * WARPGROUP
+        return min(spare // (self.consumers * WARPGROUP) // 8 * 8, 248)
 
     @property
     def loaders(self) -> int:
