@@ -19,7 +19,7 @@ PRECISIONS = ["float16", "bfloat16", "tf32"]
 
 
 # An sm_80 GPU's limits for the configs it may run: no wgmma (Hopper's only).
-SM80_LIMITS = DeviceLimits(wgmma=False)
+SM80_LIMITS = DeviceLimits(wgmma=False, max_cluster_size=1)  # what for_device gives an A100
 
 
 def task_of(m, n, k, precision, limits=None):
@@ -128,6 +128,14 @@ CPU_CASES = [  # (M, N, K, config values): tails in M, N and K; sliced K; raster
     (70, 48, 88, dict(block_m=16, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=2, stages=3, raster=4)),
     (16, 64, 136, dict(block_m=16, block_n=32, block_k=64, warp_m=16, warp_n=16, warps_k=4, stages=4, raster=1)),
     (50, 72, 40, dict(block_m=64, block_n=64, block_k=16, warp_m=32, warp_n=32, warps_k=1, stages=3, raster=1)),
+    # split_k: a tile's K over a cluster (the emulator runs a cluster's blocks together), the
+    # partial tiles summed over the cluster's shared memory; uneven splits, tails, sliced K
+    (16, 64, 200, dict(block_m=16, block_n=32, block_k=32, warp_m=16, warp_n=16, warps_k=2, stages=3, raster=1,
+                       split_k=4)),
+    (37, 40, 488, dict(block_m=32, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=1, stages=2, raster=1,
+                       split_k=8)),
+    (20, 48, 96, dict(block_m=16, block_n=16, block_k=16, warp_m=16, warp_n=16, warps_k=1, stages=4, raster=1,
+                      split_k=2)),
 ]
 
 

@@ -144,6 +144,17 @@ class GemmTcTiling:
     mainloop: str = "mma_sync"
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
+    split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
+
+    @property
+    def k_steps_per_split(self) -> int:
+        """Steps of block_k each split of a tile runs (the last may run fewer)."""
+        return -(-self.k_tiles // self.split_k)
+
+    @property
+    def partial_bytes(self) -> int:
+        """split_k > 1: each warp group's partial tile, in shared memory for the cluster's sum."""
+        return self.warps_k * self.block_m * self.block_n * FLOAT_BYTES if self.split_k > 1 else 0
 
     @property
     def wgmma(self) -> bool:
@@ -184,9 +195,10 @@ class GemmTcTiling:
 
     @property
     def producer_registers(self) -> int:
-        """wgmma producer 1 with 2 or more consumers: what the loading warpgroup keeps
-        (setmaxnreg.dec), 0 where nothing is moved (one consumer has 255 already)."""
-        return PRODUCER_REGISTERS if self.producer and self.consumers > 1 else 0
+        """wgmma producer 1 with 2 consumers (384 threads, 168 registers each at launch): what
+        the loading warpgroup keeps (setmaxnreg.dec); 0 where nothing is moved: one consumer
+        has 255 already, and 4 leave too few at launch (ptxas gives 640 threads 88) to share."""
+        return PRODUCER_REGISTERS if self.producer and self.consumers == 2 else 0
 
     @property
     def consumer_registers(self) -> int:
@@ -279,7 +291,7 @@ class GemmTcTiling:
     def shared_bytes(self) -> int:
         if self.wgmma:  # the ring, slack to align it to a swizzle atom, a full and an empty barrier per stage
             return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
-        return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes)
+        return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes, self.partial_bytes)
 
     @property
     def tiles_m(self) -> int:
@@ -295,7 +307,7 @@ class GemmTcTiling:
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.tiles_m * self.tiles_n, 1, 1)
+        return (self.tiles_m * self.tiles_n, 1, self.split_k)
 
     @property
     def registers(self) -> int:
@@ -332,12 +344,17 @@ class GemmTcTiling:
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
+        if self.split_k > 1 and self.k_steps_per_split * (self.split_k - 1) >= self.k_tiles:
+            return (f"split_k {self.split_k} leaves a split without a step: K {self.k} is "
+                    f"{self.k_tiles} step(s) of {self.block_k}")
         return None
 
     def _why_not_wgmma(self) -> str | None:
         if self.precision == "tf32":
             return ("wgmma takes TF32 operands K-major only and this B is row-major (N-major): "
                     "tf32 runs on the mma_sync mainloop")
+        if self.split_k != 1:
+            return "split_k is the mma_sync mainloop's knob: wgmma configs leave it at 1"
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         if self.block_k != WGMMA_BLOCK_K:
@@ -358,5 +375,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
-        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
+        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
     )
