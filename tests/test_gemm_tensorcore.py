@@ -132,7 +132,7 @@ CPU_CASES = [  # (M, N, K, config values): tails in M, N and K; sliced K; raster
     # partial tiles summed over the cluster's shared memory; uneven splits, tails, sliced K
     (16, 64, 200, dict(block_m=16, block_n=32, block_k=32, warp_m=16, warp_n=16, warps_k=2, stages=3, raster=1,
                        split_k=4)),
-    (37, 40, 488, dict(block_m=32, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=1, stages=2, raster=1,
+    (37, 40, 264, dict(block_m=32, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=1, stages=2, raster=1,
                        split_k=8)),
     (20, 48, 96, dict(block_m=16, block_n=16, block_k=16, warp_m=16, warp_n=16, warps_k=1, stages=4, raster=1,
                       split_k=2)),

@@ -227,12 +227,15 @@ def _sum_warp_groups(t: GemmTcTiling) -> str:
 
 
 def _k_range(t: GemmTcTiling) -> str:
-    """This block's steps: all of them, or (split_k > 1) the split's share, blockIdx.z its rank."""
+    """This block's steps: all of them, or (split_k > 1) the split's share, blockIdx.z its rank:
+    the first `k_tiles % split_k` splits one step more than the others."""
     if t.split_k == 1:
         return f"    const int k_first = 0, k_count = {t.k_tiles};"
-    per = t.k_steps_per_split
-    count = str(per) if per * t.split_k == t.k_tiles else f"min({per}, {t.k_tiles} - k_first)"
-    return f"    const int k_first = blockIdx.z * {per}, k_count = {count};"
+    base, more = divmod(t.k_tiles, t.split_k)
+    if more == 0:
+        return f"    const int k_first = blockIdx.z * {base}, k_count = {base};"
+    return (f"    const int k_first = blockIdx.z * {base} + min((int)blockIdx.z, {more}), "
+            f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);")
 
 
 def _cluster_sum(t: GemmTcTiling) -> str:

@@ -26,6 +26,12 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   `cvt.rna`). `warps_k` > 1 ("sliced K") cuts each step's K among that many warp groups, whose
   accumulators meet in shared memory at the end, summed in group order: a skinny shape (an
   LLM decode step, M = 16) gets more warps per output tile, so more loads in flight.
+* `split_k` > 1 (mma_sync; sm_90 clusters) cuts a tile's K steps over that many blocks of one
+  thread block cluster (grid z, the rank): each leaves its warp groups' partial tiles in its
+  shared memory, and after the cluster barrier each sums its share of the tile over the
+  cluster's blocks (split, then warp group order) straight into C: C is written once, no
+  workspace, no atomics. A decode step (M = 16: 128 tiles of 16x32) then streams B from
+  every SM. Only for shapes of few tiles (`SPLIT_K_MAX_TILES`).
 * Tails: M, N and K need not be multiples of the tiles (copies past an edge are zero-filled,
   stores past an edge skipped); a 16-byte copy must not straddle a row's end, so K and N
   must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a rule of the workload (its args
@@ -75,9 +81,13 @@ MBARRIER_BYTES = 8
 WGMMA_REGISTER_OVERHEAD = 40
 # The register file of an SM (a block of __launch_bounds__(threads, 1) may hold all of it), and
 # what a warp-specialised producer thread keeps after setmaxnreg.dec: its unrolled cp.async
-# addresses need it (ptxas spills the 128x256 loader below about 96; 120 leaves consumers 192).
+# addresses need it (ptxas spills the 128x256 loader below about 96, with tails in M, N and K
+# below about 128); 136 leaves each of 2 consumers 184, over the 168 they have without it.
 REGISTER_FILE = 65536
-PRODUCER_REGISTERS = 120
+# split_k > 1 only where the tiles of C number fewer than this (two waves of an H200's 132 SMs):
+# with more, every SM has tiles already, and a split only adds the partial tiles' sum.
+SPLIT_K_MAX_TILES = 264
+PRODUCER_REGISTERS = 136
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -145,11 +155,6 @@ class GemmTcTiling:
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
-
-    @property
-    def k_steps_per_split(self) -> int:
-        """Steps of block_k each split of a tile runs (the last may run fewer)."""
-        return -(-self.k_tiles // self.split_k)
 
     @property
     def partial_bytes(self) -> int:
@@ -344,7 +349,10 @@ class GemmTcTiling:
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
-        if self.split_k > 1 and self.k_steps_per_split * (self.split_k - 1) >= self.k_tiles:
+        if self.split_k > 1 and self.tiles_m * self.tiles_n >= SPLIT_K_MAX_TILES:
+            return (f"split_k is for shapes of few tiles of C: {self.tiles_m * self.tiles_n} tiles "
+                    f"({SPLIT_K_MAX_TILES} or more) fill the GPU without it")
+        if self.split_k > self.k_tiles:
             return (f"split_k {self.split_k} leaves a split without a step: K {self.k} is "
                     f"{self.k_tiles} step(s) of {self.block_k}")
         return None
