@@ -10,9 +10,10 @@
 * check: per precision (bf16, fp16, tf32), a handful of configs (`check_configs`) on small
   shapes with tails (M, N, K not multiples of any tile) and a decode shape, through the GPU
   measurer: its float64 reference and the precision's tolerance; a failing config is reported.
-* tune: per precision, 4096^3 and the 16x4096x4096 decode step, a fixed candidate list (a few
-  hand-picked tiles, then a seeded random sample of valid configs: `tune_configs`), all
-  records to an AutoTVM log.
+* tune: per precision, 4096^3 and the 16x4096x4096 decode step, then bf16's other decode steps
+  (64 and 128 x 4096 x 4096, 16 x 4096 x 14336) and 8192^3, tf32 last; a fixed candidate list
+  (hand-picked tiles, split-K ones on decode shapes, then a seeded random sample of valid
+  configs: `tune_configs`), all records to an AutoTVM log.
 * confirm: each tuned workload's fastest config re-timed by the confirmation protocol
   (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
   the default config, warm and cold); prints the table last.
