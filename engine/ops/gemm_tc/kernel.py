@@ -227,15 +227,15 @@ def _sum_warp_groups(t: GemmTcTiling) -> str:
 
 
 def _k_range(t: GemmTcTiling) -> str:
-    """This block's steps: all of them, or (split_k > 1) the split's share, blockIdx.z its rank:
-    the first `k_tiles % split_k` splits one step more than the others."""
+    """split_k > 1: this block's share of the steps, blockIdx.z its rank (the first
+    `k_tiles % split_k` splits one step more than the others); split_k 1 runs all of them."""
     if t.split_k == 1:
-        return f"    const int k_first = 0, k_count = {t.k_tiles};"
+        return ""
     base, more = divmod(t.k_tiles, t.split_k)
     if more == 0:
-        return f"    const int k_first = blockIdx.z * {base}, k_count = {base};"
+        return f"    const int k_first = blockIdx.z * {base}, k_count = {base};\n"
     return (f"    const int k_first = blockIdx.z * {base} + min((int)blockIdx.z, {more}), "
-            f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);")
+            f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);\n")
 
 
 def _cluster_sum(t: GemmTcTiling) -> str:
@@ -306,6 +306,8 @@ def _store(t: GemmTcTiling) -> str:
 def generate(t: GemmTcTiling) -> KernelSource:
     element = "float" if t.precision == "tf32" else "unsigned short"
     compute = _compute_tf32(t) if t.precision == "tf32" else _compute_16bit(t)
+    # split_k 1 keeps the step count a literal (and the source as it was before split_k came)
+    count, first = (str(t.k_tiles), "") if t.split_k == 1 else ("k_count", f"k_first * {t.block_k} + ")
     code = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef {element} ELEM;
@@ -320,8 +322,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
     const int wm = wmn / {t.warps_n}, wn = wmn % {t.warps_n};
 {_tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-{_k_range(t)}
-    float acc[{t.frags_m}][{t.frags_n}][4];
+{_k_range(t)}    float acc[{t.frags_m}][{t.frags_n}][4];
 #pragma unroll
     for (int mi = 0; mi < {t.frags_m}; ++mi)
 #pragma unroll
@@ -332,18 +333,18 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
     // The ring: stages - 1 steps in flight before the first product.
 #pragma unroll
     for (int s = 0; s < {t.stages - 1}; ++s) {{
-        if (s < k_count) load_stage(stages + s * {t.stage_elements}, stages + s * {t.stage_elements} + {t.block_m * t.a_stride},
-                                    A, B, row0, col0, (k_first + s) * {t.block_k}, tid);
+        if (s < {count}) load_stage(stages + s * {t.stage_elements}, stages + s * {t.stage_elements} + {t.block_m * t.a_stride},
+                                        A, B, row0, col0, {first}s * {t.block_k}, tid);
         copy16_commit();
     }}
 #pragma unroll 1
-    for (int kt = 0; kt < k_count; ++kt) {{
+    for (int kt = 0; kt < {count}; ++kt) {{
         copy16_wait<{t.stages - 2}>();
         __syncthreads();  // step kt has landed for every thread, and step kt - 1's buffer is free
         const int next = kt + {t.stages - 1};
-        if (next < k_count) {{
+        if (next < {count}) {{
             ELEM* ns = stages + (next % {t.stages}) * {t.stage_elements};
-            load_stage(ns, ns + {t.block_m * t.a_stride}, A, B, row0, col0, (k_first + next) * {t.block_k}, tid);
+            load_stage(ns, ns + {t.block_m * t.a_stride}, A, B, row0, col0, {first}next * {t.block_k}, tid);
         }}
         copy16_commit();
         const ELEM* as = stages + (kt % {t.stages}) * {t.stage_elements};
