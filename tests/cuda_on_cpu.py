@@ -2,7 +2,7 @@
 
 The kernel text is compiled by g++ as C++ with a thin shim: every CUDA thread of
 a block is an OS thread, `__syncthreads()` is a `std::barrier`, `__shared__`
-storage is shared by the block's threads, and blocks run one after another (so
+storage is shared by the block's threads, and blocks (clusters) run one after another (so
 atomics need no locking). `__CUDA_ARCH__` is undefined, so kernels take their
 pre-Ampere paths (plain copies instead of `cp.async`); the PTX-only paths are
 covered by the NVRTC compile tests and the GPU tests. Small shapes only: a
@@ -15,8 +15,11 @@ back what the PTX ISA's fragment layouts say it holds. wgmma's lanes each comput
 accumulators, reading shared memory where the matrix descriptors say the elements are (the
 128-byte swizzle applied), as late as the PTX allows: a thread's wgmmas wait in commit groups
 and run when a `wait_group` retires them (copies land at once), so a stage reloaded while a
-group in flight still reads it gives a wrong C; mbarriers are counters of arrivals and completed phases. The products are summed in float32
-(the hardware's order of summation differs, within the kernels' tolerance).
+group in flight still reads it gives a wrong C; mbarriers are counters of arrivals and completed
+phases. The products are summed in float32 (the hardware's order of summation differs, within
+the kernels' tolerance). A kernel's `__cluster_dims__` blocks run together, each with its own
+shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
+another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
 """
 from __future__ import annotations
 

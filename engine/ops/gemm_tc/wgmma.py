@@ -24,13 +24,13 @@ tensor cores fast enough. The schedule:
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
   producer threads arrive when their copies of step s landed and were fenced) and
-  `empty[s]` (every consumer thread arrives once its wgmma of step s completed).
+  `empty[s]` (every consumer thread arrives once its wgmma group of step s retired).
 * Per step: `wgmma.fence`, 4 k16 instructions per m64 tile, `commit_group`, then (rings of
   3 or more) `wait_group 1`: the step's group stays in flight while the next is issued, and
   the stage of the step before is released (the loads run `stages - 2` steps ahead); a
-  2-stage ring waits for its group (`wait_group 0`). Warp-specialised blocks of 2 or more
-  consumers move registers from the producer to the consumers (`setmaxnreg`). Accumulators start at zero; the epilogue stores them to
-  the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
+  2-stage ring waits for its group (`wait_group 0`). Warp-specialised blocks of 2 consumers
+  move registers from the producer to the consumers (`setmaxnreg`). Accumulators start at
+  zero; the epilogue stores them to the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
 
 TF32 is not offered: wgmma reads TF32 operands K-major only, and this workload's B is
 row-major (N-major); those configs are refused by the validity rules.
