@@ -82,12 +82,12 @@ SPLIT_TILES = [(16, 32, 32, 16, 16, 1, 3, 2), (32, 64, 32, 16, 32, 2, 3, 4), (16
                (64, 64, 64, 32, 32, 1, 4, 4)]
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("precision", ["bfloat16", "tf32"])
 @pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1000), (130, 64, 520), (16, 4096, 4096)])
 def test_split_k_configs_sum_their_cluster_into_c(measurer, precision, shape):
     """Tails in M, N and K; the runner fills C with NaN before each check, so every element of
     C must be written (once: the splits' partial tiles meet in the cluster's shared memory)."""
-    if measurer.device.compute_capability.split(".")[0] < "9":
+    if int(measurer.device.compute_capability.split(".")[0] or 0) < 9:
         pytest.skip("clusters need sm_90 or newer")
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
                               DeviceLimits.for_device(measurer.device))
