@@ -10,9 +10,10 @@
 * check: per precision (bf16, fp16, tf32), a handful of configs (`check_configs`) on small
   shapes with tails (M, N, K not multiples of any tile) and a decode shape, through the GPU
   measurer: its float64 reference and the precision's tolerance; a failing config is reported.
-* tune: per precision, 4096^3 and the 16x4096x4096 decode step, a fixed candidate list (a few
-  hand-picked tiles, then a seeded random sample of valid configs: `tune_configs`), all
-  records to an AutoTVM log.
+* tune: per precision, 4096^3 and the 16x4096x4096 decode step, then bf16's other decode steps
+  (64 and 128 x 4096 x 4096, 16 x 4096 x 14336) and 8192^3, tf32 last; a fixed candidate list
+  (hand-picked tiles, split-K ones on decode shapes, then a seeded random sample of valid
+  configs: `tune_configs`), all records to an AutoTVM log.
 * confirm: each tuned workload's fastest config re-timed by the confirmation protocol
   (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
   the default config, warm and cold); prints the table last.
@@ -47,8 +48,13 @@ from engine.workloads import GEMM_TC_PRECISIONS, gemm_tc_args  # noqa: E402
 PRECISIONS = list(GEMM_TC_PRECISIONS.values())  # bfloat16, float16, tf32
 CHECK_SHAPES = [(200, 264, 136), (16, 512, 1024), (130, 64, 520)]  # (M, N, K); tails everywhere
 TUNE_SHAPES = [("4096^3", 4096, 4096, 4096), ("16x4096x4096", 16, 4096, 4096)]
+# bf16 only, after every precision's two (the budget stops starting workloads, so last goes first):
+# the other decode steps of issue 18 and the large square.
+MORE_BF16_SHAPES = [("64x4096x4096", 64, 4096, 4096), ("128x4096x4096", 128, 4096, 4096),
+                    ("16x4096x14336", 16, 4096, 14336), ("8192^3", 8192, 8192, 8192)]
 RANDOM_CHECKS = 3
-RANDOM_TUNES = 18
+RANDOM_TUNES = 8
+DECODE_M = 128  # M up to this: a decode step (few tiles of C; split-K and narrow tiles)
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warps_k", "stages", "raster")
 # Hand-picked tiles: CUTLASS-like 128x256 / 256x128 with 64x64 warps for the square shapes; for
 # a decode step one 16-row tile of A and narrow, deep tiles of B over many blocks (sliced K).
@@ -76,6 +82,24 @@ WGMMA_CHECK_PICKS = [
     (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0),
 ]
 WGMMA_SQUARE_CHECK = (128, 256, 4, 8, 2, 1)  # run at 4096^3 by check --only wgmma
+# split_k (mma_sync): a tile's K over a cluster of that many blocks, so a decode step's few
+# tiles of C keep every SM streaming B. Per decode M, the mma_sync knobs then split_k.
+SPLIT_KNOBS = (*KNOBS, "split_k")
+SPLIT_DECODE_PICKS = {
+    16: [(16, 32, 128, 16, 32, 4, 4, 1, 2), (16, 32, 128, 16, 16, 4, 4, 1, 4), (16, 64, 128, 16, 32, 4, 4, 1, 4),
+         (16, 64, 64, 16, 32, 2, 4, 1, 8), (16, 32, 64, 16, 16, 2, 4, 1, 8), (16, 128, 128, 16, 32, 4, 3, 1, 8),
+         (16, 64, 128, 16, 16, 4, 4, 1, 2)],
+    64: [(64, 64, 64, 32, 32, 1, 4, 1, 4), (64, 64, 128, 32, 32, 2, 3, 1, 4), (32, 64, 128, 16, 32, 4, 3, 1, 4),
+         (64, 128, 64, 32, 64, 1, 4, 1, 2), (64, 32, 128, 32, 16, 4, 3, 1, 8), (64, 64, 64, 32, 32, 1, 4, 1, 8),
+         (64, 128, 32, 64, 32, 1, 4, 1, 1), (64, 64, 64, 32, 32, 1, 4, 1, 1)],
+    128: [(128, 64, 64, 64, 32, 1, 4, 1, 4), (64, 64, 64, 32, 32, 1, 4, 1, 4), (128, 128, 64, 64, 64, 1, 3, 1, 2),
+          (128, 64, 128, 32, 32, 2, 3, 1, 4), (128, 128, 32, 64, 64, 1, 4, 1, 4), (64, 128, 64, 32, 64, 1, 4, 1, 2),
+          (128, 128, 32, 64, 64, 1, 4, 1, 1)],
+}
+WGMMA_MORE_DECODE_PICKS = [(128, 64, 4, 1, 2, 0), (128, 128, 4, 1, 1, 0), (128, 128, 4, 1, 2, 1), (64, 128, 4, 1, 1, 0)]
+# The check's split-K configs: uneven splits, sliced K, tails (those valid on each shape).
+SPLIT_CHECK_PICKS = [(16, 32, 32, 16, 16, 1, 3, 1, 2), (32, 64, 32, 16, 32, 2, 3, 1, 4),
+                     (16, 16, 64, 16, 16, 4, 4, 1, 8), (64, 64, 32, 32, 32, 1, 2, 1, 2), (16, 32, 32, 16, 16, 2, 4, 1, 8)]
 
 
 def task_of(m: int, n: int, k: int, precision: str):
@@ -112,13 +136,18 @@ def check_configs(task) -> list:
         return wgmma_picked(task, [WGMMA_SQUARE_CHECK])
     picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)[:3]
     return kept(distinct([task.default_config(), *picks, *wgmma_picked(task, WGMMA_CHECK_PICKS),
+                          *picked(task, SPLIT_CHECK_PICKS, SPLIT_KNOBS),
                           *task.config_space.sample(np.random.default_rng(task.params.m + task.params.k), RANDOM_CHECKS)]))
 
 
 def tune_configs(task) -> list:
-    decode = task.params.m <= 16
-    picks = picked(task, DECODE_PICKS if decode else SQUARE_PICKS)
-    wgmma = wgmma_picked(task, WGMMA_DECODE_PICKS if decode else WGMMA_SQUARE_PICKS)
+    m = task.params.m
+    decode = m <= DECODE_M
+    picks = picked(task, DECODE_PICKS if m <= 16 else [] if decode else SQUARE_PICKS)
+    if decode:
+        picks += picked(task, SPLIT_DECODE_PICKS[min(size for size in SPLIT_DECODE_PICKS if size >= m)], SPLIT_KNOBS)
+    wgmma = wgmma_picked(task, (WGMMA_DECODE_PICKS + (WGMMA_MORE_DECODE_PICKS if m > 16 else [])) if decode
+                         else WGMMA_SQUARE_PICKS)
     return kept(distinct([*picks, *wgmma, task.default_config(),
                           *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)]))
 
@@ -133,7 +162,11 @@ def check_tasks() -> list:
 
 
 def tune_tasks() -> list[tuple[str, object]]:
-    return [(f"{p} {tag}", task_of(m, n, k, p)) for p in precisions() for tag, m, n, k in TUNE_SHAPES]
+    """Every precision but tf32 first, then the more bf16 shapes, then tf32 (its 4096^3 runs long)."""
+    first = [p for p in precisions() if p != "tf32"]
+    tasks = [(f"{p} {tag}", task_of(m, n, k, p)) for p in first for tag, m, n, k in TUNE_SHAPES]
+    tasks += [(f"bfloat16 {tag}", task_of(m, n, k, "bfloat16")) for tag, m, n, k in MORE_BF16_SHAPES]
+    return tasks + [(f"tf32 {tag}", task_of(m, n, k, "tf32")) for tag, m, n, k in TUNE_SHAPES if "tf32" in precisions()]
 
 
 def relative_error(builder, task, config) -> float:

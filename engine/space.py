@@ -24,6 +24,12 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 Rule = Callable[["ConfigEntity"], "str | None"]
+# (controller knob, {its value: {knob: the value that knob stands at}}): a space whose configs
+# are invalid unless, for the controller's value, those knobs stand at those values (a
+# template's rule, e.g. one mainloop's knobs at their first value in the other's configs).
+# Random draws keep the pins, weighted to stay uniform over the configs that keep them, so
+# rejection sampling stays uniform over the valid ones and wastes no draws on pinned-off ones.
+Pins = tuple[str, dict[Any, dict[str, Any]]]
 
 SPLIT_POLICIES = ("factors", "power2", "candidate")
 # Spaces up to this size are enumerated once for sampling (the valid list is cached).
@@ -292,7 +298,8 @@ class ConfigSpace:
     """
 
     def __init__(self, knobs: Iterable[Knob], rules: Iterable[Rule] | None = None, *,
-                 legacy_swaps: Iterable[tuple[str, str]] = (), allowed: Iterable[int] | None = None):
+                 legacy_swaps: Iterable[tuple[str, str]] = (), allowed: Iterable[int] | None = None,
+                 pins: "Pins | None" = None):
         self.knobs: tuple[Knob, ...] = tuple(knobs)
         self.knob_names = [k.name for k in self.knobs]
         if len(set(self.knob_names)) != len(self.knob_names):
@@ -318,17 +325,41 @@ class ConfigSpace:
         self._used_options: list[list[int]] | None = None
         self._kept_digits: tuple[np.ndarray, np.ndarray] | None = None
         self._validity: dict[int, bool] = {}
+        self.pins = pins
+        self._pinned = self._pinned_proposal(pins) if pins else None
+
+    def _pinned_proposal(self, pins: "Pins") -> tuple[int, np.ndarray, dict[int, list[tuple[int, int]]]]:
+        """(controller's position, the probability of each of its options, per option the
+        (position, option) its pinned knobs stand at), each option weighted by the configs
+        that keep its pins, so that draws are uniform over every config that keeps them."""
+        controller, by_value = pins
+        if controller not in self._position:
+            raise SpaceError(f"pins name {controller!r}, which is not a knob")
+        position, knob = self._position[controller], self.knobs[self._position[controller]]
+        fixed: dict[int, list[tuple[int, int]]] = {}
+        weights = []
+        for option in range(len(knob)):
+            pinned = by_value.get(knob.value(option).val, {})
+            unknown = set(pinned) - set(self._position) | ({controller} & set(pinned))
+            if unknown:
+                raise SpaceError(f"pins of {controller} = {knob.value(option).val!r} name {sorted(unknown)}")
+            fixed[option] = [(self._position[name], self.knobs[self._position[name]].option_of(value))
+                             for name, value in pinned.items()]
+            free = math.prod(r for i, r in enumerate(self.radixes)
+                             if i != position and i not in {p for p, _ in fixed[option]})
+            weights.append(free)
+        return position, np.array(weights, dtype=float) / sum(weights), fixed
 
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
-        return ConfigSpace(self.knobs, rules, legacy_swaps=self.legacy_swaps, allowed=self._allowed)
+        return ConfigSpace(self.knobs, rules, legacy_swaps=self.legacy_swaps, allowed=self._allowed, pins=self.pins)
 
     def restrict(self, indices: Iterable[int]) -> "ConfigSpace":
         """A view that holds only these indexes (numbers unchanged); used by replay."""
         indices = set(int(i) for i in indices)
         if self._allowed_set is not None:
             indices &= self._allowed_set
-        return ConfigSpace(self.knobs, self.rules, legacy_swaps=self.legacy_swaps, allowed=indices)
+        return ConfigSpace(self.knobs, self.rules, legacy_swaps=self.legacy_swaps, allowed=indices, pins=self.pins)
 
     def __len__(self) -> int:
         return self.total if self._allowed is None else len(self._allowed)
@@ -480,6 +511,13 @@ class ConfigSpace:
         if self._allowed is not None:
             return [self._allowed[int(i)] for i in rng.integers(0, len(self._allowed), size=count)]
         columns = [rng.integers(0, radix, size=count) for radix in self.radixes]
+        if self._pinned is not None:  # the controller by its weights, its pinned knobs at their values
+            position, weights, fixed = self._pinned
+            columns[position] = rng.choice(len(weights), size=count, p=weights)
+            for option, pinned in fixed.items():
+                chosen = columns[position] == option
+                for knob, value in pinned:
+                    columns[knob][chosen] = value
         if self.total < 2**62:
             index = np.zeros(count, dtype=np.int64)
             stride = 1

@@ -2,7 +2,7 @@
 
 The kernel text is compiled by g++ as C++ with a thin shim: every CUDA thread of
 a block is an OS thread, `__syncthreads()` is a `std::barrier`, `__shared__`
-storage is shared by the block's threads, and blocks run one after another (so
+storage is shared by the block's threads, and blocks (clusters) run one after another (so
 atomics need no locking). `__CUDA_ARCH__` is undefined, so kernels take their
 pre-Ampere paths (plain copies instead of `cp.async`); the PTX-only paths are
 covered by the NVRTC compile tests and the GPU tests. Small shapes only: a
@@ -13,8 +13,13 @@ the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane 
 lane posts its operands in its warp's slots, the warp meets at a barrier, and each lane reads
 back what the PTX ISA's fragment layouts say it holds. wgmma's lanes each compute their own
 accumulators, reading shared memory where the matrix descriptors say the elements are (the
-128-byte swizzle applied), and mbarriers are counters of arrivals and completed phases. The products are summed in float32
-(the hardware's order of summation differs, within the kernels' tolerance).
+128-byte swizzle applied), as late as the PTX allows: a thread's wgmmas wait in commit groups
+and run when a `wait_group` retires them (copies land at once), so a stage reloaded while a
+group in flight still reads it gives a wrong C; mbarriers are counters of arrivals and completed
+phases. The products are summed in float32 (the hardware's order of summation differs, within
+the kernels' tolerance). A kernel's `__cluster_dims__` blocks run together, each with its own
+shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
+another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
 """
 from __future__ import annotations
 
@@ -39,19 +44,21 @@ _SHIM = r"""
 #include <barrier>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 struct dim3_t { unsigned x, y, z; };
-static thread_local dim3_t threadIdx;
-static dim3_t blockIdx, gridDim, blockDim;
-static std::barrier<>* block_barrier;
+static thread_local dim3_t threadIdx, blockIdx;
+static dim3_t gridDim, blockDim;
+static thread_local std::barrier<>* block_barrier;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline void __threadfence() {}
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)
 #define __shared__ static
 #define __align__(n) alignas(n)
 struct alignas(8) float2 { float x, y; };
@@ -67,12 +74,21 @@ inline float half_to_float(unsigned short h) { _Float16 f; memcpy(&f, &h, 2); re
 inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigned short h; memcpy(&h, &f, 2); return h; }
 using std::min;
 using std::max;
-alignas(16) static unsigned char dynamic_smem[256 * 1024];
+// Each block of a cluster has its own shared memory (its rank's), the others' reachable.
+constexpr int MAX_CLUSTER = 8;
+alignas(1024) static unsigned char shared_pool[MAX_CLUSTER][256 * 1024];
+static thread_local unsigned char* dynamic_smem;
+static thread_local std::barrier<>* cluster_barrier;
+inline void cluster_arrive_wait() { cluster_barrier->arrive_and_wait(); }
+// A float4 at a shared address (an offset into a block's shared memory) of block `rank`.
+inline float4 load_shared_cluster4(unsigned address, unsigned rank) {
+    float4 v; memcpy(&v, shared_pool[rank] + address, 16); return v;
+}
 
 // Tensor-core PTX, emulated (see the module docstring).
 struct WarpSlots { const void* address[32]; unsigned a[32][4]; unsigned b[32][2]; float c[32][4]; };
-static std::barrier<>** warp_barriers;
-static WarpSlots* warp_slots;
+static thread_local std::barrier<>** warp_barriers;
+static thread_local WarpSlots* warp_slots;
 inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline void warp_meet() { warp_barriers[linear_thread() / 32]->arrive_and_wait(); }
 inline void copy16(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 16); else memset(dst, 0, 16); }
@@ -142,7 +158,8 @@ inline unsigned shared_address(const void* p) { return (unsigned)((const unsigne
 inline void copy16(unsigned dst, const void* src, bool pred) { copy16(dynamic_smem + dst, src, pred); }
 inline void fence_async_proxy() {}
 struct Mbarrier { std::atomic<int> pending; std::atomic<unsigned> completed; int count; };
-static Mbarrier mbarriers[64];  // by (offset / 8) % 64: a kernel's barriers are consecutive
+static Mbarrier mbarrier_pool[MAX_CLUSTER][64];  // a block's by (offset / 8) % 64: a kernel's barriers are consecutive
+static thread_local Mbarrier* mbarriers;
 inline Mbarrier& mbarrier_at(unsigned bar) { return mbarriers[(bar / 8) % 64]; }
 inline void barrier_init(unsigned bar, unsigned count) {
     Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.completed = 0;
@@ -157,8 +174,19 @@ inline void barrier_wait(unsigned bar, unsigned parity) {
     while ((mbarrier_at(bar).completed.load() & 1u) == parity) std::this_thread::yield();
 }
 inline void wgmma_fence() {}
-inline void wgmma_commit() {}
-inline void wgmma_wait_all() {}
+// wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a
+// wait_group retires them, so a stage overwritten while its group is in flight gives a wrong C.
+static thread_local std::vector<std::vector<std::function<void()>>> wgmma_groups;
+static thread_local std::vector<std::function<void()>> wgmma_open;
+inline void wgmma_commit() { wgmma_groups.push_back(std::move(wgmma_open)); wgmma_open.clear(); }
+template <int PENDING> inline void wgmma_wait() {
+    while (wgmma_groups.size() > (size_t)PENDING) {
+        for (auto& product : wgmma_groups.front()) product();
+        wgmma_groups.erase(wgmma_groups.begin());
+    }
+}
+template <int COUNT> inline void registers_down() {}
+template <int COUNT> inline void registers_up() {}
 inline void hold(float&) {}
 // The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
 // row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
@@ -171,7 +199,7 @@ template <Mma KIND> inline float operand(unsigned address) {
 // m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address),
 // B N-major (8-k groups SBO apart, 64-column panels LBO apart); this thread's accumulators: warp w
 // of the warpgroup, lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
-template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+template <int N, Mma KIND> inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
     const unsigned a_start = descriptor_field(a, 0), a_stride = descriptor_field(a, 32);
     const unsigned b_start = descriptor_field(b, 0), b_leading = descriptor_field(b, 16), b_stride = descriptor_field(b, 32);
     const unsigned t = linear_thread() % 128, warp = t / 32, g = (t % 32) / 4, q = t % 4;
@@ -185,6 +213,9 @@ template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long 
             d[4 * j + i] = sum;
         }
 }
+template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+    wgmma_open.push_back([=] { wgmma_now<N, KIND>(d, a, b); });
+}
 #define WGMMA_SHAPES(P, KIND) \
     inline void wgmma_##P##_m64n64(float (&d)[32], unsigned long long a, unsigned long long b) { wgmma_lanes<64, KIND>(d, a, b); } \
     inline void wgmma_##P##_m64n128(float (&d)[64], unsigned long long a, unsigned long long b) { wgmma_lanes<128, KIND>(d, a, b); } \
@@ -196,32 +227,63 @@ WGMMA_SHAPES(bfloat16, Mma::bf16)
 
 _DRIVER = r"""
 typedef void (*kernel_t)(%(params)s);
-extern "C" void launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
+// A cluster's blocks (cx x cy x cz of them, the kernel's __cluster_dims__) run together, each
+// thread an OS thread; clusters run one after another.
+struct Block {
+    std::unique_ptr<std::barrier<>> barrier;
+    std::vector<std::unique_ptr<std::barrier<>>> meetings;
+    std::vector<std::barrier<>*> meeting_of;
+    std::vector<WarpSlots> slots;
+};
+extern "C" void launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned cx, unsigned cy, unsigned cz) {
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     kernel_t kernel = (kernel_t)&%(entry)s;
-    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {
-        blockIdx = {x, y, z};
-        const unsigned block_threads = bx * by * bz, warps = (block_threads + 31) / 32;
-        std::barrier<> barrier(block_threads);
-        block_barrier = &barrier;
-        std::vector<std::unique_ptr<std::barrier<>>> warp_meeting;
-        for (unsigned w = 0; w < warps; ++w)
-            warp_meeting.push_back(std::make_unique<std::barrier<>>(std::min(32u, block_threads - 32 * w)));
-        std::vector<std::barrier<>*> warp_barrier_of(warps);
-        for (unsigned w = 0; w < warps; ++w) warp_barrier_of[w] = warp_meeting[w].get();
-        warp_barriers = warp_barrier_of.data();
-        std::vector<WarpSlots> slots(warps);
-        warp_slots = slots.data();
+    const unsigned block_threads = bx * by * bz, warps = (block_threads + 31) / 32, ranks = cx * cy * cz;
+    for (unsigned z0 = 0; z0 < gz; z0 += cz) for (unsigned y0 = 0; y0 < gy; y0 += cy) for (unsigned x0 = 0; x0 < gx; x0 += cx) {
+        std::vector<Block> blocks(ranks);
+        for (Block& b : blocks) {
+            b.barrier = std::make_unique<std::barrier<>>(block_threads);
+            for (unsigned w = 0; w < warps; ++w) {
+                b.meetings.push_back(std::make_unique<std::barrier<>>(std::min(32u, block_threads - 32 * w)));
+                b.meeting_of.push_back(b.meetings.back().get());
+            }
+            b.slots.resize(warps);
+        }
+        std::barrier<> cluster(block_threads * ranks);
         std::vector<std::thread> threads;
-        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)
-            threads.emplace_back([=] { threadIdx = {tx, ty, tz}; kernel(%(call)s); });
+        for (unsigned rank = 0; rank < ranks; ++rank) {
+            const dim3_t block = {x0 + rank %% cx, y0 + rank / cx %% cy, z0 + rank / (cx * cy)};
+            for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)
+                threads.emplace_back([=, &blocks, &cluster] {
+                    threadIdx = {tx, ty, tz};
+                    blockIdx = block;
+                    Block& b = blocks[rank];
+                    block_barrier = b.barrier.get();
+                    warp_barriers = b.meeting_of.data();
+                    warp_slots = b.slots.data();
+                    dynamic_smem = shared_pool[rank];
+                    mbarriers = mbarrier_pool[rank];
+                    cluster_barrier = &cluster;
+                    kernel(%(call)s);
+                });
+        }
         for (auto& t : threads) t.join();
     }
 }
 """
 
 _EXTERN_SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?(float|unsigned char) (\w+)\[\];")
+
+
+_CLUSTER_DIMS = re.compile(r"__cluster_dims__\((\d+), (\d+), (\d+)\)")
+
+
+def cluster_dims(source: KernelSource) -> tuple[int, int, int]:
+    """The blocks of one thread block cluster the kernel declares (`__cluster_dims__`), else 1 x 1 x 1."""
+    found = _CLUSTER_DIMS.search(source.code)
+    return tuple(int(d) for d in found.groups()) if found else (1, 1, 1)
 
 
 def available() -> bool:
@@ -259,7 +321,10 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         if not array.flags.c_contiguous:
             raise ValueError("arrays must be C-contiguous")
     pointers = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
-    library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block)))
+    cluster = cluster_dims(source)
+    if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
+        raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")
+    library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))
 
 
 def error_against_reference(task, config, launches: int = 1) -> float:

@@ -19,7 +19,7 @@ PRECISIONS = ["float16", "bfloat16", "tf32"]
 
 
 # An sm_80 GPU's limits for the configs it may run: no wgmma (Hopper's only).
-SM80_LIMITS = DeviceLimits(wgmma=False)
+SM80_LIMITS = DeviceLimits(wgmma=False, max_cluster_size=1)  # what for_device gives an A100
 
 
 def task_of(m, n, k, precision, limits=None):
@@ -116,6 +116,46 @@ def test_twenty_random_valid_configs_per_precision_compile_with_nvrtc(tmp_path, 
     assert failed == []
 
 
+def test_random_valid_split_k_configs_compile_for_sm_90(tmp_path):
+    """Decode shapes, where split_k is allowed: clusters and the partial tiles' sum through the
+    engine's Builder for the device's sm_90, and refused on an A100 (no clusters)."""
+    picked = []
+    for precision, shape in [("bfloat16", (16, 4096, 4096)), ("float16", (64, 4096, 4096)), ("tf32", (16, 512, 1000))]:
+        task = task_of(*shape, precision)
+        configs = [c for c in task.config_space.sample(np.random.default_rng(7), 300)
+                   if c["split_k"].val > 1 and c["mainloop"].val == "mma_sync"][:4]
+        assert len(configs) == 4
+        a100 = task_of(*shape, precision, SM80_LIMITS)
+        assert "no clusters" in a100.why_invalid(a100.config_space.get(configs[0].index))
+        picked += [(task, config) for config in configs]
+    sources = [task.template.kernel(task.params, config) for task, config in picked]
+    assert all(s.grid[2] == c["split_k"].val and "__cluster_dims__(1, 1, " in s.code
+               for s, (_, c) in zip(sources, picked))
+    with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build(sources)
+    assert [(config.values(), r.message[:400]) for (_, config), r in zip(picked, results) if not r.ok] == []
+
+
+# The benchmark's split-K decode candidates: (M, precision, block_m, block_n, block_k, warp_m, warp_n, warps_k,
+# stages, split_k) at N = K = 4096.
+SPLIT_DECODE_TILES = [(16, "bfloat16", 16, 32, 128, 16, 32, 4, 4, 4), (16, "bfloat16", 16, 64, 128, 16, 32, 4, 4, 4),
+                      (16, "float16", 16, 64, 64, 16, 32, 2, 4, 8), (64, "bfloat16", 64, 64, 64, 32, 32, 1, 4, 4),
+                      (128, "bfloat16", 128, 64, 64, 64, 32, 1, 4, 4), (16, "tf32", 16, 32, 128, 16, 32, 4, 4, 4)]
+
+
+@pytest.mark.parametrize("tile", SPLIT_DECODE_TILES, ids=[f"{t[0]}-{'x'.join(map(str, t[2:]))}" for t in SPLIT_DECODE_TILES])
+def test_the_benchmarks_split_k_tiles_compile_without_spills(tile):
+    from engine.gpu.nvrtc import compile_to_cubin
+
+    m, precision, *values = tile
+    task = task_of(m, 4096, 4096, precision)
+    names = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warps_k", "stages", "split_k")
+    config = task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, values)] + [["raster", "ot", 1]])
+    assert task.why_invalid(config) is None
+    _, log = compile_to_cubin(task.template.kernel(task.params, config).code, "sm_90", ("-Xptxas=-v",))
+    assert " 0 bytes spill stores, 0 bytes spill loads" in log, log
+
+
 def test_sm_75_gets_a_clear_compile_error(tmp_path):
     task = task_of(64, 64, 64, "float16")
     with Builder("sm_75", workers=1, cache_dir=tmp_path, timeout=120) as builder:
@@ -128,6 +168,14 @@ CPU_CASES = [  # (M, N, K, config values): tails in M, N and K; sliced K; raster
     (70, 48, 88, dict(block_m=16, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=2, stages=3, raster=4)),
     (16, 64, 136, dict(block_m=16, block_n=32, block_k=64, warp_m=16, warp_n=16, warps_k=4, stages=4, raster=1)),
     (50, 72, 40, dict(block_m=64, block_n=64, block_k=16, warp_m=32, warp_n=32, warps_k=1, stages=3, raster=1)),
+    # split_k: a tile's K over a cluster (the emulator runs a cluster's blocks together), the
+    # partial tiles summed over the cluster's shared memory; uneven splits, tails, sliced K
+    (16, 64, 200, dict(block_m=16, block_n=32, block_k=32, warp_m=16, warp_n=16, warps_k=2, stages=3, raster=1,
+                       split_k=4)),
+    (37, 40, 264, dict(block_m=32, block_n=16, block_k=32, warp_m=16, warp_n=16, warps_k=1, stages=2, raster=1,
+                       split_k=8)),
+    (20, 48, 96, dict(block_m=16, block_n=16, block_k=16, warp_m=16, warp_n=16, warps_k=1, stages=4, raster=1,
+                      split_k=2)),
 ]
 
 

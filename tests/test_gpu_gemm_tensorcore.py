@@ -75,6 +75,31 @@ def test_a_wgmma_config_computes_a_4096_cube(measurer):
     assert result.ok, result.error_msg
 
 
+# split_k (sm_90 clusters): (block_m, block_n, block_k, warp_m, warp_n, warps_k, stages, split_k);
+# uneven splits, sliced K, 2 to 8 blocks a cluster; those valid on each shape run.
+SPLIT_TILES = [(16, 32, 32, 16, 16, 1, 3, 2), (32, 64, 32, 16, 32, 2, 3, 4), (16, 16, 64, 16, 16, 4, 4, 8),
+               (64, 64, 32, 32, 32, 1, 2, 2), (16, 32, 32, 16, 16, 2, 4, 8), (16, 32, 128, 16, 32, 4, 4, 4),
+               (64, 64, 64, 32, 32, 1, 4, 4)]
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "tf32"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1000), (130, 64, 520), (16, 4096, 4096)])
+def test_split_k_configs_sum_their_cluster_into_c(measurer, precision, shape):
+    """Tails in M, N and K; the runner fills C with NaN before each check, so every element of
+    C must be written (once: the splits' partial tiles meet in the cluster's shared memory)."""
+    if int(measurer.device.compute_capability.split(".")[0] or 0) < 9:
+        pytest.skip("clusters need sm_90 or newer")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
+    names = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warps_k", "stages", "split_k")
+    configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + [["raster", "ot", 1]])
+               for t in SPLIT_TILES]
+    configs = [c for c in configs if task.why_invalid(c) is None]
+    assert len(configs) >= 3
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
 def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):
     """The tf32 kernel's error against the exact product is TF32's, well above fp32's 1e-4 check."""
     import cupy as cp

@@ -1,3 +1,5 @@
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -284,3 +286,15 @@ def test_a_config_knob_lookup_names_the_knobs_when_missing():
 
 def test_configentity_is_the_one_config_type():
     assert isinstance(small_space().get(0), ConfigEntity)
+
+
+def test_pinned_draws_keep_the_pins_and_stay_uniform_over_the_configs_that_keep_them():
+    """a = x pins b at its first value: of the 4 + 12 configs that keep the pins, x holds 4."""
+    space = ConfigSpace([OtherKnob("a", ["x", "y"]), OtherKnob("b", [0, 1, 2]), OtherKnob("c", [0, 1, 2, 3])],
+                        pins=("a", {"x": {"b": 0}}))
+    draws = [space.get(i).values() for i in space._random_indexes(np.random.default_rng(0), 16000)]
+    assert all(d["b"] == 0 for d in draws if d["a"] == "x")
+    counts = Counter(tuple(d.values()) for d in draws)
+    assert len(counts) == 16 and all(900 < n < 1100 for n in counts.values())  # 1000 each
+    with pytest.raises(SpaceError, match="name"):
+        ConfigSpace(space.knobs, pins=("a", {"x": {"d": 0}}))

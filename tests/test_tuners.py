@@ -242,3 +242,33 @@ def test_a_kernel_without_a_flop_count_is_scored_by_speed():
     fast, slow = MeasureResult(ErrorNo.NO_ERROR, (1e-5,)), MeasureResult(ErrorNo.NO_ERROR, (2e-5,))
     assert score_of(no_flops, fast) > score_of(no_flops, slow) > 0
     assert score_of(no_flops, MeasureResult.failure(ErrorNo.RUNTIME_DEVICE, "boom")) == 0
+
+
+class RooflineStandIn(engine.measure.Measurer):
+    """A measurer for the tensor-core GEMM's own space: each config costs its tile waste over its
+    blocks (deterministic, no GPU), so the tuners' models have something to learn."""
+
+    device = DeviceInfo(model="h200", compute_capability="9.0")
+
+    def measure(self, task, configs):
+        from engine.measure import MeasureResult
+
+        results = []
+        for config in configs:
+            f = task.features(config)
+            cost = 1e-5 * f["tile_waste"] * (1 + 132 / f["blocks"])
+            results.append(MeasureResult(error_no=ErrorNo.NO_ERROR, costs=(cost,), all_cost=cost, timestamp=0.0))
+        return results
+
+
+@pytest.mark.parametrize("name", ALL_TUNERS)
+def test_it_tunes_the_tensor_core_gemm_of_a_decode_step_in_its_full_space(name):
+    """The space of gemm_tensorcore is 1.5 million configs, of which 1 in 700 is valid on a decode
+    shape: sampling must find hundreds (the mainloops' pins), and every proposal must be valid."""
+    from engine.workloads import gemm_tc_args
+
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(16, 4096, 4096, "bfloat16"))
+    result = engine.tune(task, get_tuner(name, task, seed=3), RooflineStandIn(), 96, batch_size=32)
+    indexes = [record.config_index for record in result.results]
+    assert len(indexes) == len(set(indexes)) == 96
+    assert all(task.why_invalid(task.config_space.get(i)) is None for i in indexes)

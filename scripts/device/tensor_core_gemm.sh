@@ -7,7 +7,8 @@
 # into the JSON, so a phase that fails or runs out of time leaves the others' results:
 # 1. check (<= 50 s): a handful of configs per precision on small shapes with tails and a decode shape,
 #    against the float64 reference at the precision's tolerance; a failing config is reported, not fatal;
-# 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision, a fixed list of about 25 configs each;
+# 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision (tf32 last), then bf16 64x4096x4096,
+#    128x4096x4096, 16x4096x14336 and 8192^3, a fixed list of about 25 configs each (split-K on decode shapes);
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
 # ONLY=wgmma (or mma_sync) keeps one mainloop's configs in check and tune (check --only wgmma also

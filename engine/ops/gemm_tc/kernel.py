@@ -73,6 +73,30 @@ __device__ __forceinline__ void MMA(float (&c)[4], const unsigned (&a)[4], const
 """
 
 
+# split_k > 1: a tile's splits are one thread block cluster (sm_90 and newer; the template
+# refuses them elsewhere), whose blocks read each other's shared memory: the cluster barrier
+# (release/acquire by default) and a float4 read of a shared address in block `rank`. Without
+# __CUDA_ARCH__ tests/cuda_on_cpu.py runs a cluster's blocks together and supplies both.
+_CLUSTER_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+#if __CUDA_ARCH__ < 900
+#error "gemm_tensorcore's split_k needs thread block clusters (sm_90 or newer)"
+#endif
+__device__ __forceinline__ void cluster_arrive_wait() {
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ float4 load_shared_cluster4(unsigned address, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+    return v;
+}
+#endif
+"""
+
+
 def _helpers(precision: str) -> str:
     return _HELPERS.replace("MMA_INSTRUCTION", _MMA[precision]).replace("MMA(", f"mma_{precision}(")
 
@@ -202,6 +226,64 @@ def _sum_warp_groups(t: GemmTcTiling) -> str:
 """
 
 
+def _k_range(t: GemmTcTiling) -> str:
+    """split_k > 1: this block's share of the steps, blockIdx.z its rank (the first
+    `k_tiles % split_k` splits one step more than the others); split_k 1 runs all of them."""
+    if t.split_k == 1:
+        return ""
+    base, more = divmod(t.k_tiles, t.split_k)
+    if more == 0:
+        return f"    const int k_first = blockIdx.z * {base}, k_count = {base};\n"
+    return (f"    const int k_first = blockIdx.z * {base} + min((int)blockIdx.z, {more}), "
+            f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);\n")
+
+
+def _cluster_sum(t: GemmTcTiling) -> str:
+    """split_k > 1: every warp group leaves its partial tile in its block's shared memory; after
+    the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
+    then warp group order: the same sum on every run) and writes it to C once."""
+    tile = t.block_m * t.block_n
+    share = tile // t.split_k // 4  # float4s of the tile each split sums
+    rounds = -(-share // t.threads)
+    guard = "" if share % t.threads == 0 else f"if (i < {share}) "
+    edges = [c for c in (None if t.m % t.block_m == 0 else f"row < {t.m}",
+                         None if t.n % t.block_n == 0 else f"col < {t.n}") if c]
+    store_if = f"if ({' && '.join(edges)}) " if edges else ""
+    return f"""
+    copy16_wait<0>();
+    __syncthreads();  // every warp is done with the stages: their memory holds the partial tiles now
+    float* partial = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni) {{
+            const int row = wk * {t.block_m} + wm * {t.warp_m} + mi * 16 + g;
+            const int col = wn * {t.warp_n} + ni * 8 + 2 * q;
+            *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+        }}
+    cluster_arrive_wait();  // every split's partial tiles are in its shared memory
+    const unsigned partial_address = shared_address(partial);
+#pragma unroll
+    for (int r = 0; r < {rounds}; ++r) {{
+        const int i = r * {t.threads} + tid;
+        {guard}{{
+            const int e = (blockIdx.z * {share} + i) * 4;  // this split's share of the tile
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int s = 0; s < {t.split_k}; ++s)
+#pragma unroll
+                for (int w = 0; w < {t.warps_k}; ++w) {{
+                    const float4 part = load_shared_cluster4(partial_address + (w * {tile} + e) * 4, s);
+                    sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
+                }}
+            const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};
+            {store_if}*reinterpret_cast<float4*>(C + (size_t)row * {t.n} + col) = sum;
+        }}
+    }}
+    cluster_arrive_wait();  // no block leaves while another still reads its shared memory"""
+
+
 def _store(t: GemmTcTiling) -> str:
     """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8."""
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
@@ -224,11 +306,13 @@ def _store(t: GemmTcTiling) -> str:
 def generate(t: GemmTcTiling) -> KernelSource:
     element = "float" if t.precision == "tf32" else "unsigned short"
     compute = _compute_tf32(t) if t.precision == "tf32" else _compute_16bit(t)
+    # split_k 1 keeps the step count a literal (and the source as it was before split_k came)
+    count, first = (str(t.k_tiles), "") if t.split_k == 1 else ("k_count", f"k_first * {t.block_k} + ")
     code = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
-// warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}
+// warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef {element} ELEM;
-{_helpers(t.precision)}{_load_stage(t)}
-extern "C" __global__ void __launch_bounds__({t.threads})
+{_helpers(t.precision)}{_CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}
+extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else ""}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(128) unsigned char smem[];
     ELEM* stages = reinterpret_cast<ELEM*>(smem);
@@ -238,7 +322,7 @@ extern "C" __global__ void __launch_bounds__({t.threads})
     const int wm = wmn / {t.warps_n}, wn = wmn % {t.warps_n};
 {_tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-    float acc[{t.frags_m}][{t.frags_n}][4];
+{_k_range(t)}    float acc[{t.frags_m}][{t.frags_n}][4];
 #pragma unroll
     for (int mi = 0; mi < {t.frags_m}; ++mi)
 #pragma unroll
@@ -249,25 +333,25 @@ extern "C" __global__ void __launch_bounds__({t.threads})
     // The ring: stages - 1 steps in flight before the first product.
 #pragma unroll
     for (int s = 0; s < {t.stages - 1}; ++s) {{
-        if (s < {t.k_tiles}) load_stage(stages + s * {t.stage_elements}, stages + s * {t.stage_elements} + {t.block_m * t.a_stride},
-                                        A, B, row0, col0, s * {t.block_k}, tid);
+        if (s < {count}) load_stage(stages + s * {t.stage_elements}, stages + s * {t.stage_elements} + {t.block_m * t.a_stride},
+                                        A, B, row0, col0, {first}s * {t.block_k}, tid);
         copy16_commit();
     }}
 #pragma unroll 1
-    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+    for (int kt = 0; kt < {count}; ++kt) {{
         copy16_wait<{t.stages - 2}>();
         __syncthreads();  // step kt has landed for every thread, and step kt - 1's buffer is free
         const int next = kt + {t.stages - 1};
-        if (next < {t.k_tiles}) {{
+        if (next < {count}) {{
             ELEM* ns = stages + (next % {t.stages}) * {t.stage_elements};
-            load_stage(ns, ns + {t.block_m * t.a_stride}, A, B, row0, col0, next * {t.block_k}, tid);
+            load_stage(ns, ns + {t.block_m * t.a_stride}, A, B, row0, col0, {first}next * {t.block_k}, tid);
         }}
         copy16_commit();
         const ELEM* as = stages + (kt % {t.stages}) * {t.stage_elements};
         const ELEM* bs = as + {t.block_m * t.a_stride};
 {compute}
     }}
-{_sum_warp_groups(t)}{_store(t)}
+{_cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + _store(t)}
 }}
 """
     return KernelSource(

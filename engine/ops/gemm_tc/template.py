@@ -10,7 +10,16 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma
-from .tiling import MAINLOOPS, TEMPLATE_NAME, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
+from .tiling import MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
+
+
+# Each mainloop's configs leave the other's knobs at their first values (tiling's rules say
+# why otherwise): random draws keep them there, so they land on valid configs of either
+# mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
+MAINLOOP_PINS = ("mainloop", {
+    "mma_sync": {"consumers": 1, "producer": 0},
+    "wgmma": {"block_k": WGMMA_BLOCK_K, "warp_m": 16, "warp_n": 16, "warps_k": 1, "split_k": 1},
+})
 
 
 class GemmTensorCore(Template):
@@ -39,7 +48,9 @@ class GemmTensorCore(Template):
             OtherKnob("mainloop", list(MAINLOOPS), default="mma_sync"),
             OtherKnob("consumers", [1, 2, 4], default=1),
             OtherKnob("producer", [0, 1], default=0),
-        ])
+            # After wgmma's knobs, for the same reason: decode shapes (few tiles) cut K over a cluster.
+            OtherKnob("split_k", [1, 2, 4, 8], default=1),
+        ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         tiling = gemm_tc_tiling(params, config)
@@ -48,6 +59,10 @@ class GemmTensorCore(Template):
         reason = tiling.why_not_tiled()
         if reason:
             return reason
+        if tiling.split_k > limits.max_cluster_size:
+            most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
+                    else "this GPU has no clusters")
+            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
         opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
         return why_launch_fails(tiling.launch(), opted_in)

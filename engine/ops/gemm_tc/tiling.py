@@ -26,6 +26,12 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   `cvt.rna`). `warps_k` > 1 ("sliced K") cuts each step's K among that many warp groups, whose
   accumulators meet in shared memory at the end, summed in group order: a skinny shape (an
   LLM decode step, M = 16) gets more warps per output tile, so more loads in flight.
+* `split_k` > 1 (mma_sync; sm_90 clusters) cuts a tile's K steps over that many blocks of one
+  thread block cluster (grid z, the rank): each leaves its warp groups' partial tiles in its
+  shared memory, and after the cluster barrier each sums its share of the tile over the
+  cluster's blocks (split, then warp group order) straight into C: C is written once, no
+  workspace, no atomics. A decode step (M = 16: 128 tiles of 16x32) then streams B from
+  every SM. Only for shapes of few tiles (`SPLIT_K_MAX_TILES`).
 * Tails: M, N and K need not be multiples of the tiles (copies past an edge are zero-filled,
   stores past an edge skipped); a 16-byte copy must not straddle a row's end, so K and N
   must be multiples of 8 elements (fp16, bf16) or 4 (tf32): a rule of the workload (its args
@@ -73,6 +79,15 @@ SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: what the swizzle permutes with
 MBARRIER_BYTES = 8
 # Registers a wgmma thread needs besides accumulators: descriptors, addresses, loop counters.
 WGMMA_REGISTER_OVERHEAD = 40
+# The register file of an SM (a block of __launch_bounds__(threads, 1) may hold all of it), and
+# what a warp-specialised producer thread keeps after setmaxnreg.dec: its unrolled cp.async
+# addresses need it (ptxas spills the 128x256 loader below about 96, with tails in M, N and K
+# below about 128); 136 leaves each of 2 consumers 184, over the 168 they have without it.
+REGISTER_FILE = 65536
+# split_k > 1 only where the tiles of C number fewer than this (two waves of an H200's 132 SMs):
+# with more, every SM has tiles already, and a split only adds the partial tiles' sum.
+SPLIT_K_MAX_TILES = 264
+PRODUCER_REGISTERS = 136
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -139,6 +154,12 @@ class GemmTcTiling:
     mainloop: str = "mma_sync"
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
+    split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
+
+    @property
+    def partial_bytes(self) -> int:
+        """split_k > 1: each warp group's partial tile, in shared memory for the cluster's sum."""
+        return self.warps_k * self.block_m * self.block_n * FLOAT_BYTES if self.split_k > 1 else 0
 
     @property
     def wgmma(self) -> bool:
@@ -158,6 +179,41 @@ class GemmTcTiling:
     def wgmma_stage_bytes(self) -> int:
         """One step's A (block_m rows) and B (block_k rows), each row one 128-byte swizzle row."""
         return (self.block_m + self.block_k * self.block_n // (SWIZZLE_BYTES // self.element_bytes)) * SWIZZLE_BYTES
+
+    @property
+    def wgmma_pending(self) -> int:
+        """wgmma groups a consumer leaves in flight after issuing a step (CUTLASS keeps one):
+        its stage is released a step later, so it takes a ring of 3 or more."""
+        return 1 if self.stages >= 3 else 0
+
+    @property
+    def wgmma_lag(self) -> int:
+        """Steps the loads run ahead of the products: the ring less the steps being multiplied."""
+        return self.stages - 1 - self.wgmma_pending
+
+    @property
+    def launch_registers(self) -> int:
+        """Registers per thread __launch_bounds__(threads, 1) allows: a warp's share of the
+        register file, allocated 256 (8 a thread) at a time, at most 255."""
+        warps = -(-self.threads // 32)
+        return min(REGISTER_FILE // (warps * 256) * 8, 255)
+
+    @property
+    def producer_registers(self) -> int:
+        """wgmma producer 1 with 2 consumers (384 threads, 168 registers each at launch): what
+        the loading warpgroup keeps (setmaxnreg.dec); 0 where nothing is moved: one consumer
+        has 255 already, and 4 leave too few at launch (ptxas gives 640 threads 88) to share."""
+        return PRODUCER_REGISTERS if self.producer and self.consumers == 2 else 0
+
+    @property
+    def consumer_registers(self) -> int:
+        """What each consumer thread gets (setmaxnreg.inc): the block's registers less the
+        producer's, shared by the consumers, in steps of 8, at most 248 (so never more than
+        the block holds: a larger .inc would wait forever)."""
+        if not self.producer_registers:
+            return 0
+        spare = self.launch_registers * self.threads - self.producer_registers * WARPGROUP
+        return min(spare // (self.consumers * WARPGROUP) // 8 * 8, 248)
 
     @property
     def loaders(self) -> int:
@@ -240,7 +296,7 @@ class GemmTcTiling:
     def shared_bytes(self) -> int:
         if self.wgmma:  # the ring, slack to align it to a swizzle atom, a full and an empty barrier per stage
             return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
-        return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes)
+        return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes, self.partial_bytes)
 
     @property
     def tiles_m(self) -> int:
@@ -256,7 +312,7 @@ class GemmTcTiling:
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.tiles_m * self.tiles_n, 1, 1)
+        return (self.tiles_m * self.tiles_n, 1, self.split_k)
 
     @property
     def registers(self) -> int:
@@ -293,12 +349,20 @@ class GemmTcTiling:
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
+        if self.split_k > 1 and self.tiles_m * self.tiles_n >= SPLIT_K_MAX_TILES:
+            return (f"split_k is for shapes of few tiles of C: {self.tiles_m * self.tiles_n} tiles "
+                    f"({SPLIT_K_MAX_TILES} or more) fill the GPU without it")
+        if self.split_k > self.k_tiles:
+            return (f"split_k {self.split_k} leaves a split without a step: K {self.k} is "
+                    f"{self.k_tiles} step(s) of {self.block_k}")
         return None
 
     def _why_not_wgmma(self) -> str | None:
         if self.precision == "tf32":
             return ("wgmma takes TF32 operands K-major only and this B is row-major (N-major): "
                     "tf32 runs on the mma_sync mainloop")
+        if self.split_k != 1:
+            return "split_k is the mma_sync mainloop's knob: wgmma configs leave it at 1"
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         if self.block_k != WGMMA_BLOCK_K:
@@ -319,5 +383,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
-        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
+        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
     )

@@ -24,10 +24,13 @@ tensor cores fast enough. The schedule:
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
   producer threads arrive when their copies of step s landed and were fenced) and
-  `empty[s]` (every consumer thread arrives once its wgmma of step s completed).
-* Per step: `wgmma.fence`, 4 k16 instructions per m64 tile, `commit_group`, `wait_group 0`
-  (the stage is then free again). Accumulators start at zero; the epilogue stores them to
-  the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
+  `empty[s]` (every consumer thread arrives once its wgmma group of step s retired).
+* Per step: `wgmma.fence`, 4 k16 instructions per m64 tile, `commit_group`, then (rings of
+  3 or more) `wait_group 1`: the step's group stays in flight while the next is issued, and
+  the stage of the step before is released (the loads run `stages - 2` steps ahead); a
+  2-stage ring waits for its group (`wait_group 0`). Warp-specialised blocks of 2 consumers
+  move registers from the producer to the consumers (`setmaxnreg`). Accumulators start at
+  zero; the epilogue stores them to the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
 
 TF32 is not offered: wgmma reads TF32 operands K-major only, and this workload's B is
 row-major (N-major); those configs are refused by the validity rules.
@@ -85,7 +88,13 @@ __device__ __forceinline__ void barrier_wait(unsigned bar, unsigned parity) {
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(PENDING) : "memory"); }
+// Warp specialisation: the producer warpgroup gives registers back, the consumers take them.
+template <int COUNT>
+__device__ __forceinline__ void registers_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
+template <int COUNT>
+__device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
 #endif
@@ -178,7 +187,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
                                                                   {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
     }}
     wgmma_commit();
-    wgmma_wait_all();
+    wgmma_wait<{t.wgmma_pending}>();  // {"the previous step's group retired, this one runs on" if t.wgmma_pending else "this step's products are done"}
 #pragma unroll
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
@@ -198,30 +207,37 @@ def _tile_of_block(t: GemmTcTiling) -> str:
 
 
 def _mainloop_shared(t: GemmTcTiling) -> str:
-    """producer 0: all consumer threads load, `stages - 1` steps ahead, a barrier per step."""
-    s, stage_bytes = t.stages, t.wgmma_stage_bytes
+    """producer 0: all consumer threads load, `lag` steps ahead, a barrier per step. With a
+    wgmma group left in flight (stages >= 3), step kt's loads go into step kt - 2's buffer:
+    after the barrier every warpgroup's wait retired the groups up to kt - 2, not kt - 1."""
+    s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
     return f"""
     const int consumer = warpgroup;
 #pragma unroll
-    for (int s = 0; s < {s - 1}; ++s) {{
+    for (int s = 0; s < {lag}; ++s) {{
         if (s < {t.k_tiles}) load_stage(ring + s * {stage_bytes}, A, B, row0, col0, s * {t.block_k}, tid);
         copy16_commit();
     }}
 #pragma unroll 1
     for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
-        copy16_wait<{s - 2}>();
+        copy16_wait<{lag - 1}>();
         fence_async_proxy();
-        __syncthreads();  // step kt landed for every thread; every wgmma of step kt - 1 completed
-        const int next = kt + {s - 1};
+        __syncthreads();  // step kt landed for every thread; every wgmma of step kt - {t.wgmma_pending + 1} retired
+        const int next = kt + {lag};
         if (next < {t.k_tiles}) load_stage(ring + (next % {s}) * {stage_bytes}, A, B, row0, col0, next * {t.block_k}, tid);
         copy16_commit();
         compute_stage(acc, ring + (kt % {s}) * {stage_bytes}, consumer);
-    }}"""
+    }}
+    wgmma_wait<0>();"""
 
 
 def _mainloop_specialised(t: GemmTcTiling) -> str:
-    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over."""
-    s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.stages - 1
+    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over.
+    A consumer releases step kt - pending's buffer once that step's group retired; the producer
+    hands step kt - lag over after issuing step kt, lag = stages - 1 - pending, so the step a
+    consumer waits for never waits itself on the consumer's next release (no cycle)."""
+    s, stage_bytes, lag, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_lag, t.wgmma_pending
+    producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
     return f"""
     if (tid == 0) {{
 #pragma unroll
@@ -233,6 +249,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
     }}
     __syncthreads();
     if (warpgroup == 0) {{
+{f"        registers_down<{producer_registers}>();" if producer_registers else ""}
         // Step kt waits for its buffer's previous step to be consumed; step kt - {lag} is
         // handed over once this thread's copies of it completed ({lag} groups stay in flight).
 #pragma unroll 1
@@ -253,6 +270,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));
         return;
     }}
+{f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
     const int consumer = warpgroup - 1;
 #pragma unroll 1
     for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
@@ -261,8 +279,9 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
         fence_async_proxy();
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
-        barrier_arrive(empty + 8 * s);
-    }}"""
+        {f"if (kt >= {pending}) " if pending else ""}barrier_arrive(empty + 8 * ((kt - {pending} + {s}) % {s}));
+    }}
+    wgmma_wait<0>();"""
 
 
 def _store(t: GemmTcTiling) -> str:
