@@ -71,27 +71,34 @@ def side(row: dict, who: str, cache: str):
 
 
 def keep_fastest_vendor(run: dict, others: list[dict]) -> None:
-    """Each row's vendor side replaced by the fastest (warm median) of the processes that timed it."""
+    """Each row's vendor side replaced by the fastest (warm median) of the processes that timed
+    the same library build (engine.same_vendor_library); `vendor_processes` counts them."""
+    from engine import same_vendor_library
+
     by_name = [{r["workload"]: r for r in other["rows"]} for other in others]
     for row in run["rows"]:
-        timed = [v for v in [row.get("vendor")] + [o.get(row["workload"], {}).get("vendor") for o in by_name]
-                 if v and v.get("warm")]
-        if timed:
-            row["vendor"] = min(timed, key=lambda v: v["warm"]["median"])
-            row["vendor_processes"] = len(timed)
-    run["meta"]["vendor_processes"] = 1 + len(others)
+        own = row.get("vendor")
+        if not (own and own.get("warm")):
+            continue
+        timed = [own] + [v for v in (o.get(row["workload"], {}).get("vendor") for o in by_name)
+                         if v and v.get("warm") and same_vendor_library(v.get("details", {}), own.get("details", {}))]
+        row["vendor"] = min(timed, key=lambda v: v["warm"]["median"])
+        row["vendor_processes"] = len(timed)
+    counts = [row["vendor_processes"] for row in run["rows"] if "vendor_processes" in row]
+    run["meta"]["vendor_processes"] = (min(counts), max(counts)) if counts else (1, 1)
 
 
 def header(run: dict, what: str) -> list[str]:
     meta = run["meta"]
     env = meta.get("environment", {})
-    processes = meta.get("vendor_processes", 1)
+    fewest, most = meta.get("vendor_processes", (1, 1))
     algorithm_note = ("cuDNN by an exhaustive algorithm search (PyTorch `cudnn.benchmark` with `benchmark_limit = 0`), "
                       "cuBLAS by the faster of PyTorch's back ends; the algorithm each ran is in the run's JSON")
-    if processes > 1:
-        algorithm_note += (f"; each vendor figure is the fastest of {processes} fresh processes' (this run's and "
-                           f"{', '.join(meta.get('vendor_runs', []))}), as cuDNN's search does not pick the same "
-                           "algorithm in every process")
+    if most > 1:
+        count = f"{most}" if fewest == most else f"{fewest}–{most}"
+        algorithm_note += (f"; each vendor figure is the fastest of the {count} fresh processes that timed it (this "
+                           f"run's and {', '.join(meta.get('vendor_runs', []))}, with the same library build), as "
+                           "cuDNN's search does not pick the same algorithm in every process")
     return [
         BEGIN,
         f"## Confirmed figures: {what}",

@@ -34,7 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "engine.synthetic": ("synthetic_recording",),
     "engine.jsontext": ("parse_json", "UnreadableJSON"),
     # confirmations and the code a record measured
-    "engine.confirm": ("MIN_ROUNDS", "Confirmation", "Contender", "ReplayStopwatch", "Role", "Spread", "Stopwatch",
+    "engine.confirm": ("MIN_ROUNDS", "same_vendor_library", "Confirmation", "Contender", "ReplayStopwatch", "Role", "Spread", "Stopwatch",
                        "Timing", "Unready", "confirm_contenders", "contenders_for", "entities_of", "top_k_distinct"),
     "engine.codehash": ("CODE_CURRENT", "CODE_CHANGED", "CODE_UNKNOWN", "code_status"),
     # Kernel Tuner's files (cache, T4, store_results)

@@ -180,6 +180,16 @@ class Stopwatch(ABC):
         self.close()
 
 
+# What names a vendor library's build in a timing's details: two processes' times of one
+# library may be compared (and the faster kept) only where these agree.
+VENDOR_LIBRARY_KEYS = ("library", "library_version", "torch")
+
+
+def same_vendor_library(details: dict, other: dict) -> bool:
+    """Whether two vendor timings' details name the same library build."""
+    return all(details.get(k) == other.get(k) for k in VENDOR_LIBRARY_KEYS)
+
+
 def confirm_contenders(task: "Task", contenders: Sequence[Contender], stopwatch: Stopwatch,
             rounds: int = MIN_ROUNDS) -> Confirmation:
     """Time `contenders` in `rounds` interleaved rounds, warm then cold within each round."""

@@ -507,7 +507,8 @@ class ConfigSpace:
         return list(chosen.values())
 
     def _random_indexes(self, rng: np.random.Generator, count: int) -> list[int]:
-        """Uniform indexes over the view: every digit drawn uniformly, or a restricted view's own list."""
+        """Indexes over the view: every digit drawn uniformly, except a pinned controller's knobs (drawn by
+        its weights, the knobs it pins at their values), or a restricted view's own list."""
         if self._allowed is not None:
             return [self._allowed[int(i)] for i in rng.integers(0, len(self._allowed), size=count)]
         columns = [rng.integers(0, radix, size=count) for radix in self.radixes]

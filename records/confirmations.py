@@ -17,7 +17,7 @@ import hashlib
 from django.db import transaction
 from django.db.models import F
 
-from engine import Confirmation, Record, Role, Timing, target_model
+from engine import Confirmation, Record, Role, Timing, same_vendor_library, target_model
 
 from .importing import record_row
 from .models import Baseline, Catalog, ImportBatch, MeasurementRecord, Workload
@@ -68,7 +68,6 @@ def _config_rows(confirmation: Confirmation, timing: Timing, batch: ImportBatch,
     return rows
 
 
-LIBRARY_KEYS = ("library", "library_version", "torch")
 KEPT_SESSIONS = 50
 
 
@@ -80,9 +79,9 @@ def _store_baseline(confirmation: Confirmation, timing: Timing, batch: ImportBat
     key = {"workload": workload, "device_id": catalog.device_id(target_model(confirmation.target)),
            "provider": timing.contender.provider}
     environment = environment_of(confirmation, timing)
-    existing = Baseline.objects.filter(**key).first()
+    existing = Baseline.objects.select_for_update().filter(**key).first()  # two confirmations at once: one waits
     sessions = [confirmation.session]
-    if existing and timing.contender.role == Role.VENDOR and _same_library(existing.environment, environment):
+    if existing and timing.contender.role == Role.VENDOR and same_vendor_library(existing.environment, environment):
         sessions = list(dict.fromkeys(existing.environment.get("sessions", []) + sessions))[-KEPT_SESSIONS:]
         if existing.rounds and existing.cost <= warm.median:  # the faster process stays
             existing.environment = {**existing.environment, "sessions": sessions}
@@ -95,10 +94,6 @@ def _store_baseline(confirmation: Confirmation, timing: Timing, batch: ImportBat
         "environment": {**environment, "sessions": sessions},
         "note": _note(confirmation.rounds, len(sessions), said),
     })
-
-
-def _same_library(old: dict, new: dict) -> bool:
-    return all(old.get(k) == new.get(k) for k in LIBRARY_KEYS)
 
 
 def _note(rounds: int, processes: int, said: str) -> str:

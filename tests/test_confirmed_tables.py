@@ -115,5 +115,17 @@ def test_each_vendor_figure_is_the_fastest_process_s(tmp_path, capsys):
 
     conv2d = (docs / "conv2d-h200.md").read_text()
     vendor_us = run["rows"][0]["vendor"]["warm"]["median"] * 0.8e6
-    assert f"| {vendor_us:.2f} (" in conv2d and "fastest of 3 fresh processes' (this run's and b.json, c.json)" in conv2d
+    assert f"| {vendor_us:.2f} (" in conv2d and "fastest of the 3 fresh processes that timed it (this run's and b.json, c.json" in conv2d
     assert f"{vendor_us / (run['rows'][0]['ours']['warm']['median'] * 1e6):.2f}× (" in conv2d
+
+
+def test_a_vendor_figure_of_another_library_build_is_not_taken():
+    run, other = run_json(0.01), run_json(0.01)
+    row = other["rows"][0]  # C12
+    row["vendor"]["warm"] = {**row["vendor"]["warm"], "median": row["vendor"]["warm"]["median"] * 0.5}
+    row["vendor"]["details"] = {**row["vendor"].get("details", {}), "library_version": "another build"}
+
+    confirmed_tables.keep_fastest_vendor(run, [other])
+
+    assert run["rows"][0]["vendor_processes"] == 1
+    assert run["rows"][0]["vendor"]["warm"]["median"] == pytest.approx(other["rows"][0]["vendor"]["warm"]["median"] * 2)

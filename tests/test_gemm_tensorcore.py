@@ -10,7 +10,8 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
-from engine.gpu.nvrtc import ARCH_SPECIFIC_MARK, target_arch
+from engine.gpu.nvrtc import target_arch
+from engine.ops.base import ARCH_SPECIFIC_MARK
 from engine.ops import BadArgs, DeviceLimits
 from engine.ops.gemm_tc.kernel import TOLERANCE, bfloat16_bits, widen
 from engine.workloads import GEMM_TC, gemm_args, gemm_tc_args

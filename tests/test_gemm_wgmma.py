@@ -15,7 +15,8 @@ import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
 from engine.measure import DeviceInfo
-from engine.gpu.nvrtc import ARCH_SPECIFIC_MARK, CompileError, compile_to_cubin, target_arch
+from engine.gpu.nvrtc import CompileError, compile_to_cubin, target_arch
+from engine.ops.base import ARCH_SPECIFIC_MARK
 from engine.ops import DeviceLimits
 from engine.space import ConfigSpace
 from engine.workloads import gemm_tc_args

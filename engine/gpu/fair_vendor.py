@@ -38,22 +38,25 @@ def kernels_launched(torch, call) -> str:
 
     Read off a CUDA graph of the call, not PyTorch's profiler: the profiler attaches CUPTI,
     which stays attached after it ends and slows every kernel the process runs later (on
-    the H200, 0.19 µs a launch warm, 0.7-1 µs cold, on 2 µs broadcasts timed after a
-    vendor baseline: docs/gpu-runs/vendor-probe-h200-2026-12-01/)."""
+    the H200 about half of the 0.7-1 µs a 2 µs broadcast read slower cold after a vendor
+    baseline; the warm 0.19 µs is PyTorch's own, see engine.gpu.confirming:
+    docs/gpu-runs/vendor-probe-h200-2026-12-01/)."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:
         return f"unknown (cuda-bindings unavailable: {exc})"
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    graph = None
     try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
         with torch.cuda.graph(graph):
             call()
         names = [name for node in _graph_nodes(driver, graph.raw_cuda_graph()) if (name := _kernel_name(driver, node))]
     except Exception as exc:  # an older PyTorch without keep_graph, or a driver without cuFuncGetName
         return f"unknown (kernel names unreadable: {type(exc).__name__}: {exc})"
     finally:
-        graph.reset()
+        if graph is not None:
+            graph.reset()
     return "; ".join(dict.fromkeys(names)) or "unknown"
 
 
@@ -88,15 +91,15 @@ def load_vendor_libraries(device_id: int = 0) -> dict:
     measurement's environment. Why: see engine.gpu.confirming."""
     try:
         torch = fp32_torch()
-    except BaselineUnavailable as exc:
-        return {"vendor_libraries": f"none ({exc})"}
-    device = torch.device("cuda", device_id)
-    square = torch.ones((64, 64), device=device)
-    image, weight = torch.ones((1, 8, 8, 8), device=device), torch.ones((8, 8, 3, 3), device=device)
-    (square @ square).sum().item()
-    torch.nn.functional.conv2d(image, weight, padding=1).sum().item()
-    torch.cuda.synchronize(device)
-    return {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version())}
+        device = torch.device("cuda", device_id)
+        square = torch.ones((64, 64), device=device)
+        image, weight = torch.ones((1, 8, 8, 8), device=device), torch.ones((8, 8, 3, 3), device=device)
+        (square @ square).sum().item()
+        torch.nn.functional.conv2d(image, weight, padding=1).sum().item()
+        torch.cuda.synchronize(device)
+    except Exception as exc:  # no PyTorch, or one that cannot run here: our kernels are still timed
+        return {"vendor_libraries": f"none ({type(exc).__name__}: {exc})"[:300]}
+    return {"vendor_libraries": "loaded", "torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version())}
 
 
 def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Callable], float]) -> VendorOp:

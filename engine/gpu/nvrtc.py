@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from engine.ops.base import ARCH_SPECIFIC_MARK
+
 
 class NvrtcUnavailable(RuntimeError):
     """cuda-python or libnvrtc is not installed here."""
@@ -17,12 +19,8 @@ class CompileError(RuntimeError):
 
 
 BASE_OPTIONS = ("--std=c++17",)
-# A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this
-# line: for "sm_90" it is then compiled for "sm_90a", the same GPU with those instructions
-# allowed (the cubin runs on compute capability 9.0 only). Every caller (builder, confirmer,
-# apply-best, tests) keeps asking for the device's plain arch; other arches are left as
-# they are, where the source's own #error says what it needs.
-ARCH_SPECIFIC_MARK = "// tunerweb: arch-specific sm_90a"
+# A source marked ARCH_SPECIFIC_MARK (engine.ops.base) is compiled for "sm_90a" when "sm_90"
+# is asked for: the same GPU with its arch-specific instructions (wgmma.mma_async) allowed.
 
 
 def target_arch(code: str, arch: str) -> str:

@@ -56,6 +56,12 @@ class KernelSource:
     tolerance: float | None = None
 
 
+# A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this
+# line: for "sm_90" NVRTC then compiles it for "sm_90a" (engine.gpu.nvrtc.target_arch), the cubin
+# running on compute capability 9.0 only; every caller keeps asking for the device's plain arch.
+ARCH_SPECIFIC_MARK = "// tunerweb: arch-specific sm_90a"
+
+
 def copy_to_constant(module, symbol: str, array) -> None:
     """Copy a device array into a CuPy module's `__constant__` symbol; ValueError when it does not fit."""
     target = module.get_global(symbol)

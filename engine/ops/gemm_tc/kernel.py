@@ -190,7 +190,7 @@ def _compute_tf32(t: GemmTcTiling) -> str:
     }}"""
 
 
-def _tile_of_block(t: GemmTcTiling) -> str:
+def tile_of_block(t: GemmTcTiling) -> str:
     """The block's output tile: `raster` rows of tiles are walked column by column (grouped order)."""
     if t.raster == 1:
         return f"    const int tile_m = blockIdx.x / {t.tiles_n}, tile_n = blockIdx.x % {t.tiles_n};"
@@ -320,7 +320,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
     const int g = lane >> 2, q = lane & 3;
     const int wk = warp / {t.warps_m * t.warps_n}, wmn = warp % {t.warps_m * t.warps_n};
     const int wm = wmn / {t.warps_n}, wn = wmn % {t.warps_n};
-{_tile_of_block(t)}
+{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
 {_k_range(t)}    float acc[{t.frags_m}][{t.frags_n}][4];
 #pragma unroll
@@ -354,16 +354,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
 {_cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + _store(t)}
 }}
 """
-    return KernelSource(
-        name=ENTRY,
-        code=code,
-        grid=t.grid,
-        block=(t.threads, 1, 1),
-        shared_bytes=t.shared_bytes,
-        arg_order=("a", "b", "c"),
-        output_index=2,
-        tolerance=TOLERANCE[t.precision],
-    )
+    return tiled_source(t, code)
 
 
 def bfloat16_bits(x: np.ndarray) -> np.ndarray:
@@ -398,3 +389,17 @@ def reference(params: GemmTcParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if params.m * params.n * params.k <= FLOAT64_REFERENCE_LIMIT:
         return wa.astype(np.float64) @ wb.astype(np.float64)
     return (wa @ wb).astype(np.float64)
+
+
+def tiled_source(t: GemmTcTiling, code: str) -> KernelSource:
+    """The launch of either mainloop's kernel: one block per tile (times split_k), A, B, C."""
+    return KernelSource(
+        name=ENTRY,
+        code=code,
+        grid=t.grid,
+        block=(t.threads, 1, 1),
+        shared_bytes=t.shared_bytes,
+        arg_order=("a", "b", "c"),
+        output_index=2,
+        tolerance=TOLERANCE[t.precision],
+    )

@@ -79,14 +79,14 @@ SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: what the swizzle permutes with
 MBARRIER_BYTES = 8
 # Registers a wgmma thread needs besides accumulators: descriptors, addresses, loop counters.
 WGMMA_REGISTER_OVERHEAD = 40
+# split_k > 1 only where the tiles of C number fewer than this (two waves of an H200's 132 SMs):
+# with more, every SM has tiles already, and a split only adds the partial tiles' sum.
+SPLIT_K_MAX_TILES = 264
 # The register file of an SM (a block of __launch_bounds__(threads, 1) may hold all of it), and
 # what a warp-specialised producer thread keeps after setmaxnreg.dec: its unrolled cp.async
 # addresses need it (ptxas spills the 128x256 loader below about 96, with tails in M, N and K
 # below about 128); 136 leaves each of 2 consumers 184, over the 168 they have without it.
 REGISTER_FILE = 65536
-# split_k > 1 only where the tiles of C number fewer than this (two waves of an H200's 132 SMs):
-# with more, every SM has tiles already, and a split only adds the partial tiles' sum.
-SPLIT_K_MAX_TILES = 264
 PRODUCER_REGISTERS = 136
 
 
@@ -355,6 +355,8 @@ class GemmTcTiling:
         if self.split_k > self.k_tiles:
             return (f"split_k {self.split_k} leaves a split without a step: K {self.k} is "
                     f"{self.k_tiles} step(s) of {self.block_k}")
+        if (self.block_m * self.block_n) % (4 * self.split_k):  # each split sums whole float4s of the tile
+            return f"a {self.block_m}x{self.block_n} tile does not part into {self.split_k} shares of float4s"
         return None
 
     def _why_not_wgmma(self) -> str | None:

@@ -37,9 +37,8 @@ row-major (N-major); those configs are refused by the validity rules.
 """
 from __future__ import annotations
 
-from ...gpu.nvrtc import ARCH_SPECIFIC_MARK
-from ..base import KernelSource
-from .kernel import ENTRY, TOLERANCE
+from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from .kernel import ENTRY, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -196,16 +195,6 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
 """
 
 
-def _tile_of_block(t: GemmTcTiling) -> str:
-    if t.raster == 1:
-        return f"    const int tile_m = blockIdx.x / {t.tiles_n}, tile_n = blockIdx.x % {t.tiles_n};"
-    group = t.raster * t.tiles_n
-    return f"""    const int group = blockIdx.x / {group}, in_group = blockIdx.x % {group};
-    const int first_m = group * {t.raster};
-    const int rows = min({t.tiles_m} - first_m, {t.raster});
-    const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;"""
-
-
 def _mainloop_shared(t: GemmTcTiling) -> str:
     """producer 0: all consumer threads load, `lag` steps ahead, a barrier per step. With a
     wgmma group left in flight (stages >= 3), step kt's loads go into step kt - 2's buffer:
@@ -320,7 +309,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
     (void)full; (void)empty;
     const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};
-{_tile_of_block(t)}
+{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
     float acc[{t.m_tiles}][{t.block_n // 2}];
 #pragma unroll
@@ -331,13 +320,4 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {_store(t)}
 }}
 """
-    return KernelSource(
-        name=ENTRY,
-        code=code,
-        grid=t.grid,
-        block=(t.threads, 1, 1),
-        shared_bytes=t.shared_bytes,
-        arg_order=("a", "b", "c"),
-        output_index=2,
-        tolerance=TOLERANCE[t.precision],
-    )
+    return tiled_source(t, code)
