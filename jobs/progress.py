@@ -154,15 +154,21 @@ def run_progress(run: JobRun, since: int | None = None, trial_rows: int = TRIAL_
 
 
 def settled_confirmations(run: JobRun) -> list[dict]:
-    """`confirmation_summary`, read once when the run has settled: its worker confirms before
-    the run ends, and nothing adds to its confirmations after."""
+    """`confirmation_summary`, its configs' rows read once when the run has settled (its worker
+    confirms before the run ends, and nothing adds to them after); the vendor rows each time,
+    as a faster process's confirmation may replace a baseline later."""
     if not (run.settled and run.confirmation_batch_id):
         return confirmation_summary(run)
-    return cached(f"run-confirmations:{run.pk}:{run.confirmation_batch_id}", lambda: confirmation_summary(run))
+    configs = cached(f"run-confirmations:{run.pk}:{run.confirmation_batch_id}", lambda: confirmed_configs(run))
+    return configs + confirmed_vendors(run)
 
 
 def confirmation_summary(run: JobRun) -> list[dict]:
     """Each confirmed config and baseline of the run: median, min and max of its rounds, warm and cold."""
+    return confirmed_configs(run) + confirmed_vendors(run)
+
+
+def confirmed_configs(run: JobRun) -> list[dict]:
     rows: dict[str, dict] = {}
     for record in run.confirmations():
         role = record.environment.get("role", "tuned")
@@ -173,17 +179,25 @@ def confirmation_summary(run: JobRun) -> list[dict]:
             costs = sorted(record.costs)
             row[record.cache] = {"median": statistics.median(costs), "min": costs[0], "max": costs[-1],
                                  "n": len(costs)}
-    baselines = run.job.workload.baselines.filter(device=run.device, batch_id=run.confirmation_batch_id)
-    for baseline in baselines if run.confirmation_batch_id else []:
+    return list(rows.values())
+
+
+def confirmed_vendors(run: JobRun) -> list[dict]:
+    """The GPU's confirmed vendor baselines, this run's or a faster process's before it (a stored
+    baseline keeps the fastest confirmation of its library build: records.confirmations)."""
+    if not run.confirmation_batch_id:
+        return []
+    rows = []
+    for baseline in run.job.workload.baselines.filter(device=run.device, rounds__isnull=False):
         if baseline.provider == "default-config":
             continue
         costs = sorted(baseline.costs)
-        rows[baseline.provider] = {
+        rows.append({
             "role": "vendor", "provider": baseline.provider, "note": baseline.note,
             "warm": {"median": baseline.cost, "min": costs[0], "max": costs[-1], "n": len(costs)} if costs else None,
             "cold": {"median": baseline.cold_cost, "n": len(baseline.cold_costs)} if baseline.cold_costs else None,
-        }
-    return list(rows.values())
+        })
+    return rows
 
 
 def confirmed_best(confirmations: list[dict]) -> dict | None:
