@@ -40,6 +40,14 @@ def unnamed(record) -> str:
     return f"{record.task_name} {spec.get('kernel_name', '')}".strip() if spec else f"{record.task_name} {record.args}"
 
 
+def committed_logs() -> list[str]:
+    """Every committed H200 log of bests (what scripts/device/checks.sh verifies), from the repository root."""
+    import glob
+
+    return sorted(glob.glob("docs/benchmarks/conv2d-h200-logs/*.log.gz")
+                  + glob.glob("docs/benchmarks/operators-h200-logs/**/*.log.gz", recursive=True))
+
+
 def bests_of(paths: list[str], model: str, top_k: int) -> list[tuple[str, list]]:
     """(name, the workload's top-k records) per workload of the logs, this model's where it has some."""
     records = [record for path in paths for record in read_log_file(path).records]

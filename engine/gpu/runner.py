@@ -76,13 +76,19 @@ def opt_in_shared_memory(function, source: KernelSource) -> None:
         function.max_dynamic_shared_size_bytes = source.shared_bytes
 
 
-def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
-    """The source's entry point in a compiled cubin, ready to launch with its shared memory;
-    with the task's device `arrays`, its `__constant__` inputs filled from them."""
+def load_entry(cp, cubin_path: str, source: KernelSource, arrays=None):
+    """The source's entry point in a compiled cubin; with the task's device `arrays`, its
+    `__constant__` inputs filled from them. Its shared memory is not opted in yet."""
     module = cp.RawModule(path=cubin_path)
     function = module.get_function(source.name)
     for symbol, index in source.constants if arrays is not None else ():
         copy_to_constant(module, symbol, arrays[index])
+    return function
+
+
+def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
+    """`load_entry`, ready to launch with its shared memory."""
+    function = load_entry(cp, cubin_path, source, arrays)
     opt_in_shared_memory(function, source)
     return function
 
@@ -186,10 +192,7 @@ class _GpuSide:
         arrays, ref = self.tasks[task_key]
         out = arrays[source.output_index]
         try:
-            module = cp.RawModule(path=cubin_path)
-            kernel = module.get_function(source.name)
-            for symbol, index in source.constants:
-                copy_to_constant(module, symbol, arrays[index])
+            kernel = load_entry(cp, cubin_path, source, arrays)
         except Exception as exc:  # a cubin the driver cannot load, no entry or symbol of that name in it
             return RunResult(ErrorNo.COMPILE_DEVICE, message=f"loading the kernel failed: {exc}",
                              seconds=time.perf_counter() - start)

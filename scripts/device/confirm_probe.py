@@ -13,7 +13,6 @@ workload and setting: the warm times in µs, each labelled by what ran just befo
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
@@ -23,11 +22,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks")]
 
 import engine  # noqa: E402
-from verify_bests import bests_of  # noqa: E402
+from verify_bests import bests_of, committed_logs  # noqa: E402
 from engine.confirm import Role, contenders_for  # noqa: E402
 
-LOGS = sorted(glob.glob("docs/benchmarks/conv2d-h200-logs/*.log.gz")
-              + glob.glob("docs/benchmarks/operators-h200-logs/**/*.log.gz", recursive=True))
+LOGS = committed_logs()
 
 
 def probe(stopwatch, roles: dict) -> list[tuple[str, float]]:

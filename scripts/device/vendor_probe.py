@@ -21,7 +21,6 @@ then the measuring process loads PyTorch, cuBLAS and cuDNN before it times anyth
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -31,11 +30,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks")]
 
 import engine  # noqa: E402
-from verify_bests import bests_of  # noqa: E402
+from verify_bests import bests_of, committed_logs  # noqa: E402
 from engine.confirm import Role, contenders_for  # noqa: E402
 
-LOGS = sorted(glob.glob("docs/benchmarks/conv2d-h200-logs/*.log.gz")
-              + glob.glob("docs/benchmarks/operators-h200-logs/**/*.log.gz", recursive=True))
+LOGS = committed_logs()
 # The six that moved, and B-exp-c, which did not (it was timed in the process that had loaded PyTorch).
 SMALL_BROADCASTS = "B-div-c,B-div-c-f16,B-rsqrt-c,B-rsqrt-c-f16,B-mul_rsqrt-c,B-mul_rsqrt-c-f16,B-exp-c"
 OURS = [f"C{i}" for i in range(1, 13)] + ["G1", "G2"]
