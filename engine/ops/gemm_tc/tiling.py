@@ -156,6 +156,9 @@ class GemmTcTiling:
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
 
+    # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
+    b_k_major = False
+
     @property
     def partial_bytes(self) -> int:
         """split_k > 1: each warp group's partial tile, in shared memory for the cluster's sum."""
