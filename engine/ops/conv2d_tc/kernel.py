@@ -50,12 +50,12 @@ def _gather_a(t: ConvTcTiling) -> str:
         return f"""{head}
             const bool pred = {_conjunction(pixel_ok, k_ok)};
             copy16(as + row * {t.a_stride} + kc, pred ? A + (size_t)pixel * {c.ci} + k : A, pred);"""
-    tap = ("const int r = 0, s = 0, c = k;" if (c.kh, c.kw) == (1, 1) else
-           f"const int rs = k / {c.ci}, c = k % {c.ci}, r = rs / {c.kw}, s = rs % {c.kw};")
+    tap = ("const int tap_r = 0, tap_s = 0, c = k;" if (c.kh, c.kw) == (1, 1) else
+           f"const int rs = k / {c.ci}, c = k % {c.ci}, tap_r = rs / {c.kw}, tap_s = rs % {c.kw};")
     return f"""{head}
             const int n = pixel / {c.oh * c.ow}, pq = pixel % {c.oh * c.ow}, op = pq / {c.ow}, oq = pq % {c.ow};
             {tap}
-            const int ih = op * {c.stride[0]} - {c.padding[0]} + r, iw = oq * {c.stride[1]} - {c.padding[1]} + s;
+            const int ih = op * {c.stride[0]} - {c.padding[0]} + tap_r, iw = oq * {c.stride[1]} - {c.padding[1]} + tap_s;
             const bool pred = {_conjunction(pixel_ok, k_ok, f"(unsigned)ih < {c.h}u && (unsigned)iw < {c.w}u")};
             copy16(as + row * {t.a_stride} + kc, pred ? A + ((size_t)(n * {c.h} + ih) * {c.w} + iw) * {c.ci} + c : A, pred);"""
 
