@@ -8,7 +8,7 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
     python benchmarks/tensor_core_conv.py configs                    # every config the phases try, one per line
 
 * check: each of the six layers (engine.workloads.CONV_TC) in fp16 and bf16, the default config and
-  one other tile (`CHECK_PICKS`), through the GPU measurer: its float64 reference and the precision's
+  two other tiles (`CHECK_PICKS`: the shared-memory epilogue, split K where the layer allows it), through the GPU measurer: its float64 reference and the precision's
   tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
   layer), the default and a seeded random sample of valid configs; every record to an AutoTVM log.
@@ -38,18 +38,25 @@ from engine.measure import to_record  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
-KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster")
-# CUTLASS-like implicit-GEMM tiles: 128 or 256 pixels by 64-256 channels, 64x32 / 64x64 warps,
-# 32- or 64-deep steps, 3-4 stages; 64x64 tiles for the small-M layers (7x7 at batch 32: 1568 pixels).
-TUNE_PICKS = [
-    (128, 64, 32, 64, 32, 3, 1), (128, 64, 32, 64, 32, 4, 1), (128, 64, 64, 64, 32, 3, 1),
-    (256, 64, 32, 64, 32, 3, 1), (256, 64, 32, 64, 32, 4, 1), (128, 128, 32, 64, 64, 3, 1),
-    (128, 128, 32, 64, 64, 4, 1), (128, 128, 64, 64, 64, 3, 8), (256, 128, 32, 64, 64, 3, 1),
-    (128, 256, 32, 64, 64, 3, 8), (64, 64, 64, 32, 32, 4, 1), (64, 128, 32, 32, 64, 4, 1),
-    (64, 64, 32, 32, 32, 5, 1), (128, 64, 32, 32, 32, 4, 1),
+KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k")
+# CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
+# channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
+TILES = [
+    (128, 64, 32, 64, 32, 3, 1), (128, 64, 64, 64, 32, 3, 1), (128, 64, 32, 64, 32, 4, 1), (128, 64, 64, 64, 32, 2, 1),
+    (256, 64, 32, 64, 32, 3, 1), (256, 64, 64, 64, 32, 3, 1), (256, 64, 32, 32, 64, 3, 1), (256, 64, 32, 64, 32, 4, 1),
+    (128, 128, 32, 64, 32, 3, 1), (128, 128, 64, 64, 32, 3, 1), (128, 128, 32, 64, 64, 4, 1), (128, 128, 64, 64, 64, 3, 8),
+    (256, 128, 32, 64, 64, 3, 1), (256, 128, 32, 64, 32, 3, 8), (128, 256, 32, 64, 64, 3, 8), (64, 64, 64, 32, 32, 4, 1),
+    (64, 128, 32, 32, 64, 4, 1), (64, 64, 32, 32, 32, 5, 1), (128, 64, 32, 32, 32, 4, 1), (64, 64, 64, 32, 32, 3, 1),
+    (64, 128, 64, 32, 32, 3, 1),
 ]
-CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1), (128, 128, 32, 64, 64, 3, 8)]
-RANDOM_TUNES = 4
+# Split K over a cluster, for the layers of few tiles (7x7 and 14x14 at batch 32).
+SPLIT_TILES = [(64, 64, 64, 32, 32, 4, 1), (128, 64, 64, 64, 32, 3, 1), (128, 128, 64, 64, 32, 3, 1),
+               (64, 128, 64, 32, 64, 4, 1), (64, 64, 32, 32, 32, 4, 1)]
+TUNE_PICKS = ([(*tile, epilogue, 1) for tile in TILES for epilogue in ("registers", "shared")]
+              + [(*tile, "registers", split) for tile in SPLIT_TILES for split in (2, 4, 8)])
+CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1), (64, 64, 64, 32, 32, 4, 1, "registers", 4),
+               (128, 128, 32, 64, 64, 3, 8, "shared", 1)]
+RANDOM_TUNES = 12
 
 
 def picked(task, tiles) -> list:
@@ -72,7 +79,7 @@ def layer_tasks(precisions) -> list[tuple[str, object]]:
 
 
 def check_configs(task) -> list:
-    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:1]])
+    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2]])
 
 
 def tune_configs(task) -> list:

@@ -93,6 +93,32 @@ def test_kernels_carry_their_precisions_tolerance():
         assert source.arg_order == ("data", "kernel", "out") and source.output_index == 2
 
 
+def test_split_k_is_for_layers_of_few_tiles_and_stores_its_own_sum():
+    few = task_of(32, 7, 512, 512, 3, 1, 1)  # 1568 pixels x 512 channels: 200 tiles of 64x64
+    values = dict(block_m=64, block_n=64, block_k=64, warp_m=32, warp_n=32, stages=4, raster=1)
+
+    def config(task, epilogue, split_k):
+        entity = [[n, "ot", v] for n, v in values.items()] + [["epilogue", "ot", epilogue], ["split_k", "ot", split_k]]
+        return task.config_space.from_entity(entity)
+
+    assert few.why_invalid(config(few, "registers", 4)) is None
+    assert few.template.kernel(few.params, config(few, "registers", 4)).grid == (200, 1, 4)
+    assert "epilogue \"shared\" is for split_k 1" in few.why_invalid(config(few, "shared", 4))
+    many = task_of(32, 56, 64, 64, 3, 1, 1)  # 1568 tiles
+    assert "fill the GPU without it" in many.why_invalid(config(many, "registers", 2))
+    a100 = task_of(32, 7, 512, 512, 3, 1, 1, limits=SM80_LIMITS)
+    assert "no clusters" in a100.why_invalid(config(a100, "registers", 2))
+
+
+def test_the_shared_epilogue_has_room_for_the_output_tile():
+    task = task_of(2, 8, 16, 256, 1, 1, 0)
+    values = dict(block_m=128, block_n=256, block_k=16, warp_m=64, warp_n=64, stages=2, raster=1, split_k=1)
+    entity = [[n, "ot", v] for n, v in values.items()]
+    shared = task.template.kernel(task.params, task.config_space.from_entity(entity + [["epilogue", "ot", "shared"]]))
+    direct = task.template.kernel(task.params, task.config_space.from_entity(entity + [["epilogue", "ot", "registers"]]))
+    assert shared.shared_bytes == 128 * (256 + 8) * 2 > direct.shared_bytes
+
+
 def test_an_unpadded_1x1_stride_1_layer_reads_pixels_as_they_lie():
     plain = task_of(2, 8, 16, 16, 1, 1, 0)
     strided = task_of(2, 8, 16, 16, 1, 2, 0)
@@ -124,27 +150,34 @@ def test_the_default_tile_compiles_without_spills():
     assert int(re.search(r"Used (\d+) registers", log).group(1)) <= 255
 
 
-KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster")
+KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k")
+R, S = "registers", "shared"
 CPU_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, knob values)
-    (2, 7, 16, 24, 3, 1, 1, (32, 32, 16, 16, 16, 2, 1)),   # pixel tail (98), K tail (144 of 16s: none), N tail (24)
-    (4, 9, 24, 40, 3, 2, 1, (32, 32, 32, 16, 16, 3, 4)),   # stride 2, C 24 (K 216: a tail of 32s), N 40, raster 4
-    (1, 8, 16, 16, 1, 1, 0, (32, 64, 16, 16, 32, 4, 1)),   # 1x1 as a plain GEMM, N tail of a 64-wide tile
-    (3, 7, 32, 24, 1, 2, 0, (32, 32, 32, 16, 16, 3, 1)),   # 1x1 stride 2
-    (1, 6, 8, 16, 3, 1, 0, (64, 32, 64, 32, 32, 2, 1)),     # no padding, C 8 (one copy a tap), K 72 in one step
-    (2, 5, 16, 32, 3, 2, 2, (32, 32, 32, 16, 32, 5, 1)),   # padding 2, stride 2, five stages
+    (2, 7, 16, 24, 3, 1, 1, (32, 32, 16, 16, 16, 2, 1, R, 1)),   # pixel tail (98), N tail (24)
+    (4, 9, 24, 40, 3, 2, 1, (32, 32, 32, 16, 16, 3, 4, S, 1)),   # stride 2, C 24 (K 216: a tail of 32s), N 40, raster 4
+    (1, 8, 16, 16, 1, 1, 0, (32, 64, 16, 16, 32, 4, 1, S, 1)),   # 1x1 as a plain GEMM, N tail of a 64-wide tile
+    (3, 7, 32, 24, 1, 2, 0, (32, 32, 32, 16, 16, 3, 1, R, 1)),   # 1x1 stride 2
+    (1, 6, 8, 16, 3, 1, 0, (64, 32, 64, 32, 32, 2, 1, S, 1)),    # no padding, C 8 (one copy a tap), K 72 in one step
+    (2, 5, 16, 32, 3, 2, 2, (32, 32, 32, 16, 32, 5, 1, R, 1)),   # padding 2, stride 2, five stages
+    # split K over a cluster (the emulator runs a cluster's blocks together): uneven splits, tails
+    (2, 7, 16, 24, 3, 1, 1, (32, 32, 16, 16, 16, 2, 1, R, 4)),   # 9 steps over 4 splits
+    (1, 6, 24, 40, 3, 1, 1, (64, 64, 32, 32, 32, 3, 1, R, 2)),   # 7 steps over 2, N tail
+    (1, 5, 32, 16, 3, 1, 1, (32, 32, 32, 16, 16, 2, 1, R, 8)),   # 9 steps over 8
 ]
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("case", CPU_CASES, ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}s{c[5]}p{c[6]}" for c in CPU_CASES])
+@pytest.mark.parametrize("case", CPU_CASES, ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}s{c[5]}p{c[6]}-{c[7][7]}-split{c[7][8]}" for c in CPU_CASES])
 def test_the_kernel_computes_the_reference_on_the_cpu(case, precision):
     *layer, values = case
     task = task_of(*layer, precision)
     config = task.config_space.from_entity([[name, "ot", v] for name, v in zip(KNOBS, values)])
     assert task.why_invalid(config) is None
     # The emulator's products are exact and its sums fp32: what is left is the output's rounding.
-    assert cuda_on_cpu.error_against_reference(task, config) < OUTPUT_ROUNDING[precision] + 1e-5
+    # Split K runs twice (the output poisoned before each): a cluster's sum leaves nothing behind.
+    launches = 2 if config["split_k"].val > 1 else 1
+    assert cuda_on_cpu.error_against_reference(task, config, launches) < OUTPUT_ROUNDING[precision] + 1e-5
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")

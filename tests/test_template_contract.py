@@ -6,7 +6,7 @@ by registering it (and naming a small workload for it below).
 - its default config is valid, and the same every time;
 - its features have the same names in the same order for every config, all numbers;
 - random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed; for sm_80 those
-  an sm_80 GPU may run: no wgmma);
+  an sm_80 GPU may run: no wgmma, no clusters);
 - its inputs and reference have the shapes the kernel's arguments say;
 - the kernel computes the reference, run on the CPU by tests/cuda_on_cpu.py (which emulates
   the tensor-core PTX, ldmatrix, mma.sync and wgmma, that gemm_tensorcore's kernels are made of),
@@ -40,8 +40,8 @@ SMALL_WORKLOADS = {
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
-# What an sm_80 GPU may run: no wgmma.
-WITHOUT_WGMMA = DeviceLimits(wgmma=False)
+# What an sm_80 GPU may run: no wgmma, no thread block clusters (what for_device gives an A100).
+WITHOUT_WGMMA = DeviceLimits(wgmma=False, max_cluster_size=1)
 
 
 @pytest.fixture(params=TEMPLATE_NAMES)

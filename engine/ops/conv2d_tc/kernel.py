@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
-from ..gemm_tc.kernel import TOLERANCE, bfloat16_bits, compute_16bit, copy_loop, helpers, mma_sync_kernel, store, widen
+from ..gemm_tc.kernel import (CLUSTER_HELPERS, TOLERANCE, bfloat16_bits, cluster_sum, compute_16bit, copy_loop, helpers,
+                               mma_sync_kernel, store, widen)
 from .tiling import ConvTcParams, ConvTcTiling
 
 ENTRY = "conv2d_tc_kernel"
@@ -76,13 +77,51 @@ __device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __res
 """
 
 
+def _shared_store(t: ConvTcTiling) -> str:
+    """Epilogue "shared": the accumulators rounded into a 16-bit tile in shared memory (the
+    stages' memory, free once every copy has landed and every warp is past its last product),
+    then copied out in 16-byte pieces of rows: a warp writes whole rows of the output."""
+    pack = f"pack_{t.precision}x2"
+    pieces = t.block_n // t.copy_elements
+    edges = [c for c in (None if t.m % t.block_m == 0 else f"row0 + row < {t.m}",
+                         None if t.n % t.block_n == 0 else f"col0 + col < {t.n}") if c]
+    body = f"""            const int row = i / {pieces}, col = (i % {pieces}) * {t.copy_elements};
+            {f"if ({' && '.join(edges)}) " if edges else ""}*reinterpret_cast<uint4*>(C + (size_t)(row0 + row) * {t.n} + col0 + col) =
+                *reinterpret_cast<const uint4*>(tile + row * {t.tile_stride} + col);"""
+    return f"""
+    copy16_wait<0>();
+    __syncthreads();  // every warp is done with the stages: their memory holds the output tile now
+    ELEM* tile = reinterpret_cast<ELEM*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni) {{
+            const int row = wm * {t.warp_m} + mi * 16 + g, col = wn * {t.warp_n} + ni * 8 + 2 * q;
+            *reinterpret_cast<unsigned*>(tile + row * {t.tile_stride} + col) = {pack}(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<unsigned*>(tile + (row + 8) * {t.tile_stride} + col) = {pack}(acc[mi][ni][2], acc[mi][ni][3]);
+        }}
+    __syncthreads();
+{copy_loop("the output tile", t.block_m * pieces, t.threads, body)}"""
+
+
+def _epilogue(t: ConvTcTiling) -> str:
+    pack = f"pack_{t.precision}x2"
+    if t.split_k > 1:  # four outputs of a row, 8 bytes: C's row length and the column are multiples of 4
+        return cluster_sum(t, "{{ unsigned* four = reinterpret_cast<unsigned*>(C + (size_t)row * {n} + col); "
+                              f"four[0] = {pack}(sum.x, sum.y); four[1] = {pack}(sum.z, sum.w); }}}}")
+    if t.epilogue == "shared":
+        return _shared_store(t)
+    return store(t, "unsigned", pack)
+
+
 def generate(t: ConvTcTiling) -> KernelSource:
     c = t.conv
     head = f"""// conv2d_nhwc_tensorcore {t.precision}: N {c.n} {c.h}x{c.w}x{c.ci} -> {c.oh}x{c.ow}x{c.co}, {c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)};
-// implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster}
+// implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster},
+// epilogue {t.epilogue}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef unsigned short ELEM;
-{helpers(t.precision)}{_PACK_HELPERS}{_load_stage(t)}"""
-    code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), store(t, "unsigned", f"pack_{t.precision}x2"))
+{helpers(t.precision)}{_PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+    code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])
 

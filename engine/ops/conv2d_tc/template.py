@@ -8,7 +8,7 @@ from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import tiling_features, why_tiling_invalid
 from . import kernel
-from .tiling import TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
+from .tiling import EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
 
 
 class Conv2dNHWCTensorCore(Template):
@@ -27,6 +27,8 @@ class Conv2dNHWCTensorCore(Template):
             OtherKnob("warp_n", [16, 32, 64]),
             OtherKnob("stages", [2, 3, 4, 5]),
             OtherKnob("raster", [1, 4, 8, 16]),
+            OtherKnob("epilogue", list(EPILOGUES)),
+            OtherKnob("split_k", [1, 2, 4, 8]),
         ])
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
@@ -41,6 +43,7 @@ class Conv2dNHWCTensorCore(Template):
         entity = [
             ["block_m", "ot", 128], ["block_n", "ot", 64], ["block_k", "ot", 32],
             ["warp_m", "ot", 64], ["warp_n", "ot", 32], ["stages", "ot", 3], ["raster", "ot", 1],
+            ["epilogue", "ot", "registers"], ["split_k", "ot", 1],
         ]
         return first_valid(space, space.from_entity(entity))
 

@@ -13,8 +13,9 @@ never straddles a kernel tap), zero-filled where the tap falls in the padding or
 B's tile is `block_n` rows of the KRSC weights (K-major: read by ldmatrix without .trans).
 Everything after the copies is engine.ops.gemm_tc's mma.sync mainloop (its ring of stages,
 ldmatrix fragments, m16n8k16 products and epilogue), so `ConvTcTiling` is a `GemmTcTiling`
-with the gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced and
-split K (a batch-32 layer has hundreds of tiles of C: no shape here is short of blocks).
+with the gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K
+(split K, over a thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels),
+and the epilogue's path (`ConvTcTiling.epilogue`).
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -105,11 +106,23 @@ def conv_tc_params(args: list) -> ConvTcParams:
     return ConvTcParams(conv, dtype, list(args))
 
 
+EPILOGUES = ("registers", "shared")
+# The output tile's rows in shared memory (epilogue "shared"): padded by 16 bytes, so the eight
+# rows one warp's packed pairs land in start four banks apart (no conflicts).
+TILE_PAD_ELEMENTS = 8
+
+
 @dataclass(frozen=True)
 class ConvTcTiling(GemmTcTiling):
-    """The GEMM tiling of the implicit GEMM, with the convolution it gathers A from."""
+    """The GEMM tiling of the implicit GEMM, with the convolution it gathers A from.
+
+    `epilogue`: "registers" stores each thread's accumulator pairs straight to the output (4-byte
+    words, eight rows apart per warp); "shared" rounds them into a 16-bit tile in shared memory
+    first and writes it out in whole 16-byte row pieces (coalesced rows). With split_k > 1 the
+    cluster's sum stores its share itself (the epilogue knob stays "registers")."""
 
     conv: ConvParams | None = None
+    epilogue: str = "registers"
 
     b_k_major = True
 
@@ -122,6 +135,20 @@ class ConvTcTiling(GemmTcTiling):
     def stage_elements(self) -> int:
         return self.block_m * self.a_stride + self.block_n * self.b_stride
 
+    @property
+    def tile_stride(self) -> int:
+        return self.block_n + TILE_PAD_ELEMENTS
+
+    @property
+    def shared_bytes(self) -> int:
+        tile = self.block_m * self.tile_stride * self.element_bytes if self.epilogue == "shared" else 0
+        return max(super().shared_bytes, tile)
+
+    def why_not_tiled(self) -> str | None:
+        if self.epilogue == "shared" and self.split_k > 1:
+            return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
+        return super().why_not_tiled()
+
 
 def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
     v = config.values()
@@ -129,5 +156,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         m=params.gemm_m, n=params.gemm_n, k=params.gemm_k, precision=params.precision,
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"], raster=v["raster"],
-        conv=params.conv,
+        split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"],
     )

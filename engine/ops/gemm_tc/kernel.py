@@ -77,7 +77,7 @@ __device__ __forceinline__ void MMA(float (&c)[4], const unsigned (&a)[4], const
 # refuses them elsewhere), whose blocks read each other's shared memory: the cluster barrier
 # (release/acquire by default) and a float4 read of a shared address in block `rank`. Without
 # __CUDA_ARCH__ tests/cuda_on_cpu.py runs a cluster's blocks together and supplies both.
-_CLUSTER_HELPERS = r"""
+CLUSTER_HELPERS = r"""
 #ifdef __CUDA_ARCH__
 #if __CUDA_ARCH__ < 900
 #error "gemm_tensorcore's split_k needs thread block clusters (sm_90 or newer)"
@@ -246,10 +246,14 @@ def _k_range(t: GemmTcTiling) -> str:
             f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);\n")
 
 
-def _cluster_sum(t: GemmTcTiling) -> str:
+FLOAT4_STORE = "*reinterpret_cast<float4*>(C + (size_t)row * {n} + col) = sum;"
+
+
+def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
     """split_k > 1: every warp group leaves its partial tile in its block's shared memory; after
     the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
-    then warp group order: the same sum on every run) and writes it to C once."""
+    then warp group order: the same sum on every run) and writes it to C once: `quad_store`, a
+    statement storing the float4 `sum` at C's `row`, `col` (`{n}`: C's row length)."""
     tile = t.block_m * t.block_n
     share = tile // t.split_k // 4  # float4s of the tile each split sums
     rounds = -(-share // t.threads)
@@ -286,7 +290,7 @@ def _cluster_sum(t: GemmTcTiling) -> str:
                     sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
                 }}
             const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};
-            {store_if}*reinterpret_cast<float4*>(C + (size_t)row * {t.n} + col) = sum;
+            {store_if}{quad_store.format(n=t.n)}
         }}
     }}
     cluster_arrive_wait();  // no block leaves while another still reads its shared memory"""
@@ -319,8 +323,8 @@ def generate(t: GemmTcTiling) -> KernelSource:
     head = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef {element} ELEM;
-{helpers(t.precision)}{_CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
-    epilogue = _cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + store(t)
+{helpers(t.precision)}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+    epilogue = cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + store(t)
     return tiled_source(t, mma_sync_kernel(t, ENTRY, head, "float", compute, epilogue))
 
 
