@@ -20,7 +20,7 @@ from engine.ops.base import KernelSource
 from engine.logfile import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin
-from .runner import TimingSettings, cupy_graph, load_kernel, relative_l2_error, time_launches
+from .runner import TimingSettings, cupy_graph, load_kernel, poison, relative_l2_error, time_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -49,12 +49,13 @@ class BestKernel:
     source: KernelSource
     output_shape: tuple[int, ...]
     _function: object
+    output_dtype: str = "float32"  # the template's output array's (float16, or uint16 for bfloat16 bits)
 
     def __call__(self, *arrays, out=None):
         import cupy as cp
 
         if out is None:
-            out = cp.empty(self.output_shape, dtype=cp.float32)
+            out = cp.empty(self.output_shape, dtype=self.output_dtype)
         args = list(arrays)
         args.insert(self.source.output_index, out)
         self._function(self.source.grid, self.source.block, tuple(args), shared_mem=self.source.shared_bytes)
@@ -74,8 +75,8 @@ def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
     source = task.template.kernel(task.params, config)
     cubin, _ = compile_to_cubin(source.code, f"sm_{device.compute_capability}")
     function = load_function(cp, cubin, source)
-    output_shape = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index].shape
-    return BestKernel(task, record, source, tuple(output_shape), function)
+    output = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index]
+    return BestKernel(task, record, source, tuple(output.shape), function, output.dtype.name)
 
 
 def load_function(cp, cubin: bytes, source: KernelSource):
@@ -108,10 +109,10 @@ def check_and_time(kernel: BestKernel, seed: int = 1, settings: TimingSettings |
     inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
     reference = task.template.reference(task.params, inputs)
     arrays = [cp.asarray(a) for i, a in enumerate(inputs) if i != kernel.source.output_index]
-    out = cp.full(kernel.output_shape, np.nan, dtype=cp.float32)
+    out = cp.empty(kernel.output_shape, dtype=kernel.output_dtype)
+    poison(out)
     kernel(*arrays, out=out)
-    got = cp.asnumpy(out).astype(np.float64)
-    error = relative_l2_error(got, reference)
+    error = relative_l2_error(cp.asnumpy(out), reference)
     stream = cp.cuda.Stream(non_blocking=True)
 
     def launch():
