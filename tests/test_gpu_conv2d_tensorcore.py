@@ -67,3 +67,19 @@ def test_the_confirmations_cudnn_call_gives_the_nhwc_output_in_the_same_precisio
     assert relative_l2_error(got.double().cpu().numpy(), task.template.reference(task.params, inputs)) \
         < task.template.tolerance(task.params)
     assert op.details["memory_format"] == "channels_last" and op.details["algorithm"]
+
+
+def test_the_logged_best_kernel_comes_back_with_a_16_bit_output(measurer, tmp_path):
+    """engine.gpu.apply_best (the downloads' kernel): the output keeps the template's dtype (bf16 bits)."""
+    from engine.callbacks import log_to_file
+    from engine.gpu.apply_best import check_and_time, load_best_kernel
+    from engine.tune import tune
+    from engine.tuners import get_tuner
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(4, 11, 40, 24, 3, 2, 1, "bfloat16"),
+                              DeviceLimits.for_device(measurer.device))
+    log = tmp_path / "conv.log"
+    tune(task, get_tuner("random", task, seed=5), measurer, 8, callbacks=[log_to_file(str(log))], batch_size=8)
+    kernel = load_best_kernel(str(log), task)
+    assert kernel.output_dtype == "uint16"
+    assert check_and_time(kernel).relative_error < task.template.tolerance(task.params)
