@@ -231,13 +231,19 @@ def job_summary(job: Job, runs=None) -> dict:
     }
 
 
-def job_progress(job: Job, since: dict[int, int] | None = None) -> dict:
-    """Everything the job page shows. `settled` turns true once no worker will store another
-    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
-    `since` (run id -> the last record id the page has of it) leaves out the points it has."""
+def progress_runs(job: Job) -> list[JobRun]:
+    """The job's runs as `job_progress` reads them, in one query."""
     # Fetched through `job.runs`, each run's `job` is `job` itself (with the workload and owner
     # the caller selected): joining them again would only make the query slower to build.
-    runs = list(job.runs.with_figures().select_related("worker"))
+    return list(job.runs.with_figures().select_related("worker"))
+
+
+def job_progress(job: Job, since: dict[int, int] | None = None, runs: list[JobRun] | None = None) -> dict:
+    """Everything the job page's script shows. `settled` turns true once no worker will store another
+    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
+    `since` (run id -> the last record id the page has of it) leaves out the points it has;
+    `runs`, `progress_runs(job)` where the caller has them."""
+    runs = progress_runs(job) if runs is None else runs
     progress = [run_progress(run, (since or {}).get(run.pk)) for run in runs]
     return {
         **job_summary(job, runs), "runs": progress,
@@ -246,3 +252,13 @@ def job_progress(job: Job, since: dict[int, int] | None = None) -> dict:
         "record_url_template": reverse("records:record_detail", args=[0]),
         "record_api_template": reverse("api-record", args=[0]),
     }
+
+
+def job_page(job: Job, order=lambda rows: rows) -> dict:
+    """What the job page itself shows (its script reads the rest from `job_progress`): the job's
+    state and each run's GPU, what it waits for and its confirmations, in `order`."""
+    runs = list(job.runs.select_related("device"))
+    return {"state": Job.state_of(runs), "runs": [
+        {"gpu": run.device.model, "waiting_for_worker": run.waiting_for_worker(),
+         "confirmations": order(settled_confirmations(run))} for run in runs
+    ]}

@@ -17,12 +17,13 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
-from tunerweb.conditional import conditional
+from tunerweb.conditional import conditional, kept_answer
 
+from .answer_keys import page_key, progress_key
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobKind, JobRun, Worker
-from .progress import job_progress, parse_since
+from .progress import job_page, job_progress, parse_since, progress_runs
 from .submission import submit_job
 from .tokens import issue_token
 
@@ -94,26 +95,31 @@ def remeasure(request):
 @login_required
 @conditional
 def detail(request, pk: int):
+    """The job's facts, state and confirmations; its script reads the progress from `progress`."""
     job = _job_for(request, pk)
-    progress = job_progress(job)
     sorting = sorting_from(request.GET, CONFIRMATION_COLUMNS, name="confirmation_sort")
-    for run in progress["runs"]:
-        run["confirmations"] = sorting.rows(run["confirmations"])
-    return render(request, "jobs/detail.html", {
-        "job": job, "progress": progress, "confirmation_sorting": sorting, "sort_error": sorting.error,
+    page = job_page(job, sorting.rows)
+    answer = lambda: render(request, "jobs/detail.html", {  # noqa: E731
+        "job": job, **page, "confirmation_sorting": sorting, "sort_error": sorting.error,
     }, status=400 if sorting.error else 200)
+    # Only the page's own queries are kept: made-up ones must not fill the cache.
+    if sorting.error or set(request.GET) - {"confirmation_sort"}:
+        return answer()
+    return kept_answer(request, page_key(job, page, request.GET.dict()), answer, page=True)
 
 
 @login_required
 @conditional
 def progress(request, pk: int):
-    """The job page's poll; `?since=<run>:<record>,...` leaves out the points the page has."""
+    """The job page's script reads it whole once, then `?since=<run>:<record>,...`, which leaves
+    out the points the page has."""
     job = _job_for(request, pk)
     try:
         since = parse_since(request.GET.get("since", ""))
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
-    return JsonResponse(job_progress(job, since))
+    runs = progress_runs(job)
+    return kept_answer(request, progress_key(job, runs, since), lambda: JsonResponse(job_progress(job, since, runs)))
 
 
 @require_POST
