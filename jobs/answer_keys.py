@@ -1,7 +1,7 @@
-"""Names for the state of what a job's page and its JSON are made from, the keys their answers
-are kept under (tunerweb.conditional.kept_answer): worked out from the rows the view reads anyway
-(the job, its runs) and one count of the workload's records, so a repeat in the same state costs
-those reads and a cache read, not the answer made again."""
+"""Names for the state of what a job's page and its progress are made from, the keys the page is
+kept under (tunerweb.conditional.kept_page) and the progress cached: worked out from the rows
+the view reads anyway (the job, its runs) and one count of the workload's records, so a repeat in
+the same state costs those reads and a cache read, not the answer made again."""
 from __future__ import annotations
 
 import hashlib
@@ -36,15 +36,16 @@ def _run_state(run: JobRun) -> list:
             run.waiting_for_worker(), confirmed_vendors(run)]
 
 
-def progress_key(job: Job, runs: list[JobRun], since: dict[int, int]) -> str:
-    """`job_progress(job, since, runs)`'s state. The workload's records, all of them (versions
-    count private ones too), name the run's own trials and the leaderboard best it is diffed against;
-    the answer, the same for everyone who may see the job, is kept apart per reader all the same."""
-    state = [_job_state(job), workload_records_version(job.workload_id), sorted(since.items()),
-             [_run_state(run) for run in runs]]
+def progress_key(job: Job, runs: list[JobRun]) -> str:
+    """`job_progress(job, runs)`'s state. The workload's records, all of them (versions count
+    private ones too), name the run's own trials and the leaderboard best it is diffed against."""
+    state = [_job_state(job), workload_records_version(job.workload_id), [_run_state(run) for run in runs]]
     return f"job-progress:{job.pk}:{_digest(state)}"
 
 
-def page_key(job: Job, page: dict, query: dict) -> str:
-    """The job page's state: the job, what `job_page` read of its runs, and the query (its sort)."""
+def page_key(job: Job, page: dict, query: dict) -> str | None:
+    """The job page's state: the job, what `job_page` read of its runs, and the query (its sort);
+    None for a query with anything else, which is made each time (made-up ones must not fill the cache)."""
+    if set(query) - {"confirmation_sort"}:
+        return None
     return f"job-page:{job.pk}:{_digest([_job_state(job), page, sorted(query.items())])}"

@@ -17,13 +17,14 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
-from tunerweb.conditional import conditional, kept_answer
+from tunerweb.cache import cached
+from tunerweb.conditional import conditional, kept_page
 
 from .answer_keys import page_key, progress_key
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobKind, JobRun, Worker
-from .progress import job_page, job_progress, parse_since, progress_runs
+from .progress import job_page, job_progress, parse_since, progress_runs, progress_since
 from .submission import submit_job
 from .tokens import issue_token
 
@@ -102,24 +103,24 @@ def detail(request, pk: int):
     answer = lambda: render(request, "jobs/detail.html", {  # noqa: E731
         "job": job, **page, "confirmation_sorting": sorting, "sort_error": sorting.error,
     }, status=400 if sorting.error else 200)
-    # Only the page's own queries are kept: made-up ones must not fill the cache.
-    if sorting.error or set(request.GET) - {"confirmation_sort"}:
+    if sorting.error:  # made each time: made-up sorts must not fill the cache
         return answer()
-    return kept_answer(request, page_key(job, page, request.GET.dict()), answer, page=True)
+    return kept_page(request, page_key(job, page, request.GET.dict()), answer)
 
 
 @login_required
 @conditional
 def progress(request, pk: int):
     """The job page's script reads it whole once, then `?since=<run>:<record>,...`, which leaves
-    out the points the page has."""
+    out what the page has. The whole is made once per state of the job; each poll is a slice of it."""
     job = _job_for(request, pk)
     try:
         since = parse_since(request.GET.get("since", ""))
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
     runs = progress_runs(job)
-    return kept_answer(request, progress_key(job, runs, since), lambda: JsonResponse(job_progress(job, since, runs)))
+    whole = cached(progress_key(job, runs), lambda: job_progress(job, runs))
+    return JsonResponse(progress_since(whole, since))
 
 
 @require_POST

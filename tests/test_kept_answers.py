@@ -1,7 +1,8 @@
-"""A job's page and its JSON kept whole per state (tunerweb.conditional.kept_answer, keyed by
-jobs.answer_keys): a repeat in the same state is a cache read with its queries pinned, not a
-render; anything the answer is made from changes the key; a private job's kept answers reach no
-one else, and a waiting message is shown, not a kept page. Against the test PostgreSQL and Redis."""
+"""A job's page kept whole per state (tunerweb.conditional.kept_page) and its progress cached per
+state (jobs.answer_keys): a repeat in the same state is a cache read with its queries pinned, not
+a render, whatever `?since=` asks; anything they are made from changes the key; a private job's
+kept answers reach no one else, and a waiting message is shown, not a kept page. Against the test
+PostgreSQL and Redis."""
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -53,13 +54,29 @@ def test_a_repeat_in_the_same_state_is_a_cache_read_not_a_render(job, alice, dja
     for url in (page_url(job), progress_url(job), progress_url(job, f"{job.runs.get().pk}:{last.pk - 5}")):
         first = alice_client.get(url)
         # Session, user, job, runs; the GPU's last worker heartbeat (is the run waiting for one?),
-        # and for the JSON the workload's records counted.
+        # and for the JSON the workload's records counted. (Made again, the JSON would also count
+        # the records outside the run's and read the heartbeat again.)
         with django_assert_num_queries(6 if "progress" in url else 5):
             repeat = alice_client.get(url)
         assert repeat.status_code == 200 and repeat.content == first.content and repeat["ETag"] == first["ETag"]
         assert repeat["Content-Type"] == first["Content-Type"]
         assert not repeat.templates, url  # nothing rendered
         assert alice_client.get(url, headers={"If-None-Match": first["ETag"]}).status_code == 304
+
+
+def test_a_poll_adds_the_points_and_latest_trials_stored_after_what_the_page_has(job, alice):
+    alice_client = logged_in(alice)
+    run = job.runs.get()
+    whole = alice_client.get(progress_url(job)).json()
+    records = whole["runs"][0]["points"]["record"]
+
+    tail = alice_client.get(progress_url(job, f"{run.pk}:{records[-4]}")).json()["runs"][0]
+
+    assert tail["points"]["record"] == records[-3:]
+    assert [trial["record"] for trial in tail["trials"]] == records[-3:][::-1]  # newest first
+    # What the page's script makes of it: its latest trials, the poll's added to them, as many as before.
+    merged = (tail["trials"] + whole["runs"][0]["trials"][3:])[:whole["trial_rows"]]
+    assert merged == whole["runs"][0]["trials"]
 
 
 def test_what_the_answers_are_made_of_changing_makes_them_again(job, alice):
@@ -122,3 +139,4 @@ def test_a_waiting_message_is_shown_not_a_kept_page_and_a_kept_pages_token_still
     shown = alice_client.get(page_url(job))
     assert f"Job {job.pk} had already finished." in shown.content.decode()
     assert "had already finished" not in alice_client.get(page_url(job)).content.decode()  # shown once
+

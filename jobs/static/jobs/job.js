@@ -186,8 +186,9 @@
     if (cancel && !["queued", "running"].includes(progress.state)) cancel.remove();
   }
 
-  // Each poll after the first asks only for the points stored since the last record it has of
-  // each run (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the rest.
+  // Each poll after the first asks only for what was stored since the last record it has of each
+  // run (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the points
+  // and latest trials after it.
   function sinceQuery(progress) {
     if (!progress) return "";
     const parts = progress.runs.filter((run) => run.points.record.length)
@@ -203,6 +204,7 @@
       if (run.points_after === undefined || !old) continue;
       for (const column of Object.keys(run.points)) run.points[column] = old.points[column].concat(run.points[column]);
       run.convergence = old.convergence.concat(run.convergence);
+      run.trials = run.trials.concat(old.trials).slice(0, progress.trial_rows);  // newest first
       delete run.points_after;
     }
     return progress;
