@@ -22,8 +22,8 @@ def _row(instance, leave_out=()) -> list:
 
 
 def _job_state(job: Job) -> list:
-    """The job's row (staff may edit it in the admin), its owner's name and its age as the page says it."""
-    return [*_row(job), job.owner.username, str(when(job.created_at))]
+    """The job's row (staff may edit it in the admin) and its owner's name."""
+    return [*_row(job), job.owner.username]
 
 
 def _run_state(run: JobRun) -> list:
@@ -44,8 +44,10 @@ def progress_key(job: Job, runs: list[JobRun]) -> str:
 
 
 def page_key(job: Job, page: dict, query: dict) -> str | None:
-    """The job page's state: the job, what `job_page` read of its runs, and the query (its sort);
-    None for a query with anything else, which is made each time (made-up ones must not fill the cache)."""
+    """The job page's state: the job and its age as the page says it, what `job_page` read of its
+    runs, and the query (its sort); None for a query with anything else, which is made each time
+    (made-up ones must not fill the cache)."""
     if set(query) - {"confirmation_sort"}:
         return None
-    return f"job-page:{job.pk}:{_digest([_job_state(job), page, sorted(query.items())])}"
+    state = [_job_state(job), str(when(job.created_at)), page, sorted(query.items())]
+    return f"job-page:{job.pk}:{_digest(state)}"

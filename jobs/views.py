@@ -17,7 +17,7 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
-from tunerweb.cache import cached
+from tunerweb.cache import ENTRY_SECONDS, cached
 from tunerweb.conditional import conditional, kept_page
 
 from .answer_keys import page_key, progress_key
@@ -108,6 +108,9 @@ def detail(request, pk: int):
     return kept_page(request, page_key(job, page, request.GET.dict()), answer)
 
 
+ACTIVE_PROGRESS_SECONDS = 120  # a running job's state lasts about a batch: Redis need not keep it long
+
+
 @login_required
 @conditional
 def progress(request, pk: int):
@@ -119,7 +122,8 @@ def progress(request, pk: int):
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
     runs = progress_runs(job)
-    whole = cached(progress_key(job, runs), lambda: job_progress(job, runs))
+    seconds = ENTRY_SECONDS if all(run.settled for run in runs) else ACTIVE_PROGRESS_SECONDS
+    whole = cached(progress_key(job, runs), lambda: job_progress(job, runs), seconds=seconds)
     return JsonResponse(progress_since(whole, since))
 
 

@@ -140,3 +140,26 @@ def test_a_waiting_message_is_shown_not_a_kept_page_and_a_kept_pages_token_still
     assert f"Job {job.pk} had already finished." in shown.content.decode()
     assert "had already finished" not in alice_client.get(page_url(job)).content.decode()  # shown once
 
+
+
+def test_a_running_jobs_progress_is_kept_briefly_a_settled_ones_longer(job, alice, settings):
+    import redis
+    from django.conf import settings as live
+
+    from jobs.views import ACTIVE_PROGRESS_SECONDS
+    from tunerweb.cache import ENTRY_SECONDS
+
+    server = redis.Redis.from_url(live.CACHES["default"]["LOCATION"])
+    prefix = live.CACHES["default"]["KEY_PREFIX"]
+
+    def progress_entries_ttl() -> list[int]:
+        return [server.ttl(key) for key in server.scan_iter(f"{prefix}:*job-progress:{job.pk}:*")]
+
+    alice_client = logged_in(alice)
+    alice_client.get(progress_url(job))
+    (running,) = progress_entries_ttl()
+    JobRun.objects.filter(job=job).update(state=State.DONE)
+    alice_client.get(progress_url(job))
+
+    assert 0 < running <= ACTIVE_PROGRESS_SECONDS
+    assert max(progress_entries_ttl()) > ACTIVE_PROGRESS_SECONDS and max(progress_entries_ttl()) <= ENTRY_SECONDS
