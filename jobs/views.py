@@ -17,8 +17,9 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
+from records.versions import viewer_key
 from tunerweb.cache import ENTRY_SECONDS, cached
-from tunerweb.conditional import conditional, kept_page
+from tunerweb.conditional import conditional, kept_answer, kept_page
 
 from .answer_keys import page_key, progress_key
 from .custom_kernels import add_custom_kernel, summarize
@@ -114,17 +115,23 @@ ACTIVE_PROGRESS_SECONDS = 120  # a running job's state lasts about a batch: Redi
 @login_required
 @conditional
 def progress(request, pk: int):
-    """The job page's script reads it whole once, then `?since=<run>:<record>,...`, which leaves
-    out what the page has. The whole is made once per state of the job; each poll is a slice of it."""
+    """The job page's script reads it whole as the page opens, then `?since=<run>:<record>,...`,
+    which leaves out what the page has. The whole is made once per state of the job; each poll is
+    a slice of it."""
     job = _job_for(request, pk)
     try:
         since = parse_since(request.GET.get("since", ""))
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
     runs = progress_runs(job)
+    key = progress_key(job, runs)
     seconds = ENTRY_SECONDS if all(run.settled for run in runs) else ACTIVE_PROGRESS_SECONDS
-    whole = cached(progress_key(job, runs), lambda: job_progress(job, runs), seconds=seconds)
-    return JsonResponse(progress_since(whole, since))
+    whole = lambda: cached(key, lambda: job_progress(job, runs), seconds=seconds)  # noqa: E731
+    if since:
+        return JsonResponse(progress_since(whole(), since))
+    # Read whole each time a job page opens: kept encoded, with its ETag. (The same for everyone
+    # who may see the job, it is kept apart per reader all the same: no answer reaches one it was not made for.)
+    return kept_answer(request, key, lambda: JsonResponse(whole()), reader=viewer_key(request.user), seconds=seconds)
 
 
 @require_POST

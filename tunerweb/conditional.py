@@ -8,7 +8,7 @@ included, so an ETag made from them would change for a reader who cannot see wha
 and a 200 where a 304 was expected would tell them that something private moved. A digest of
 what they read changes exactly when what they read does. (So it spares the transfer and the
 browser's parsing, not the server's work; the cache keyed by the versions spares that, and
-`kept_page` keeps a page whole with its ETag, so a repeat in the same state is a cache read.)
+`kept_answer` keeps an answer whole with its ETag, so a repeat in the same state is a cache read.)
 
 A logged-in reader's pages hold a CSRF token masked afresh each time, the same secret under a
 new mask: the digest leaves the masked values out and takes the secret's place instead, so a
@@ -27,7 +27,7 @@ from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 
-from .cache import cached
+from .cache import ENTRY_SECONDS, cached
 
 _MASKED_CSRF = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"')
 
@@ -53,7 +53,7 @@ def conditional(view):
         response = view(request, *args, **kwargs)
         if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.streaming:
             return response
-        if not response.has_header("ETag"):  # `kept_page`'s come with theirs
+        if not response.has_header("ETag"):  # `kept_answer`'s come with theirs
             if hasattr(response, "render") and not getattr(response, "is_rendered", True):
                 response.render()  # a REST framework answer is rendered after the view; its bytes are needed now
             response["ETag"] = answer_etag(request, response.content)
@@ -64,33 +64,40 @@ def conditional(view):
     return answer
 
 
-def kept_page(request, key: str | None, render) -> HttpResponse:
-    """`render()`'s HTML page with its ETag, kept (while a 200) under `key` and who reads: asked
-    again in the same state, it is one cache read, not a render and a digest. `key` names a version
-    of everything the page is made from (tunerweb.cache.cached) but its reader, its templates and
-    the CSRF secret its tokens were masked from, which are added here (kept tokens still post for
-    that secret). A page with messages waiting is rendered, not kept: showing them uses them up;
-    so is one without a `key`."""
-    if key is None or len(get_messages(request)):
+def kept_answer(request, key: str | None, render, reader: str = "", seconds: int = ENTRY_SECONDS) -> HttpResponse:
+    """`render()`'s answer with its ETag, kept (while a 200, `seconds` at most) under `key` and
+    `reader`: asked again in the same state, it is one cache read, not a render and a digest.
+    `key` names a version of everything the answer is made from (tunerweb.cache.cached), `reader`
+    whatever the answer holds of who reads it; without a `key` it is rendered each time."""
+    if key is None:
         return render()
-    get_token(request)  # as the render would: a reader without a secret gets one, and its cookie
-    # The secret itself never goes to Redis either: a digest that mixes it in.
-    reader = f"{request.user.pk}:{request.META['CSRF_COOKIE']}:{templates_version()}"
     rendered = []
 
-    def page():
+    def answer():
         response = render()
         rendered.append(response)
         if response.status_code != 200:
             return None
         return {"content": response.content, "type": response["Content-Type"], "etag": answer_etag(request, response.content)}
 
-    kept = cached(f"page:{key}:{hashlib.blake2b(reader.encode(), digest_size=16).hexdigest()}", page,
-                  keep=lambda made: made is not None)
+    # A reader's secrets never go to Redis, even in a key: a digest that mixes them in.
+    reader_digest = hashlib.blake2b(reader.encode(), digest_size=16).hexdigest()
+    kept = cached(f"answer:{key}:{reader_digest}", answer, keep=lambda made: made is not None, seconds=seconds)
     response = rendered[0] if rendered else HttpResponse(kept["content"], content_type=kept["type"])
     if kept is not None:
         response["ETag"] = kept["etag"]
     return response
+
+
+def kept_page(request, key: str | None, render) -> HttpResponse:
+    """`kept_answer` for an HTML page, which holds its reader's name and CSRF tokens: kept for that
+    reader, the CSRF secret its tokens were masked from (kept tokens still post for it) and the
+    templates it was made from. A page with messages waiting is rendered, not kept: showing them
+    uses them up."""
+    if key is None or len(get_messages(request)):
+        return render()
+    get_token(request)  # as the render would: a reader without a secret gets one, and its cookie
+    return kept_answer(request, key, render, reader=f"{request.user.pk}:{request.META['CSRF_COOKIE']}:{templates_version()}")
 
 
 @lru_cache(maxsize=1)
