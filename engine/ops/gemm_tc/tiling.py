@@ -88,6 +88,12 @@ SPLIT_K_MAX_TILES = 264
 # below about 128); 136 leaves each of 2 consumers 184, over the 168 they have without it.
 REGISTER_FILE = 65536
 PRODUCER_REGISTERS = 136
+# wgmma loaders: 16-byte cp.async copies by the loading threads, or TMA (the tensor memory
+# accelerator: one thread of the producer warpgroup issues each stage's box copies, which land
+# swizzled and complete on the stage's mbarrier). A TMA producer keeps CUTLASS's 40 registers,
+# leaving each of 2 consumers 232.
+LOADERS = ("cp_async", "tma")
+TMA_PRODUCER_REGISTERS = 40
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -155,6 +161,11 @@ class GemmTcTiling:
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
+    loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
+
+    @property
+    def tma(self) -> bool:
+        return self.loader == "tma"
 
     @property
     def partial_bytes(self) -> int:
@@ -203,7 +214,9 @@ class GemmTcTiling:
         """wgmma producer 1 with 2 consumers (384 threads, 168 registers each at launch): what
         the loading warpgroup keeps (setmaxnreg.dec); 0 where nothing is moved: one consumer
         has 255 already, and 4 leave too few at launch (ptxas gives 640 threads 88) to share."""
-        return PRODUCER_REGISTERS if self.producer and self.consumers == 2 else 0
+        if not (self.producer and self.consumers == 2):
+            return 0
+        return TMA_PRODUCER_REGISTERS if self.tma else PRODUCER_REGISTERS
 
     @property
     def consumer_registers(self) -> int:
@@ -341,8 +354,9 @@ class GemmTcTiling:
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer) != (1, 0):
-            return "consumers and producer are the wgmma mainloop's knobs: mma_sync configs leave them at 1 and 0"
+        if (self.consumers, self.producer, self.loader) != (1, 0, LOADERS[0]):
+            return ("consumers, producer and loader are the wgmma mainloop's knobs: mma_sync configs leave them "
+                    f"at 1, 0 and {LOADERS[0]}")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -375,6 +389,8 @@ class GemmTcTiling:
         if self.block_m % (self.consumers * WGMMA_M):
             return (f"block_m {self.block_m} is not a multiple of {WGMMA_M} rows for each of "
                     f"{self.consumers} consumer warpgroup(s)")
+        if self.tma and not self.producer:
+            return "the tma loader is issued by the producer warpgroup: it takes producer 1"
         return None
 
 
@@ -386,4 +402,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
+        loader=v["loader"],
     )

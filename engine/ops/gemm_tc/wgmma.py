@@ -14,12 +14,18 @@ tensor cores fast enough. The schedule:
   in panels of 64 columns, one 128-byte row per k. Within each 1024-byte atom (eight such
   rows) the 16-byte chunk c of row r sits at chunk c ^ (r % 8): bank-conflict-free for the
   tensor core, and the same permutation the descriptor's swizzle mode undoes.
-* The copies are 16-byte `cp.async` (zero-filled past M, N and K edges), written into the
-  swizzled places by the threads themselves: TMA would need a CUtensorMap built on the host
-  for each launch's pointers and passed by value (__grid_constant__), which the runner's
-  launch path (arrays only) does not do. Writes of the generic proxy become visible to
-  wgmma (the async proxy) through `fence.proxy.async.shared::cta` by the writing thread after
-  its copies completed, before the barrier that hands the stage over.
+* `loader` cp_async: the copies are 16-byte `cp.async` (zero-filled past M, N and K edges),
+  written into the swizzled places by the loading threads themselves. Writes of the generic
+  proxy become visible to wgmma (the async proxy) through `fence.proxy.async.shared::cta` by
+  the writing thread after its copies completed, before the barrier that hands the stage over.
+* `loader` tma (producer 1 only): one thread of the producer warpgroup issues each stage's
+  copies to the tensor memory accelerator, `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A
+  one box of block_m rows, B one of 64 rows per 64-column panel) that land in exactly the
+  layout above (the tensor map's 128B swizzle is the same permutation of the address) and zero
+  past the matrix's edges; `full[s]` expects the stage's bytes (`arrive.expect_tx`, one arrival)
+  and completes when they landed. The tensor maps are `__constant__` symbols the runner
+  encodes for the task's arrays at load time (engine.gpu.tensor_map); the producer keeps 40
+  registers, each of 2 consumers gets 232 (`setmaxnreg`).
 * `producer` 0: every consumer thread loads, a `__syncthreads` per step hands stages over
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
@@ -37,7 +43,9 @@ row-major (N-major); those configs are refused by the validity rules.
 """
 from __future__ import annotations
 
-from ..base import ARCH_SPECIFIC_MARK, KernelSource
+import dataclasses
+
+from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
 from .kernel import ENTRY, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
@@ -46,6 +54,8 @@ _TYPE = {"float16": "f16", "bfloat16": "bf16"}
 # apart; B's 64-column panels are a panel (block_k rows of 128 bytes) apart; A's leading
 # offset is unused by K-major swizzled layouts (the k16 slice lies within one 128-byte row).
 A_LEADING_BYTES = 16
+# loader tma: the __constant__ tensor maps of A and B (engine.gpu.tensor_map fills them).
+A_TENSOR_MAP, B_TENSOR_MAP = "a_tensor_map", "b_tensor_map"
 
 # The PTX sits behind __CUDA_ARCH__: without it (tests/cuda_on_cpu.py's host build) that
 # emulator supplies these functions, and the wgmma's per thread from the descriptors' layout as
@@ -94,6 +104,17 @@ template <int COUNT>
 __device__ __forceinline__ void registers_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
 template <int COUNT>
 __device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
+// loader tma: one box of the tensor map at `map` (a generic address: here a __constant__'s) whose
+// first element is column x, row y, into shared memory at `dst`; its bytes count on `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// One arrival on `bar` that also expects `bytes` more of copies before its phase completes.
+__device__ __forceinline__ void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
 #endif
@@ -220,27 +241,11 @@ def _mainloop_shared(t: GemmTcTiling) -> str:
     wgmma_wait<0>();"""
 
 
-def _mainloop_specialised(t: GemmTcTiling) -> str:
-    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over.
-    A consumer releases step kt - pending's buffer once that step's group retired; the producer
-    hands step kt - lag over after issuing step kt, lag = stages - 1 - pending, so the step a
-    consumer waits for never waits itself on the consumer's next release (no cycle)."""
-    s, stage_bytes, lag, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_lag, t.wgmma_pending
-    producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
+def _producer_cp_async(t: GemmTcTiling) -> str:
+    """The producer warpgroup's 128 threads copy; step kt - lag is handed over once this
+    thread's copies of it completed (lag groups stay in flight), every thread arriving."""
+    s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
     return f"""
-    if (tid == 0) {{
-#pragma unroll
-        for (int s = 0; s < {s}; ++s) {{
-            barrier_init(full + 8 * s, {WARPGROUP});
-            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
-        }}
-        barrier_init_fence();
-    }}
-    __syncthreads();
-    if (warpgroup == 0) {{
-{f"        registers_down<{producer_registers}>();" if producer_registers else ""}
-        // Step kt waits for its buffer's previous step to be consumed; step kt - {lag} is
-        // handed over once this thread's copies of it completed ({lag} groups stay in flight).
 #pragma unroll 1
         for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
             const int s = kt % {s};
@@ -256,7 +261,51 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         copy16_wait<0>();
         fence_async_proxy();
 #pragma unroll 1
-        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));
+        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));"""
+
+
+def _producer_tma(t: GemmTcTiling) -> str:
+    """One thread issues every stage's boxes as soon as its buffer is free: the copy engine
+    completes `full[s]` when the stage's bytes landed (no copies of its own to wait for)."""
+    s, stage_bytes, panels = t.stages, t.wgmma_stage_bytes, t.block_n // (SWIZZLE_BYTES // t.element_bytes)
+    panel_bytes = t.block_k * SWIZZLE_BYTES
+    return f"""
+        if (tid == 0) {{
+#pragma unroll 1
+            for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+                const int s = kt % {s};
+                const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
+                if (kt >= {s}) barrier_wait(empty + 8 * s, ((kt / {s}) + 1) & 1);
+                barrier_arrive_expect_tx(bar, {stage_bytes});
+                tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {t.block_k}, row0, bar);
+#pragma unroll
+                for (int p = 0; p < {panels}; ++p)
+                    tma_load_2d(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP},
+                                col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar);
+            }}
+        }}"""
+
+
+def _mainloop_specialised(t: GemmTcTiling) -> str:
+    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over.
+    A consumer releases step kt - pending's buffer once that step's group retired; the producer
+    fills step kt's buffer once the step `stages` before it was released, so the step a
+    consumer waits for never waits itself on the consumer's next release (no cycle)."""
+    s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
+    producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
+    full_arrivals = 1 if t.tma else WARPGROUP  # the issuing thread's expect_tx, or every copying thread
+    return f"""
+    if (tid == 0) {{
+#pragma unroll
+        for (int s = 0; s < {s}; ++s) {{
+            barrier_init(full + 8 * s, {full_arrivals});
+            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
+        }}
+        barrier_init_fence();
+    }}
+    __syncthreads();
+    if (warpgroup == 0) {{
+{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_tma(t) if t.tma else _producer_cp_async(t)}
         return;
     }}
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
@@ -266,7 +315,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         const int s = kt % {s};
         barrier_wait(full + 8 * s, (kt / {s}) & 1);
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
-        fence_async_proxy();
+{"" if t.tma else "        fence_async_proxy();"}
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
         {f"if (kt >= {pending}) " if pending else ""}barrier_arrive(empty + 8 * ((kt - {pending} + {s}) % {s}));
     }}
@@ -293,14 +342,29 @@ def _store(t: GemmTcTiling) -> str:
         }}"""
 
 
+def _tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
+    """loader tma: A's boxes are block_m rows of 64 k, B's 64 k rows of one 64-column panel."""
+    if not t.tma:
+        return ()
+    row = SWIZZLE_BYTES // t.element_bytes
+    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.block_m, row, t.element_bytes),
+            TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
+
+
+# loader tma: the CUtensorMaps (128 bytes, 64-byte aligned), filled by the runner before launch.
+_TENSOR_MAP_DECLARATIONS = f"""struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};
+__constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
+"""
+
+
 def generate(t: GemmTcTiling) -> KernelSource:
     ring_bytes = t.stages * t.wgmma_stage_bytes
     mainloop = _mainloop_specialised(t) if t.producer else _mainloop_shared(t)
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
-// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}
+// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{", TMA loads" if t.tma else ""}
 typedef unsigned short ELEM;
-{_HELPERS}{_mma(t)}{_load_stage(t)}{_compute(t)}
+{_HELPERS}{_TENSOR_MAP_DECLARATIONS if t.tma else ""}{_mma(t)}{"" if t.tma else _load_stage(t)}{_compute(t)}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -320,4 +384,4 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {_store(t)}
 }}
 """
-    return tiled_source(t, code)
+    return dataclasses.replace(tiled_source(t, code), tensor_maps=_tensor_maps(t))
