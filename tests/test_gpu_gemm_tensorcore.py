@@ -38,14 +38,17 @@ def test_random_tensor_core_configs_compute_the_product(measurer, precision, sha
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
-# wgmma (sm_90 only): (block_m, block_n, stages, raster, consumers, producer), each knob value at
-# least once; the mma_sync-only knobs at their first values.
+# wgmma (sm_90 only): (block_m, block_n, stages, raster, consumers, producer[, loader]), each knob
+# value at least once; the mma_sync-only knobs at their first values.
 WGMMA_TILES = [(64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
                (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1)]
+# TMA loads: boxes past M, N and K edges (zeros), 1 and 2 consumers, 2 to 4 stages.
+TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
+             (256, 128, 3, 1, 2, 1, "tma"), (128, 128, 4, 1, 1, 1, "tma")]
 
 
 def wgmma_configs(task, tiles):
-    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader")
     fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
              ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -65,12 +68,28 @@ def test_wgmma_configs_compute_the_product(measurer, precision, shape):
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
-def test_a_wgmma_config_computes_a_4096_cube(measurer):
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (130, 64, 520), (520, 136, 200)])
+def test_tma_configs_compute_the_product(measurer, precision, shape):
+    """The runner encodes each kernel's tensor maps for its arrays; the boxes land swizzled as
+    the wgmma descriptors read them, zeros past the edges (C is NaN-filled before each check)."""
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, TMA_TILES)
+    assert len(configs) >= 3 and all(c["loader"].val == "tma" for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("loader", ["cp_async", "tma"])
+def test_a_wgmma_config_computes_a_4096_cube(measurer, loader):
     if not measurer.device.compute_capability.startswith("9."):
         pytest.skip("wgmma runs on sm_90 only")
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(4096, 4096, 4096, "bfloat16"),
                               DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, [(128, 256, 4, 8, 2, 1)])
+    configs = wgmma_configs(task, [(128, 256, 4, 8, 2, 1, loader)])
     (result,) = measurer.measure(task, configs)
     assert result.ok, result.error_msg
 
