@@ -70,16 +70,20 @@ DECODE_PICKS = [
 # The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
 # their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
-WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader")  # loader may be left out
+# loader and cluster may be left out (their defaults: cp_async, 1)
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster")
 WGMMA_FIXED = (("block_k", 64), ("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
-# tiles of 128 accumulators a thread, 3 and 4 stages, three raster groups.
+# tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
+# clusters that multicast B (raster then counts rows of clusters).
 WGMMA_SQUARE_PICKS = [
     (128, 256, 4, 8, 2, 1), (128, 256, 3, 8, 2, 1), (128, 256, 4, 8, 2, 0), (256, 128, 4, 8, 2, 1),
     (128, 128, 4, 8, 1, 1), (128, 128, 4, 8, 1, 0),
     (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 3, 8, 2, 1, "tma"), (128, 256, 4, 16, 2, 1, "tma"),
     (128, 256, 4, 4, 2, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"), (256, 128, 4, 8, 2, 1, "tma"),
     (256, 128, 3, 8, 2, 1, "tma"), (256, 128, 4, 16, 2, 1, "tma"), (128, 128, 4, 8, 1, 1, "tma"),
+    (128, 256, 4, 8, 2, 1, "tma", 2), (128, 256, 4, 4, 2, 1, "tma", 2), (128, 256, 4, 16, 2, 1, "tma", 2),
+    (128, 256, 3, 8, 2, 1, "tma", 2), (256, 128, 4, 8, 2, 1, "tma", 2), (256, 128, 4, 4, 2, 1, "tma", 2),
 ]
 WGMMA_DECODE_PICKS = [(64, 64, 4, 1, 1, 1), (64, 128, 4, 1, 1, 1), (64, 64, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1),
                       (64, 64, 4, 1, 1, 1, "tma"), (64, 128, 4, 1, 1, 1, "tma")]
@@ -88,9 +92,9 @@ WGMMA_CHECK_PICKS = [
     (64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
     (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0),
     (64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
-    (256, 128, 3, 1, 2, 1, "tma"),
+    (256, 128, 3, 1, 2, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2), (128, 256, 4, 1, 2, 1, "tma", 2),
 ]
-WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma")]  # run at 4096^3 by check --only wgmma
+WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2)]  # run at 4096^3 by check --only wgmma
 # split_k (mma_sync): a tile's K over a cluster of that many blocks, so a decode step's few
 # tiles of C keep every SM streaming B. Per decode M, the mma_sync knobs then split_k.
 SPLIT_KNOBS = (*KNOBS, "split_k")

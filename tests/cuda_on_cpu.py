@@ -173,12 +173,16 @@ inline void barrier_init(unsigned bar, unsigned count) {
     Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.bytes = 0; m.completed = 0;
 }
 inline void barrier_init_fence() {}
-inline void barrier_update(unsigned bar, int arrivals, long long expected, long long landed) {
+inline void barrier_update(Mbarrier& m, int arrivals, long long expected, long long landed) {
     std::lock_guard<std::mutex> hold(mbarrier_lock);
-    Mbarrier& m = mbarrier_at(bar);
     m.pending -= arrivals; m.bytes += expected - landed;
     if (m.pending == 0 && m.bytes == 0) { m.pending = m.count; m.completed.fetch_add(1); }
 }
+inline void barrier_update(unsigned bar, int arrivals, long long expected, long long landed) {
+    barrier_update(mbarrier_at(bar), arrivals, expected, landed);
+}
+// An arrival on the barrier at `bar` of the cluster's block `rank`.
+inline void barrier_arrive_remote(unsigned bar, unsigned rank) { barrier_update(mbarrier_pool[rank][(bar / 8) % 64], 1, 0, 0); }
 inline void barrier_arrive(unsigned bar) { barrier_update(bar, 1, 0, 0); }
 inline void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) { barrier_update(bar, 1, bytes, 0); }
 // try_wait.parity P: true once the phase of parity P completed, i.e. the current phase's is not P.
@@ -191,34 +195,45 @@ inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) &
 // TMA (loader tma): the runner's CUtensorMap is, here, where the matrix is and how it is cut
 // (cuda_on_cpu.run writes it into the kernel's __constant__ from the KernelSource's TensorMap).
 struct EmulatedTensorMap { const unsigned char* base; unsigned long long rows, columns, box_rows, box_columns, element_bytes; };
-// The box at column x, row y lands at once, 128B-swizzled by its shared address, zeros past the
-// matrix's edges, and its bytes complete on `bar`.
-inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+// The box at column x, row y lands at once in the shared memory of each block of `mask` (cluster
+// ranks), 128B-swizzled by its shared address, zeros past the matrix's edges, and its bytes
+// complete on each one's barrier at `bar`.
+inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned short mask) {
     const EmulatedTensorMap& t = *(const EmulatedTensorMap*)map;
     const unsigned long long row_bytes = t.box_columns * t.element_bytes;
     if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
-    for (unsigned long long r = 0; r < t.box_rows; ++r)
-        for (unsigned long long c = 0; c < t.box_columns; ++c) {
-            const unsigned long long row = y + r, column = x + c;
-            unsigned char* to = dynamic_smem + swizzled(dst + r * row_bytes + c * t.element_bytes);
-            if (row < t.rows && column < t.columns)
-                memcpy(to, t.base + (row * t.columns + column) * t.element_bytes, t.element_bytes);
-            else
-                memset(to, 0, t.element_bytes);
-        }
-    barrier_update(bar, 0, 0, t.box_rows * row_bytes);
+    for (unsigned rank = 0; rank < MAX_CLUSTER; ++rank) {
+        if (!(mask >> rank & 1)) continue;
+        for (unsigned long long r = 0; r < t.box_rows; ++r)
+            for (unsigned long long c = 0; c < t.box_columns; ++c) {
+                const unsigned long long row = y + r, column = x + c;
+                unsigned char* to = shared_pool[rank] + swizzled(dst + r * row_bytes + c * t.element_bytes);
+                if (row < t.rows && column < t.columns)
+                    memcpy(to, t.base + (row * t.columns + column) * t.element_bytes, t.element_bytes);
+                else
+                    memset(to, 0, t.element_bytes);
+            }
+        barrier_update(mbarrier_pool[rank][(bar / 8) % 64], 0, 0, t.box_rows * row_bytes);
+    }
 }
+// Into this block alone.
+inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+    tma_load_2d_multicast(dst, map, x, y, bar, (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
+}
+inline void cluster_sync() { cluster_barrier->arrive_and_wait(); }
 inline void wgmma_fence() {}
 // wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a
 // wait_group retires them, so a stage overwritten while its group is in flight gives a wrong C.
 static thread_local std::vector<std::vector<std::function<void()>>> wgmma_groups;
 static thread_local std::vector<std::function<void()>> wgmma_open;
 inline void wgmma_commit() { wgmma_groups.push_back(std::move(wgmma_open)); wgmma_open.clear(); }
+// .sync.aligned: the warp waits together, so once one lane passes, every lane's groups retired.
 template <int PENDING> inline void wgmma_wait() {
     while (wgmma_groups.size() > (size_t)PENDING) {
         for (auto& product : wgmma_groups.front()) product();
         wgmma_groups.erase(wgmma_groups.begin());
     }
+    warp_meet();
 }
 template <int COUNT> inline void registers_down() {}
 template <int COUNT> inline void registers_up() {}

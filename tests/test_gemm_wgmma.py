@@ -36,11 +36,11 @@ def config_of(task, **values):
 def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
     task = task_of(4096, 4096, 4096, "bfloat16")
     old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
-    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2
+    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2
     for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
         new = task.config_space.get(index).values()
         assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k"),
-                new.pop("loader")) == ("mma_sync", 1, 0, 1, "cp_async")
+                new.pop("loader"), new.pop("cluster")) == ("mma_sync", 1, 0, 1, "cp_async", 1)
         assert new == old.get(index).values()
     assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
 
@@ -81,6 +81,8 @@ def test_tf32_stays_on_mma_sync():
     (dict(block_m=256, block_n=256, stages=4, consumers=1), "shared memory of"),
     (dict(block_m=256, block_n=256, stages=2, consumers=2), "registers"),
     (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=0, loader="tma"), "it takes producer 1"),
+    (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=1, cluster=2), "it takes the tma loader"),
+    (dict(block_m=128, block_n=64, stages=3, consumers=1, producer=1, loader="tma", cluster=2), "do not part among"),
 ])
 def test_wgmma_rules_say_why(values, message):
     task = task_of(4096, 4096, 4096, "float16")
@@ -90,7 +92,7 @@ def test_wgmma_rules_say_why(values, message):
 def test_mma_sync_configs_leave_the_wgmma_knobs_at_their_first_value():
     task = task_of(4096, 4096, 4096, "float16")
     default = task.default_config().values()
-    for extra in (dict(consumers=2), dict(producer=1), dict(loader="tma")):
+    for extra in (dict(consumers=2), dict(producer=1), dict(loader="tma"), dict(cluster=2)):
         config = task.config_space.from_entity([[name, "ot", v] for name, v in {**default, **extra}.items()])
         assert "wgmma mainloop's knobs" in task.why_invalid(config)
 
@@ -125,8 +127,10 @@ def wgmma_sample(task, count, seed):
     random draws from the whole space rarely land on one)."""
     valid = [config for bm in (64, 128, 256) for bn in (64, 128, 256) for stages in (2, 3, 4)
              for raster in (1, 4, 8, 16) for consumers in (1, 2, 4) for producer in (0, 1) for loader in ("cp_async", "tma")
+             for cluster in (1, 2)
              if task.why_invalid(config := config_of(task, block_m=bm, block_n=bn, stages=stages, raster=raster,
-                                                     consumers=consumers, producer=producer, loader=loader)) is None]
+                                                     consumers=consumers, producer=producer, loader=loader,
+                                                     cluster=cluster)) is None]
     picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
     return [valid[int(i)] for i in picks]
 
@@ -151,7 +155,8 @@ def test_random_valid_wgmma_configs_compile_for_sm_90(tmp_path):
     dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1),  # a decode candidate
     dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma"),
     dict(block_m=256, block_n=128, stages=4, consumers=2, producer=1, loader="tma"),
-], ids=["128x256-ws", "128x128", "64x128-ws", "128x256-tma", "256x128-tma"])
+    dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma", cluster=2),
+], ids=["128x256-ws", "128x128", "64x128-ws", "128x256-tma", "256x128-tma", "128x256-tma-cluster"])
 def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
     task = task_of(4096, 4096, 4096, "bfloat16")
     config = config_of(task, **values)
@@ -206,6 +211,12 @@ CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-ov
     (136, 200, 392, "bfloat16", dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1, loader="tma")),
     (260, 72, 136, "float16", dict(block_m=256, block_n=64, stages=3, consumers=2, producer=1, loader="tma")),
     (520, 136, 200, "bfloat16", dict(block_m=128, block_n=64, stages=3, consumers=2, producer=1, loader="tma", raster=4)),
+    # 2-block clusters multicasting B: a spare tile past M (3 tile rows), 1 and 2 panels a block,
+    # 1 and 2 consumers, raster groups of cluster rows.
+    (130, 136, 200, "bfloat16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma", cluster=2)),
+    (136, 264, 392, "float16", dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma", cluster=2)),
+    (520, 200, 136, "bfloat16", dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1, loader="tma", cluster=2,
+                                     raster=4)),
 ]
 
 

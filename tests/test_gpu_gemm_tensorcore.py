@@ -42,13 +42,15 @@ def test_random_tensor_core_configs_compute_the_product(measurer, precision, sha
 # value at least once; the mma_sync-only knobs at their first values.
 WGMMA_TILES = [(64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
                (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1)]
-# TMA loads: boxes past M, N and K edges (zeros), 1 and 2 consumers, 2 to 4 stages.
+# TMA loads: boxes past M, N and K edges (zeros), 1 and 2 consumers, 2 to 4 stages; 2-block
+# clusters multicasting B (a spare tile row past M where the tile rows are odd).
 TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
-             (256, 128, 3, 1, 2, 1, "tma"), (128, 128, 4, 1, 1, 1, "tma")]
+             (256, 128, 3, 1, 2, 1, "tma"), (128, 128, 4, 1, 1, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2),
+             (128, 256, 4, 1, 2, 1, "tma", 2), (64, 256, 4, 4, 1, 1, "tma", 2)]
 
 
 def wgmma_configs(task, tiles):
-    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader")
+    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster")
     fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
              ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]

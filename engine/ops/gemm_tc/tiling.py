@@ -94,6 +94,10 @@ PRODUCER_REGISTERS = 136
 # leaving each of 2 consumers 232.
 LOADERS = ("cp_async", "tma")
 TMA_PRODUCER_REGISTERS = 40
+# wgmma with tma: a thread block cluster of this many blocks takes neighbouring tile rows of one
+# tile column; B's tile is the same for all of them, so each block loads its share of B's panels
+# and the copy engine multicasts it into every block of the cluster (B read once per cluster).
+CLUSTERS = (1, 2)
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -162,6 +166,7 @@ class GemmTcTiling:
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
     loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
+    cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
 
     @property
     def tma(self) -> bool:
@@ -320,12 +325,23 @@ class GemmTcTiling:
         return -(-self.n // self.block_n)
 
     @property
+    def cluster_rows(self) -> int:
+        """Rows of clusters (of `cluster` tile rows each) over C: the rows `raster` groups."""
+        return -(-self.tiles_m // self.cluster)
+
+    @property
+    def b_panels(self) -> int:
+        """wgmma: B's 64-column (128-byte) panels of one stage."""
+        return self.block_n // (SWIZZLE_BYTES // self.element_bytes)
+
+    @property
     def k_tiles(self) -> int:
         return -(-self.k // self.block_k)
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.tiles_m * self.tiles_n, 1, self.split_k)
+        """One block per tile (a cluster's last rows may lie past M) times split_k."""
+        return (self.cluster_rows * self.cluster * self.tiles_n, 1, self.split_k)
 
     @property
     def registers(self) -> int:
@@ -349,14 +365,15 @@ class GemmTcTiling:
         reason = self._why_not_wgmma() if self.wgmma else self._why_not_mma_sync()
         if reason:
             return reason
-        if self.raster > self.tiles_m and self.raster > 1:
-            return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
+        if self.raster > self.cluster_rows and self.raster > 1:
+            what = "tile rows" if self.cluster == 1 else f"rows of {self.cluster}-block clusters"
+            return f"raster group of {self.raster} {what} is more than the {self.cluster_rows} there are"
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer, self.loader) != (1, 0, LOADERS[0]):
-            return ("consumers, producer and loader are the wgmma mainloop's knobs: mma_sync configs leave them "
-                    f"at 1, 0 and {LOADERS[0]}")
+        if (self.consumers, self.producer, self.loader, self.cluster) != (1, 0, LOADERS[0], 1):
+            return ("consumers, producer, loader and cluster are the wgmma mainloop's knobs: mma_sync configs "
+                    f"leave them at 1, 0, {LOADERS[0]} and 1")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -391,6 +408,11 @@ class GemmTcTiling:
                     f"{self.consumers} consumer warpgroup(s)")
         if self.tma and not self.producer:
             return "the tma loader is issued by the producer warpgroup: it takes producer 1"
+        if self.cluster > 1 and not self.tma:
+            return "a cluster shares B's tile by TMA multicast: it takes the tma loader"
+        if self.b_panels % self.cluster:
+            return (f"B's {self.b_panels} 64-column panel(s) do not part among a cluster of {self.cluster} "
+                    "(each block multicasts its share)")
         return None
 
 
@@ -402,5 +424,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
-        loader=v["loader"],
+        loader=v["loader"], cluster=v["cluster"],
     )

@@ -115,6 +115,22 @@ __device__ __forceinline__ void barrier_arrive_expect_tx(unsigned bar, unsigned 
     asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
                  :: "r"(bar), "r"(bytes) : "memory");
 }
+// cluster > 1: the box lands at `dst` in every block of `mask` (cluster ranks), each block's
+// barrier at `bar` counting its bytes; an arrival on block `rank`'s barrier at `bar`; a barrier
+// of every thread of the cluster (not .aligned: the producer's and consumers' paths reach it apart).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ void barrier_arrive_remote(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
+}
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
 #endif
@@ -266,9 +282,18 @@ def _producer_cp_async(t: GemmTcTiling) -> str:
 
 def _producer_tma(t: GemmTcTiling) -> str:
     """One thread issues every stage's boxes as soon as its buffer is free: the copy engine
-    completes `full[s]` when the stage's bytes landed (no copies of its own to wait for)."""
-    s, stage_bytes, panels = t.stages, t.wgmma_stage_bytes, t.block_n // (SWIZZLE_BYTES // t.element_bytes)
-    panel_bytes = t.block_k * SWIZZLE_BYTES
+    completes `full[s]` when the stage's bytes landed (no copies of its own to wait for). In a
+    cluster, block `rank` loads B's panels rank * share .. and multicasts them to every block:
+    its buffer is free once every block's consumers released it (`empty[s]` counts them all),
+    and its `full[s]` counts the bytes of its own A and of every block's share of B."""
+    s, stage_bytes, panel_bytes = t.stages, t.wgmma_stage_bytes, t.block_k * SWIZZLE_BYTES
+    share = t.b_panels // t.cluster
+    first = "rank * " + str(share) + " + " if t.cluster > 1 else ""
+    load_b = (f"tma_load_2d_multicast(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP}, "
+              f"col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar, {(1 << t.cluster) - 1})"
+              if t.cluster > 1 else
+              f"tma_load_2d(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP}, "
+              f"col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar)")
     return f"""
         if (tid == 0) {{
 #pragma unroll 1
@@ -279,9 +304,7 @@ def _producer_tma(t: GemmTcTiling) -> str:
                 barrier_arrive_expect_tx(bar, {stage_bytes});
                 tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {t.block_k}, row0, bar);
 #pragma unroll
-                for (int p = 0; p < {panels}; ++p)
-                    tma_load_2d(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP},
-                                col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar);
+                for (int p = {first}0; p < {first}{share}; ++p) {load_b};
             }}
         }}"""
 
@@ -293,20 +316,34 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
     consumer waits for never waits itself on the consumer's next release (no cycle)."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
-    full_arrivals = 1 if t.tma else WARPGROUP  # the issuing thread's expect_tx, or every copying thread
+    # full: the issuing thread's expect_tx, or every copying thread; empty: with tma one arrival
+    # per consumer warp of every block of the cluster (a warp's wait_group retired its reads).
+    full_arrivals = 1 if t.tma else WARPGROUP
+    empty_arrivals = t.cluster * t.consumers * WARPGROUP // 32 if t.tma else t.consumers * WARPGROUP
+    if not t.tma:
+        release = "barrier_arrive(bar)"
+    elif t.cluster == 1:
+        release = "if ((tid & 31) == 0) barrier_arrive(bar)"
+    else:
+        release = (f"if ((tid & 31) == 0) {{ for (int r = 0; r < {t.cluster}; ++r) "
+                   "if (r == rank) barrier_arrive(bar); else barrier_arrive_remote(bar, r); }")
+    # A cluster's barriers are initialised before any block multicasts into another or arrives
+    # on its barriers, and no block leaves while another may still do either (cluster_sync).
+    start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
+    leave = "cluster_sync();\n        " if t.cluster > 1 else ""
     return f"""
     if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + 8 * s, {full_arrivals});
-            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
+            barrier_init(empty + 8 * s, {empty_arrivals});
         }}
         barrier_init_fence();
     }}
-    __syncthreads();
+    {start}
     if (warpgroup == 0) {{
 {f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_tma(t) if t.tma else _producer_cp_async(t)}
-        return;
+        {leave}return;
     }}
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
     const int consumer = warpgroup - 1;
@@ -317,7 +354,10 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
 {"" if t.tma else "        fence_async_proxy();"}
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
-        {f"if (kt >= {pending}) " if pending else ""}barrier_arrive(empty + 8 * ((kt - {pending} + {s}) % {s}));
+        {f"if (kt >= {pending}) " if pending else ""}{{
+            const unsigned bar = empty + 8 * ((kt - {pending} + {s}) % {s});
+            {release};
+        }}
     }}
     wgmma_wait<0>();"""
 
@@ -325,8 +365,9 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
-    row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
-    row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
+    exact = t.cluster_rows * t.cluster * t.block_m == t.m  # no tile (nor a cluster's spare one) past M
+    row_ok = "" if exact else f"if (row < {t.m}) "
+    row8_ok = "" if exact else f"if (row + 8 < {t.m}) "
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -357,6 +398,10 @@ __constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
 """
 
 
+_LEAVE_CLUSTER = """
+    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers"""
+
+
 def generate(t: GemmTcTiling) -> KernelSource:
     ring_bytes = t.stages * t.wgmma_stage_bytes
     mainloop = _mainloop_specialised(t) if t.producer else _mainloop_shared(t)
@@ -365,7 +410,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{", TMA loads" if t.tma else ""}
 typedef unsigned short ELEM;
 {_HELPERS}{_TENSOR_MAP_DECLARATIONS if t.tma else ""}{_mma(t)}{"" if t.tma else _load_stage(t)}{_compute(t)}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1)
+extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
@@ -381,7 +426,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 #pragma unroll
         for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
 {mainloop}
-{_store(t)}
+{_store(t)}{_LEAVE_CLUSTER if t.cluster > 1 else ""}
 }}
 """
     return dataclasses.replace(tiled_source(t, code), tensor_maps=_tensor_maps(t))
