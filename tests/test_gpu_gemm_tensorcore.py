@@ -96,6 +96,28 @@ def test_a_wgmma_config_computes_a_4096_cube(measurer, loader):
     assert result.ok, result.error_msg
 
 
+def test_apply_best_loads_a_tma_kernel_for_the_arrays_it_is_called_with(measurer, tmp_path):
+    """A TMA kernel's tensor maps hold its arrays' addresses: the best kernel of a log is loaded
+    again for new arrays, so a second call on other inputs computes their product."""
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    from engine.gpu.apply_best import check_and_time, load_best_kernel
+    from engine.logfile import format_record
+    from engine.measure import to_record
+
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(200, 264, 136, "bfloat16"),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, [(64, 128, 3, 1, 1, 1, "tma", 2)])
+    (result,) = measurer.measure(task, configs)
+    assert result.ok, result.error_msg
+    log = tmp_path / "tma.log"
+    log.write_text(format_record(to_record(task, configs[0], result, measurer.device.target)) + "\n")
+    kernel = load_best_kernel(str(log), task)
+    assert kernel.source.tensor_maps
+    for seed in (1, 2):  # fresh arrays each time
+        assert check_and_time(kernel, seed=seed).relative_error < kernel.source.tolerance
+
+
 # split_k (sm_90 clusters): (block_m, block_n, block_k, warp_m, warp_n, warps_k, stages, split_k);
 # uneven splits, sliced K, 2 to 8 blocks a cluster; those valid on each shape run.
 SPLIT_TILES = [(16, 32, 32, 16, 16, 1, 3, 2), (32, 64, 32, 16, 32, 2, 3, 4), (16, 16, 64, 16, 16, 4, 4, 8),

@@ -39,8 +39,8 @@ SMALL_WORKLOADS = {
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
-# What an sm_80 GPU may run: no wgmma.
-WITHOUT_WGMMA = DeviceLimits(wgmma=False)
+# What an sm_80 GPU may run: no wgmma, no thread block clusters (split_k, cluster).
+WITHOUT_WGMMA = DeviceLimits(wgmma=False, max_cluster_size=1)
 
 
 @pytest.fixture(params=TEMPLATE_NAMES)

@@ -18,12 +18,13 @@ def encode(spec: TensorMap, address: int) -> bytes:
 
     element = {2: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
                4: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT32}[spec.element_bytes]
+    wide, narrow = driver.cuuint64_t, driver.cuuint32_t  # the bindings take these, not ints, in lists
     err, tensor_map = driver.cuTensorMapEncodeTiled(
         element, 2, address,
-        [spec.columns, spec.rows],  # innermost first
-        [spec.columns * spec.element_bytes],  # the row pitch (bytes; the innermost stride is the element)
-        [spec.box_columns, spec.box_rows],
-        [1, 1],
+        [wide(spec.columns), wide(spec.rows)],  # innermost first
+        [wide(spec.columns * spec.element_bytes)],  # the row pitch (bytes; the innermost stride is the element)
+        [narrow(spec.box_columns), narrow(spec.box_rows)],
+        [narrow(1), narrow(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -35,10 +36,18 @@ def encode(spec: TensorMap, address: int) -> bytes:
 
 
 def fill_tensor_maps(module, source: KernelSource, arrays) -> None:
-    """Encode each of `source.tensor_maps` for its CuPy array and copy it into the module's symbol."""
+    """Encode each of `source.tensor_maps` for its CuPy array and copy it into the module's symbol.
+    A pageable host-to-device copy may return before its bytes land, and the kernel runs on
+    another stream: the device is synchronised before anything launches."""
+    if not source.tensor_maps:
+        return
     import ctypes
 
+    import cupy
+
+    buffers = []  # alive until the copies landed
     for spec in source.tensor_maps:
-        data = encode(spec, arrays[spec.argument].data.ptr)
-        buffer = ctypes.create_string_buffer(data, TENSOR_MAP_BYTES)
-        module.get_global(spec.symbol).copy_from_host(ctypes.addressof(buffer), TENSOR_MAP_BYTES)
+        buffers.append(ctypes.create_string_buffer(encode(spec, arrays[spec.argument].data.ptr), TENSOR_MAP_BYTES))
+        module.get_global(spec.symbol).copy_from_host(ctypes.c_void_p(ctypes.addressof(buffers[-1])),
+                                                      TENSOR_MAP_BYTES)
+    cupy.cuda.runtime.deviceSynchronize()

@@ -15,6 +15,9 @@
 # runs one 4096^3 tile and prints each config's relative L2 error).
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
 # GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to 90 s more; then timeout_s=400).
+# NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,2" (knob values in the space's order) last profiles
+# that bf16 4096^3 kernel and cuBLAS's under Nsight Compute (--clock-control none, up to NCU_S=90 s more)
+# into $OUT/ncu.txt: speed of light, compute and memory workloads, warp stalls, occupancy.
 # Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
 # tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
 set -uo pipefail
@@ -47,4 +50,13 @@ phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log"
 grep -E '^tune' "$TXT" | tail -n 8
 phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5
+if [ -n "${NCU_TILING:-}" ]; then
+    timeout -k 5 "${NCU_S:-90}" ncu --clock-control none -k 'regex:gemm|nvjet|cutlass|sm90' \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section WarpStateStats --section Occupancy --section LaunchStats \
+        python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" --precision "${NCU_PRECISION:-bfloat16}" \
+        --tiling "$NCU_TILING" --launches 1 > "$OUT/ncu.txt" 2>&1
+    echo "ncu exit status $?" | tee -a "$TXT"
+    grep -E 'gemm_tc_kernel|nvjet|cutlass|sm90|Duration|Compute \(SM\) Throughput|Memory Throughput|error' "$OUT/ncu.txt" | head -n 30
+fi
 python3 "$BENCH" table --json "$JSON"
