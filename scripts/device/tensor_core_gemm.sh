@@ -12,9 +12,9 @@
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
 # ONLY=wgmma (or mma_sync) keeps one mainloop's configs in check and tune (check --only wgmma also
-# runs one 4096^3 tile and prints each config's relative L2 error).
+# runs three 4096^3 wgmma tiles: cp_async, tma, tma in 2-block clusters; and prints each config's relative L2 error).
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
-# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to 90 s more; then timeout_s=400).
+# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400).
 # NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,2" (knob values in the space's order) last profiles
 # that bf16 4096^3 kernel and cuBLAS's under Nsight Compute (--clock-control none, up to NCU_S=90 s more)
 # into $OUT/ncu.txt: speed of light, compute and memory workloads, warp stalls, occupancy.
@@ -39,7 +39,7 @@ phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
 }
 
 if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked tests of the family
-    timeout -k 5 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
+    timeout -k 5 "${GPU_TESTS_S:-90}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
 fi
 ONLY_ARGS=${ONLY:+--only $ONLY}
