@@ -20,8 +20,8 @@
 
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
 `--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: wgmma has no tf32);
-check then also runs three wgmma tiles at 4096^3 (cp_async, tma, tma in clusters), and prints each correct config's relative L2
-error against the reference next to the tolerance.
+check then also runs three wgmma tiles at 4096^3 (cp_async, tma, tma in clusters), and prints
+each correct config's relative L2 error against the reference next to the tolerance.
 
 Each phase merges its section into the JSON (a phase killed by its timeout leaves the others')
 and stops starting new work after `--budget-s`. The candidate lists are fixed, so the same
