@@ -20,8 +20,9 @@
 
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
 `--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: wgmma has no tf32);
-check then also runs three wgmma tiles at 4096^3 (cp_async, tma, tma in clusters), and prints
-each correct config's relative L2 error against the reference next to the tolerance.
+check then also runs four wgmma configs at 4096^3 (cp_async, tma, tma in clusters, and those
+persistent), and prints each correct config's relative L2 error against the reference next to
+the tolerance.
 
 Each phase merges its section into the JSON (a phase killed by its timeout leaves the others')
 and stops starting new work after `--budget-s`. The candidate lists are fixed, so the same
@@ -70,12 +71,12 @@ DECODE_PICKS = [
 # The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
 # their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
-# loader and cluster may be left out (their defaults: cp_async, 1)
-WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster")
+# loader, cluster and persistent may be left out (their defaults: cp_async, 1, 0)
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent")
 WGMMA_FIXED = (("block_k", 64), ("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
-# clusters that multicast B (raster then counts rows of clusters).
+# clusters that multicast B (raster then counts rows of clusters); persistent (132 blocks walk the tiles).
 WGMMA_SQUARE_PICKS = [
     (128, 256, 4, 8, 2, 1), (128, 256, 3, 8, 2, 1), (128, 256, 4, 8, 2, 0), (256, 128, 4, 8, 2, 1),
     (128, 128, 4, 8, 1, 1), (128, 128, 4, 8, 1, 0),
@@ -84,6 +85,8 @@ WGMMA_SQUARE_PICKS = [
     (256, 128, 3, 8, 2, 1, "tma"), (256, 128, 4, 16, 2, 1, "tma"), (128, 128, 4, 8, 1, 1, "tma"),
     (128, 256, 4, 8, 2, 1, "tma", 2), (128, 256, 4, 4, 2, 1, "tma", 2), (128, 256, 4, 16, 2, 1, "tma", 2),
     (128, 256, 3, 8, 2, 1, "tma", 2), (256, 128, 4, 8, 2, 1, "tma", 2), (256, 128, 4, 4, 2, 1, "tma", 2),
+    (128, 256, 4, 8, 2, 1, "tma", 1, 1), (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 256, 4, 16, 2, 1, "tma", 2, 1),
+    (256, 128, 4, 8, 2, 1, "tma", 2, 1),
 ]
 WGMMA_DECODE_PICKS = [(64, 64, 4, 1, 1, 1), (64, 128, 4, 1, 1, 1), (64, 64, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1),
                       (64, 64, 4, 1, 1, 1, "tma"), (64, 128, 4, 1, 1, 1, "tma")]
@@ -94,7 +97,8 @@ WGMMA_CHECK_PICKS = [
     (64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
     (256, 128, 3, 1, 2, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2), (128, 256, 4, 1, 2, 1, "tma", 2),
 ]
-WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2)]  # run at 4096^3 by check --only wgmma
+WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
+                       (128, 256, 4, 8, 2, 1, "tma", 2, 1)]  # run at 4096^3 by check --only wgmma
 # split_k (mma_sync): a tile's K over a cluster of that many blocks, so a decode step's few
 # tiles of C keep every SM streaming B. Per decode M, the mma_sync knobs then split_k.
 SPLIT_KNOBS = (*KNOBS, "split_k")

@@ -12,8 +12,8 @@
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
 # ONLY=wgmma (or mma_sync) keeps one mainloop's configs in check and tune (check --only wgmma also
-# runs three 4096^3 wgmma tiles, cp_async, tma and tma in 2-block clusters, and prints each config's
-# relative L2 error).
+# runs four 4096^3 wgmma configs, cp_async, tma, tma in 2-block clusters and those persistent, and
+# prints each config's relative L2 error).
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
 # GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400).
 # NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,2" (knob values in the space's order) last profiles

@@ -190,10 +190,11 @@ def _compute_tf32(t: GemmTcTiling) -> str:
     }}"""
 
 
-def tile_of_block(t: GemmTcTiling) -> str:
+def tile_of_block(t: GemmTcTiling, index: str | None = None) -> str:
     """The block's output tile: `raster` rows of tiles are walked column by column (grouped
-    order); with clusters (wgmma), rows of clusters, a cluster's blocks on neighbouring tile rows."""
-    block = "blockIdx.x" if t.cluster == 1 else f"(blockIdx.x / {t.cluster})"
+    order); with clusters (wgmma), rows of clusters, a cluster's blocks on neighbouring tile rows.
+    `index` is the tile's (cluster's) number where a block walks several (wgmma persistent)."""
+    block = index or ("blockIdx.x" if t.cluster == 1 else f"(blockIdx.x / {t.cluster})")
     tile_m = "tile_m" if t.cluster == 1 else "cluster_m"
     if t.raster == 1:
         order = f"    const int {tile_m} = {block} / {t.tiles_n}, tile_n = {block} % {t.tiles_n};"

@@ -17,7 +17,7 @@ from .tiling import CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, 
 # why otherwise): random draws keep them there, so they land on valid configs of either
 # mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
 MAINLOOP_PINS = ("mainloop", {
-    "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1},
+    "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0},
     "wgmma": {"block_k": WGMMA_BLOCK_K, "warp_m": 16, "warp_n": 16, "warps_k": 1, "split_k": 1},
 })
 
@@ -53,6 +53,7 @@ class GemmTensorCore(Template):
             # After split_k, for the same reason: how the wgmma mainloop's stages are loaded.
             OtherKnob("loader", list(LOADERS), default=LOADERS[0]),
             OtherKnob("cluster", list(CLUSTERS), default=1),
+            OtherKnob("persistent", [0, 1], default=0),
         ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

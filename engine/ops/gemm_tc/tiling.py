@@ -98,6 +98,10 @@ TMA_PRODUCER_REGISTERS = 40
 # tile column; B's tile is the same for all of them, so each block loads its share of B's panels
 # and the copy engine multicasts it into every block of the cluster (B read once per cluster).
 CLUSTERS = (1, 2)
+# wgmma tma persistent 1: this many blocks (an H200's SMs, one block each) walk the tiles, so
+# each block's producer loads its next tile while its consumers store the last one. The grid
+# is the kernel's only tie to it: on another GPU the same kernel runs in more or fewer waves.
+PERSISTENT_BLOCKS = 132
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -167,6 +171,7 @@ class GemmTcTiling:
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
     loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
     cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
+    persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
 
     @property
     def tma(self) -> bool:
@@ -339,9 +344,16 @@ class GemmTcTiling:
         return -(-self.k // self.block_k)
 
     @property
+    def tile_blocks(self) -> int:
+        """Blocks of one per tile (a cluster's last rows may lie past M)."""
+        return self.cluster_rows * self.cluster * self.tiles_n
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        """One block per tile (a cluster's last rows may lie past M) times split_k."""
-        return (self.cluster_rows * self.cluster * self.tiles_n, 1, self.split_k)
+        """One block per tile, times split_k; persistent: at most PERSISTENT_BLOCKS (whole clusters)."""
+        if self.persistent:
+            return (min(self.tile_blocks, PERSISTENT_BLOCKS // self.cluster * self.cluster), 1, 1)
+        return (self.tile_blocks, 1, self.split_k)
 
     @property
     def registers(self) -> int:
@@ -371,9 +383,9 @@ class GemmTcTiling:
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer, self.loader, self.cluster) != (1, 0, LOADERS[0], 1):
-            return ("consumers, producer, loader and cluster are the wgmma mainloop's knobs: mma_sync configs "
-                    f"leave them at 1, 0, {LOADERS[0]} and 1")
+        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent) != (1, 0, LOADERS[0], 1, 0):
+            return ("consumers, producer, loader, cluster and persistent are the wgmma mainloop's knobs: mma_sync "
+                    f"configs leave them at 1, 0, {LOADERS[0]}, 1 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -410,6 +422,8 @@ class GemmTcTiling:
             return "the tma loader is issued by the producer warpgroup: it takes producer 1"
         if self.cluster > 1 and not self.tma:
             return "a cluster shares B's tile by TMA multicast: it takes the tma loader"
+        if self.persistent and not self.tma:
+            return "persistent blocks are the tma loader's schedule: they take the tma loader"
         if self.b_panels % self.cluster:
             return (f"B's {self.b_panels} 64-column panel(s) do not part among a cluster of {self.cluster} "
                     "(each block multicasts its share)")
@@ -424,5 +438,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
-        loader=v["loader"], cluster=v["cluster"],
+        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"],
     )

@@ -18,14 +18,9 @@ tensor cores fast enough. The schedule:
   written into the swizzled places by the loading threads themselves. Writes of the generic
   proxy become visible to wgmma (the async proxy) through `fence.proxy.async.shared::cta` by
   the writing thread after its copies completed, before the barrier that hands the stage over.
-* `loader` tma (producer 1 only): one thread of the producer warpgroup issues each stage's
-  copies to the tensor memory accelerator, `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A
-  one box of block_m rows, B one of 64 rows per 64-column panel) that land in exactly the
-  layout above (the tensor map's 128B swizzle is the same permutation of the address) and zero
-  past the matrix's edges; `full[s]` expects the stage's bytes (`arrive.expect_tx`, one arrival)
-  and completes when they landed. The tensor maps are `__constant__` symbols the runner
-  encodes for the task's arrays at load time (engine.gpu.tensor_map); the producer keeps 40
-  registers, each of 2 consumers gets 232 (`setmaxnreg`).
+* `loader` tma (producer 1 only): the tensor memory accelerator copies each stage, issued by
+  one producer thread; with it, 2-block clusters that multicast B and persistent blocks
+  (engine.ops.gemm_tc.tma says how).
 * `producer` 0: every consumer thread loads, a `__syncthreads` per step hands stages over
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
@@ -45,7 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
+from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from . import tma
 from .kernel import ENTRY, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
@@ -54,8 +50,6 @@ _TYPE = {"float16": "f16", "bfloat16": "bf16"}
 # apart; B's 64-column panels are a panel (block_k rows of 128 bytes) apart; A's leading
 # offset is unused by K-major swizzled layouts (the k16 slice lies within one 128-byte row).
 A_LEADING_BYTES = 16
-# loader tma: the __constant__ tensor maps of A and B (engine.gpu.tensor_map fills them).
-A_TENSOR_MAP, B_TENSOR_MAP = "a_tensor_map", "b_tensor_map"
 
 # The PTX sits behind __CUDA_ARCH__: without it (tests/cuda_on_cpu.py's host build) that
 # emulator supplies these functions, and the wgmma's per thread from the descriptors' layout as
@@ -104,33 +98,6 @@ template <int COUNT>
 __device__ __forceinline__ void registers_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
 template <int COUNT>
 __device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
-// loader tma: one box of the tensor map at `map` (a generic address: here a __constant__'s) whose
-// first element is column x, row y, into shared memory at `dst`; its bytes count on `bar`.
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-// One arrival on `bar` that also expects `bytes` more of copies before its phase completes.
-__device__ __forceinline__ void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
-                 :: "r"(bar), "r"(bytes) : "memory");
-}
-// cluster > 1: the box lands at `dst` in every block of `mask` (cluster ranks), each block's
-// barrier at `bar` counting its bytes; an arrival on block `rank`'s barrier at `bar`; a barrier
-// of every thread of the cluster (not .aligned: the producer's and consumers' paths reach it apart).
-__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar,
-                                                      unsigned short mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
-}
-__device__ __forceinline__ void barrier_arrive_remote(unsigned bar, unsigned rank) {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(rank) : "memory");
-}
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
-}
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
 #endif
@@ -280,70 +247,26 @@ def _producer_cp_async(t: GemmTcTiling) -> str:
         for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));"""
 
 
-def _producer_tma(t: GemmTcTiling) -> str:
-    """One thread issues every stage's boxes as soon as its buffer is free: the copy engine
-    completes `full[s]` when the stage's bytes landed (no copies of its own to wait for). In a
-    cluster, block `rank` loads B's panels rank * share .. and multicasts them to every block:
-    its buffer is free once every block's consumers released it (`empty[s]` counts them all),
-    and its `full[s]` counts the bytes of its own A and of every block's share of B."""
-    s, stage_bytes, panel_bytes = t.stages, t.wgmma_stage_bytes, t.block_k * SWIZZLE_BYTES
-    share = t.b_panels // t.cluster
-    first = "rank * " + str(share) + " + " if t.cluster > 1 else ""
-    load_b = (f"tma_load_2d_multicast(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP}, "
-              f"col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar, {(1 << t.cluster) - 1})"
-              if t.cluster > 1 else
-              f"tma_load_2d(stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}, &{B_TENSOR_MAP}, "
-              f"col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar)")
-    return f"""
-        if (tid == 0) {{
-#pragma unroll 1
-            for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
-                const int s = kt % {s};
-                const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
-                if (kt >= {s}) barrier_wait(empty + 8 * s, ((kt / {s}) + 1) & 1);
-                barrier_arrive_expect_tx(bar, {stage_bytes});
-                tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {t.block_k}, row0, bar);
-#pragma unroll
-                for (int p = {first}0; p < {first}{share}; ++p) {load_b};
-            }}
-        }}"""
-
-
 def _mainloop_specialised(t: GemmTcTiling) -> str:
-    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over.
-    A consumer releases step kt - pending's buffer once that step's group retired; the producer
-    fills step kt's buffer once the step `stages` before it was released, so the step a
-    consumer waits for never waits itself on the consumer's next release (no cycle)."""
+    """producer 1 (loader cp_async): warpgroup 0 loads, the consumers (warpgroups 1..) multiply;
+    mbarriers hand over. A consumer releases step kt - pending's buffer once that step's group
+    retired; the producer fills step kt's buffer once the step `stages` before it was released,
+    so the step a consumer waits for never waits itself on the consumer's next release (no cycle)."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
-    # full: the issuing thread's expect_tx, or every copying thread; empty: with tma one arrival
-    # per consumer warp of every block of the cluster (a warp's wait_group retired its reads).
-    full_arrivals = 1 if t.tma else WARPGROUP
-    empty_arrivals = t.cluster * t.consumers * WARPGROUP // 32 if t.tma else t.consumers * WARPGROUP
-    if not t.tma:
-        release = "barrier_arrive(bar)"
-    elif t.cluster == 1:
-        release = "if ((tid & 31) == 0) barrier_arrive(bar)"
-    else:
-        release = (f"if ((tid & 31) == 0) {{ for (int r = 0; r < {t.cluster}; ++r) "
-                   "if (r == rank) barrier_arrive(bar); else barrier_arrive_remote(bar, r); }")
-    # A cluster's barriers are initialised before any block multicasts into another or arrives
-    # on its barriers, and no block leaves while another may still do either (cluster_sync).
-    start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
-    leave = "cluster_sync();\n        " if t.cluster > 1 else ""
     return f"""
     if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
-            barrier_init(full + 8 * s, {full_arrivals});
-            barrier_init(empty + 8 * s, {empty_arrivals});
+            barrier_init(full + 8 * s, {WARPGROUP});
+            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
         }}
         barrier_init_fence();
     }}
-    {start}
+    __syncthreads();
     if (warpgroup == 0) {{
-{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_tma(t) if t.tma else _producer_cp_async(t)}
-        {leave}return;
+{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_cp_async(t)}
+        return;
     }}
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
     const int consumer = warpgroup - 1;
@@ -352,12 +275,9 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         const int s = kt % {s};
         barrier_wait(full + 8 * s, (kt / {s}) & 1);
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
-{"" if t.tma else "        fence_async_proxy();"}
+        fence_async_proxy();
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
-        {f"if (kt >= {pending}) " if pending else ""}{{
-            const unsigned bar = empty + 8 * ((kt - {pending} + {s}) % {s});
-            {release};
-        }}
+        {f"if (kt >= {pending}) " if pending else ""}barrier_arrive(empty + 8 * ((kt - {pending} + {s}) % {s}));
     }}
     wgmma_wait<0>();"""
 
@@ -383,33 +303,26 @@ def _store(t: GemmTcTiling) -> str:
         }}"""
 
 
-def _tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
-    """loader tma: A's boxes are block_m rows of 64 k, B's 64 k rows of one 64-column panel."""
-    if not t.tma:
-        return ()
-    row = SWIZZLE_BYTES // t.element_bytes
-    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.block_m, row, t.element_bytes),
-            TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
-
-
-# loader tma: the CUtensorMaps (128 bytes, 64-byte aligned), filled by the runner before launch.
-_TENSOR_MAP_DECLARATIONS = f"""struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};
-__constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
-"""
-
-
-_LEAVE_CLUSTER = """
-    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers"""
-
-
 def generate(t: GemmTcTiling) -> KernelSource:
     ring_bytes = t.stages * t.wgmma_stage_bytes
-    mainloop = _mainloop_specialised(t) if t.producer else _mainloop_shared(t)
+    if t.tma:  # the TMA schedule walks its tiles itself
+        body = tma.mainloop(t, _store(t))
+    else:
+        body = f"""{tile_of_block(t)}
+    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
+    float acc[{t.m_tiles}][{t.block_n // 2}];
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
+{_mainloop_specialised(t) if t.producer else _mainloop_shared(t)}
+{_store(t)}"""
+    schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
-// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{", TMA loads" if t.tma else ""}
+// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{_HELPERS}{_TENSOR_MAP_DECLARATIONS if t.tma else ""}{_mma(t)}{"" if t.tma else _load_stage(t)}{_compute(t)}
+{_HELPERS}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -418,15 +331,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__
     const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
     (void)full; (void)empty;
     const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};
-{tile_of_block(t)}
-    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-    float acc[{t.m_tiles}][{t.block_n // 2}];
-#pragma unroll
-    for (int mt = 0; mt < {t.m_tiles}; ++mt)
-#pragma unroll
-        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
-{mainloop}
-{_store(t)}{_LEAVE_CLUSTER if t.cluster > 1 else ""}
+{body}
 }}
 """
-    return dataclasses.replace(tiled_source(t, code), tensor_maps=_tensor_maps(t))
+    return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
