@@ -15,9 +15,11 @@
 # runs four 4096^3 wgmma configs, cp_async, tma, tma in 2-block clusters and those persistent, and
 # prints each config's relative L2 error).
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
-# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400).
-# NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,2" (knob values in the space's order) last profiles
-# that bf16 4096^3 kernel and cuBLAS's under Nsight Compute (--clock-control none, up to NCU_S=90 s more)
+# GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400;
+# GPU_TESTS_K, a pytest -k expression, picks some of them).
+# NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,1,1 ..." (knob values in the space's order, one or
+# more tilings) last profiles those bf16 4096^3 kernels and cuBLAS's under Nsight Compute
+# (--clock-control none, up to NCU_S=90 s more)
 # into $OUT/ncu.txt: speed of light, compute and memory workloads, warp stalls, occupancy.
 # Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
 # tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
@@ -40,7 +42,8 @@ phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
 }
 
 if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked tests of the family
-    timeout -k 5 "${GPU_TESTS_S:-90}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
+    timeout -k 5 "${GPU_TESTS_S:-90}" python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
+        tests/test_gpu_gemm_tensorcore.py >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
 fi
 ONLY_ARGS=${ONLY:+--only $ONLY}
@@ -56,7 +59,7 @@ if [ -n "${NCU_TILING:-}" ]; then
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
         --section WarpStateStats --section Occupancy --section LaunchStats \
         python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" --precision "${NCU_PRECISION:-bfloat16}" \
-        --tiling "$NCU_TILING" --launches 1 > "$OUT/ncu.txt" 2>&1
+        $(for tiling in $NCU_TILING; do echo --tiling "$tiling"; done) --launches 1 > "$OUT/ncu.txt" 2>&1
     echo "ncu exit status $?" | tee -a "$TXT"
     grep -E 'gemm_tc_kernel|nvjet|cutlass|sm90|Duration|Compute \(SM\) Throughput|Memory Throughput|error' "$OUT/ncu.txt" | head -n 30
 fi
