@@ -1,4 +1,4 @@
-"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, tensor-core GEMM, broadcast) as named presets: (task name, args as in a log's `input`).
+"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, tensor-core GEMM and conv, broadcast) as named presets: (task name, args as in a log's `input`).
 
 Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
 dtype last), so a preset and a TopHub record of the same shape are the same workload.
@@ -52,6 +52,18 @@ def gemm_tc_args(m: int, n: int, k: int, precision: str) -> list:
     return tensors + ["tf32"] if precision == "tf32" else tensors
 
 
+def conv2d_tc_args(batch: int, size: int, ci: int, co: int, kernel: int, stride: int, pad: int, precision: str) -> list:
+    """A tensor-core NHWC conv's args (engine.ops.conv2d_tc): KRSC weights, one 16-bit precision."""
+    return [
+        ["TENSOR", [batch, size, size, ci], precision],
+        ["TENSOR", [co, kernel, kernel, ci], precision],
+        [stride, stride],
+        [pad, pad, pad, pad],
+        [1, 1],
+        precision,
+    ]
+
+
 def broadcast_args(shape: list[int], op: str, dtype: str = "float32") -> list:
     return [["TENSOR", list(shape), dtype], op]
 
@@ -102,6 +114,14 @@ _GEMM_TC = [("4096", 4096, 4096, 4096), ("8192", 8192, 8192, 8192)] + [
     (f"d{m}x{n}", m, n, 4096) for n in (4096, 14336) for m in (16, 64, 128)]
 GEMM_TC_PRECISIONS = {"bf16": "bfloat16", "f16": "float16", "tf32": "tf32"}
 
+# (shape tag, H=W, CI, CO, K, stride, pad) x precision: ResNet-50's convolutions at batch 32, NHWC on
+# tensor cores (issue 18 step 4; cuDNN's channels-last fp16 times on the H200 are its goal).
+_CONV_TC = [("56-64-64-k3", 56, 64, 64, 3, 1, 1), ("56-64-256-k1", 56, 64, 256, 1, 1, 0),
+            ("28-128-128-k3", 28, 128, 128, 3, 1, 1), ("14-256-256-k3", 14, 256, 256, 3, 1, 1),
+            ("7-512-512-k3", 7, 512, 512, 3, 1, 1), ("14-1024-256-k1", 14, 1024, 256, 1, 1, 0)]
+CONV_TC_BATCH = 32
+CONV_TC_PRECISIONS = {"f16": "float16", "bf16": "bfloat16"}
+
 # (shape tag, [N, C, H, W]) x op: the CINN TileBroadcastTactic's workloads.
 _BROADCAST_SHAPES = [("a", [128, 256, 32, 32]), ("b", [256, 64, 56, 56]), ("c", [64, 512, 7, 7])]
 _BROADCAST_OPS = ["exp", "div", "rsqrt", "mul_rsqrt"]
@@ -125,6 +145,12 @@ for _tag, _m, _n, _k in _GEMM_TC:
         _name = f"TC-{_tag}-{_short}"
         PRESETS[_name] = Preset(_name, f"Tensor-core GEMM {_short}", "gemm_tensorcore",
                                 gemm_tc_args(_m, _n, _k, _precision), f"{_m}×{_n}×{_k} (M×N×K) {_precision}")
+for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_TC:
+    for _short, _precision in CONV_TC_PRECISIONS.items():
+        _name = f"TCC-{_tag}-{_short}"
+        PRESETS[_name] = Preset(_name, f"Tensor-core conv {_short}", "conv2d_nhwc_tensorcore",
+                                conv2d_tc_args(CONV_TC_BATCH, _hw, _ci, _co, _k, _s, _p, _precision),
+                                f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {CONV_TC_BATCH} NHWC {_precision}")
 for _op in _BROADCAST_OPS:
     for _tag, _shape in _BROADCAST_SHAPES:
         _name = f"B-{_op}-{_tag}"
@@ -139,6 +165,7 @@ RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
 GEMM_TC = [PRESETS[f"TC-{row[0]}-{short}"] for short in GEMM_TC_PRECISIONS for row in _GEMM_TC]
+CONV_TC = [PRESETS[f"TCC-{row[0]}-{short}"] for short in CONV_TC_PRECISIONS for row in _CONV_TC]
 BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 

@@ -161,7 +161,8 @@ class Workload(models.Model):
                 parts.append(f"kernel {arg['kernel_name']}")
             else:
                 parts.append(str(arg))
-        return " ".join(parts + dtypes)
+        # A dtype the args already spell (an out_dtype, as the tensor-core conv's) is not said twice.
+        return " ".join(parts + [d for d in dtypes if d not in parts])
 
     def knob_defaults(self) -> dict[str, Any]:
         """What a record of this workload that lacks a knob ran with: the defaults of knobs the

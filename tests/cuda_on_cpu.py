@@ -68,6 +68,7 @@ inline void __threadfence() {}
 #define __align__(n) alignas(n)
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 template <class T> inline T __ldg(const T* p) { return *p; }
@@ -77,6 +78,14 @@ inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 // fp16 storage (engine.ops.broadcast.kernel): the PTX cvt conversions, rounding to nearest even.
 inline float half_to_float(unsigned short h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigned short h; memcpy(&h, &f, 2); return h; }
+// 16-bit outputs in pairs (engine.ops.conv2d_tc.kernel): PTX cvt.rn.f16x2 / bf16x2, nearest even.
+inline unsigned short float_to_bfloat16(float x) {
+    unsigned u; memcpy(&u, &x, 4); return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+inline unsigned pack_float16x2(float lo, float hi) { return float_to_half(lo) | ((unsigned)float_to_half(hi) << 16); }
+inline unsigned pack_bfloat16x2(float lo, float hi) {
+    return float_to_bfloat16(lo) | ((unsigned)float_to_bfloat16(hi) << 16);
+}
 using std::min;
 using std::max;
 // Each block of a cluster has its own shared memory (its rank's), the others' reachable.
@@ -381,12 +390,12 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
 def error_against_reference(task, config, launches: int = 1) -> float:
     """Run `config`'s kernel of `task` here `launches` times (the output NaN-filled before each)
     on the template's inputs, and return the runner's relative L2 error against its reference."""
-    from engine.gpu.runner import relative_l2_error
+    from engine.gpu.runner import poison, relative_l2_error
 
     inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
     expected = task.template.reference(task.params, inputs)
     source = task.template.kernel(task.params, config)
     for _ in range(launches):
-        inputs[source.output_index].fill(np.nan)
+        poison(inputs[source.output_index])
         run(source, inputs)
     return relative_l2_error(inputs[source.output_index], expected)

@@ -11,7 +11,7 @@ from engine.workloads import PRESETS, transpose_spec
 
 ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G3", "G4", "B-div-b", "B-exp-c-f16",
                                                 "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
-                                                "TC-d64x14336-tf32")}
+                                                "TC-d64x14336-tf32", "TCC-56-64-64-k3-f16", "TCC-7-512-512-k3-bf16")}
 ARGS["seed"] = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
 ARGS["multiplier-2"] = [["TENSOR", [1, 8, 15, 15], "float32"], ["TENSOR", [8, 2, 3, 3], "float32"], [1, 1],
                         [1, 1, 1, 1], [1, 1], "float32"]
@@ -88,6 +88,18 @@ SOURCES = [
     ('gemm_tensorcore', 'TC-d64x14336-tf32', 4531, 'f9cfd6f0fe756482e6f18c5f7a6284e9fce916c73403906059bacea26d8c4da7'),
     ('gemm_tensorcore', 'TC-d64x14336-tf32', 212, 'da3a646ad5b7b2b3df08b9d4f3020f57dcc16a3a64498db61058c5818aab87d9'),
     ('gemm_tensorcore', 'TC-d64x14336-tf32', 14745, '4a498624bffbafeb238c9c593e4807e705d7525aebb787123e6c3b10a8f1df8c'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 694, '459df42ba0b0ac889e7d6124e4314c672c0220fb2bfcb5fac0c45f0c2c78fa47'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 4161, '55ba88cdc038925271cf504a7495ee07d27fcb77e5d0b635afd9a08ec501d792'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 390, 'a88a5233191c64ad6dc5aa4bafafd7317ba725dd4cf325b6ec19dad220ce5e2d'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 7091, '796ec02adf756534ddab255f5b505ff2c455cbd4f6a0d5369c4c42bce74e8122'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 12413, '975915bd3ff6ba9af1fbca808947a8a0d88d77ad238dbfea9d1fbba292ec8547'),
+    ('conv2d_nhwc_tensorcore', 'TCC-56-64-64-k3-f16', 1101, 'd7ef328dc44d525600f338f72789f273ecaade0d4fb25aed898148c93de86197'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 694, 'ab2bfa097d7cced47f78e89803005ae16a13f1cfc06245b777f16bb8c73ef981'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 4161, '97f504f19137488dacf0010dff00b74ddd6d4fc9670e170180a47422b389f5b4'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 47004, '05fcd7b27bbc8e04594602023856ace0076a2f88b00eb7f515eb040f35927a35'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 390, '08c70c50fd97c1a953739f5311ac57e54798b0ecccedc9e6650786f34a95b008'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 20344, '2a2dc30c2f3573ec4d254b6e830ccd0db17e4b5e811efe5656085cdc8c331dbf'),
+    ('conv2d_nhwc_tensorcore', 'TCC-7-512-512-k3-bf16', 33501, 'de76384c37986ccf7ac172d7e117c7087137f10111f35ba8fcf0472b2ebaeba6'),
     ('broadcast_nchw', 'B-div-b', 84, 'de6872f05ebf3bfd9fb81efa91028a9a832a769007333429d928023e57ee4901'),
     ('broadcast_nchw', 'B-div-b', 114, '4774902acbc555e2877b37acaca65201f969ecb56150164d5a473886b66ea5be'),
     ('broadcast_nchw', 'B-div-b', 29, '13b376a015a85b1d72c1793c49a7eb1cbf3dcf25fa34eda4d486ce7ce33903ef'),

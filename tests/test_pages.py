@@ -188,7 +188,7 @@ def test_a_custom_kernel_workload_is_named_not_printed_whole():
 
 
 def test_a_workloads_precision_shows_where_it_is_not_float32():
-    from engine.workloads import gemm_tc_args
+    from engine.workloads import conv2d_tc_args, gemm_tc_args
     from tests.factories import make_workload
 
     assert make_workload(task_name="gemm_tensorcore", args=gemm_tc_args(16, 4096, 4096, "bfloat16")).shape_summary \
@@ -196,3 +196,5 @@ def test_a_workloads_precision_shows_where_it_is_not_float32():
     assert make_workload(task_name="gemm_tensorcore", args=gemm_tc_args(16, 4096, 4096, "tf32")).shape_summary \
         == "[16,4096] [4096,4096] tf32"
     assert make_workload().shape_summary == "[1,512,7,7] [512,512,3,3] [1,1] [1,1,1,1] [1,1] float32"  # as before
+    conv = make_workload(task_name="conv2d_nhwc_tensorcore", args=conv2d_tc_args(32, 56, 64, 64, 3, 1, 1, "bfloat16"))
+    assert conv.shape_summary == "[32,56,56,64] [64,3,3,64] [1,1] [1,1,1,1] [1,1] bfloat16"  # its out_dtype says it

@@ -6,7 +6,7 @@ by registering it (and naming a small workload for it below).
 - its default config is valid, and the same every time;
 - its features have the same names in the same order for every config, all numbers;
 - random valid configs compile with NVRTC for sm_80 and sm_90 (no GPU needed; for sm_80 those
-  an sm_80 GPU may run: no wgmma);
+  an sm_80 GPU may run: no wgmma, no clusters);
 - its inputs and reference have the shapes the kernel's arguments say;
 - the kernel computes the reference, run on the CPU by tests/cuda_on_cpu.py (which emulates
   the tensor-core PTX, ldmatrix, mma.sync and wgmma, that gemm_tensorcore's kernels are made of),
@@ -25,7 +25,7 @@ import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
 from engine.ops import DeviceLimits
-from engine.workloads import conv2d_args, depthwise_args, gemm_args, gemm_tc_args, transpose_spec
+from engine.workloads import conv2d_args, conv2d_tc_args, depthwise_args, gemm_args, gemm_tc_args, transpose_spec
 
 # A small workload of each template: small enough for the CPU emulator, with tails where
 # the template has them (GEMM's M, N, K are not multiples of any tile).
@@ -35,11 +35,12 @@ SMALL_WORKLOADS = {
     "depthwise_conv2d_nchw.cuda": depthwise_args(10, 8, 2),
     "gemm": gemm_args(37, 20, 24),
     "gemm_tensorcore": gemm_tc_args(37, 40, 24, "bfloat16"),
+    "conv2d_nhwc_tensorcore": conv2d_tc_args(2, 7, 16, 24, 3, 1, 1, "float16"),  # 98 pixels, K 144: tails
     "broadcast_nchw": [["TENSOR", [2, 16, 8, 8], "float32"], "mul_rsqrt"],
     "custom": [transpose_spec(70, 45)],
 }
 TEMPLATE_NAMES = sorted(engine.TEMPLATES)
-# What an sm_80 GPU may run: no wgmma, no thread block clusters (split_k, cluster).
+# What an sm_80 GPU may run: no wgmma, no thread block clusters (what for_device gives an A100).
 WITHOUT_WGMMA = DeviceLimits(wgmma=False, max_cluster_size=1)
 
 
@@ -105,9 +106,16 @@ def test_inputs_and_reference_have_the_kernels_shapes(task):
     assert np.all(np.isfinite(expected))
 
 
+# Half an ulp: what rounding each value of a 16-bit output alone may add to its relative error
+# (bfloat16 travels as uint16 bit patterns).
+OUTPUT_ROUNDING = {np.dtype(np.float16): 2**-11, np.dtype(np.uint16): 2**-8}
+
+
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 def test_the_kernel_computes_the_reference_on_the_cpu(task):
+    source = task.template.kernel(task.params, task.default_config())
+    output = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index]
     for config in configs_of(task, 1, seed=3):
         launches = 2 if "split_k" in config.values() and config["split_k"].val > 1 else 1  # counters reset
-        tolerance = min(1e-5, task.template.tolerance(task.params) or 1.0)
+        tolerance = min(1e-5 + OUTPUT_ROUNDING.get(output.dtype, 0.0), task.template.tolerance(task.params) or 1.0)
         assert cuda_on_cpu.error_against_reference(task, config, launches=launches) < tolerance, config.index

@@ -20,7 +20,7 @@ from engine.ops.base import KernelSource
 from engine.logfile import Record, pick_best, read_log_file
 
 from .nvrtc import compile_to_cubin
-from .runner import TimingSettings, cupy_graph, load_kernel, relative_l2_error, time_launches
+from .runner import TimingSettings, cupy_graph, load_kernel, poison, relative_l2_error, time_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -49,6 +49,7 @@ class BestKernel:
     source: KernelSource
     output_shape: tuple[int, ...]
     _function: object
+    output_dtype: str = "float32"  # the template's output array's (float16, or uint16 for bfloat16 bits)
     # A kernel with tensor maps (TMA) is loaded for the arrays it runs on: again whenever they
     # change (never during a graph capture, whose launches repeat the arrays of the call before).
     _cubin: bytes = b""
@@ -58,7 +59,7 @@ class BestKernel:
         import cupy as cp
 
         if out is None:
-            out = cp.empty(self.output_shape, dtype=cp.float32)
+            out = cp.empty(self.output_shape, dtype=self.output_dtype)
         args = list(arrays)
         args.insert(self.source.output_index, out)
         pointers = tuple(a.data.ptr for a in args)
@@ -81,8 +82,8 @@ def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
     source = task.template.kernel(task.params, config)
     cubin, _ = compile_to_cubin(source.code, f"sm_{device.compute_capability}")
     function = None if source.tensor_maps else load_function(cp, cubin, source)  # else at the first call
-    output_shape = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index].shape
-    return BestKernel(task, record, source, tuple(output_shape), function, cubin)
+    output = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index]
+    return BestKernel(task, record, source, tuple(output.shape), function, output.dtype.name, cubin)
 
 
 def load_function(cp, cubin: bytes, source: KernelSource, arrays=None):
@@ -115,10 +116,10 @@ def check_and_time(kernel: BestKernel, seed: int = 1, settings: TimingSettings |
     inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
     reference = task.template.reference(task.params, inputs)
     arrays = [cp.asarray(a) for i, a in enumerate(inputs) if i != kernel.source.output_index]
-    out = cp.full(kernel.output_shape, np.nan, dtype=cp.float32)
+    out = cp.empty(kernel.output_shape, dtype=kernel.output_dtype)
+    poison(out)
     kernel(*arrays, out=out)
-    got = cp.asnumpy(out).astype(np.float64)
-    error = relative_l2_error(got, reference)
+    error = relative_l2_error(cp.asnumpy(out), reference)
     stream = cp.cuda.Stream(non_blocking=True)
 
     def launch():

@@ -9,7 +9,8 @@ baselines (`cudnn`, `cublas`, `default-config`).
   cublas for gemm (PyTorch's matmul), fp32 with TF32 off, checked against the
   same numpy reference at the runner's tolerance (which a TF32 product, about
   1e-3, would fail); cublas on tensor cores for gemm_tensorcore, in its precision, at that
-  precision's tolerance (TF32 allowed for its tf32 rows only), all timed as a CUDA graph of `number` calls replayed `repeat`
+  precision's tolerance (TF32 allowed for its tf32 rows only); cudnn on tensor cores for
+  conv2d_nhwc_tensorcore (PyTorch's conv2d on fp16/bf16 channels-last tensors), all timed as a CUDA graph of `number` calls replayed `repeat`
   times (`runner.time_launches`). `VENDOR_BASELINES` is the one table of which
   function measures which template's.
 * default-config: the template's untuned default config through the GPU
@@ -170,6 +171,37 @@ def cublas_tensor_core_gemm(task: "Task", seed: int = 0, settings: TimingSetting
     return time_torch_op(lambda: tf32_matmul(torch, a, b, tf32), reference, "cuBLAS", settings)
 
 
+def tensor_core_conv_operands(torch, task: "Task", inputs: list) -> tuple[object, object]:
+    """Data (NHWC) and weights (KRSC) of a conv2d_nhwc_tensorcore task as PyTorch NCHW tensors in
+    channels-last memory (the arrays as they lie, permuted views), in its precision (bf16 from its
+    bit patterns): what cuDNN's NHWC tensor-core algorithms take."""
+    def tensor(x: np.ndarray):
+        if task.params.precision == "bfloat16":
+            return torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16).permute(0, 3, 1, 2)
+        return torch.from_numpy(x).cuda().permute(0, 3, 1, 2)
+
+    return tensor(inputs[0]), tensor(inputs[1])
+
+
+def tensor_core_conv2d(torch, params, data, weight):
+    """cuDNN's convolution of channels-last operands, its output as an NHWC view (no copy)."""
+    top, left, bottom, right = params.padding
+    if (top, left) != (bottom, right):
+        raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
+    return torch.nn.functional.conv2d(data, weight, stride=params.stride, padding=(top, left)).permute(0, 2, 3, 1)
+
+
+def cudnn_tensor_core_conv2d(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
+    """cuDNN on tensor cores in the task's precision (fp16, bf16; channels-last), checked at the
+    precision's tolerance and timed as a CUDA graph."""
+    torch = fp32_torch()
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+    reference = task.template.reference(task.params, inputs)
+    data, weight = tensor_core_conv_operands(torch, task, inputs)
+    settings = dataclasses.replace(settings or TimingSettings(), tolerance=task.template.tolerance(task.params))
+    return time_torch_op(lambda: tensor_core_conv2d(torch, task.params.conv, data, weight), reference, "cuDNN", settings)
+
+
 def cudnn_depthwise(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
     """PyTorch/cuDNN's grouped (depthwise) conv2d, fp32, TF32 off, checked and timed."""
     return cudnn_conv2d(task, seed, settings, groups=task.params.ci)
@@ -243,6 +275,7 @@ VENDOR_BASELINES: dict[str, VendorBaseline] = {
     "depthwise_conv2d_nchw.cuda": cudnn_depthwise,
     "gemm": cublas_gemm,
     "gemm_tensorcore": cublas_tensor_core_gemm,
+    "conv2d_nhwc_tensorcore": cudnn_tensor_core_conv2d,
 }
 
 

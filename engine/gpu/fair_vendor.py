@@ -8,7 +8,8 @@
   cuBLASLt), each timed by the runner's rule; the faster is kept.
 
 fp32 everywhere with TF32 off, except gemm_tensorcore: cuBLAS on tensor cores in the task's
-precision, TF32 allowed for its tf32 rows only (for the one call). The algorithm recorded is what ran: the names of the CUDA
+precision, TF32 allowed for its tf32 rows only (for the one call); and conv2d_nhwc_tensorcore:
+cuDNN on its fp16/bf16 channels-last tensors (its NHWC tensor-core algorithms among those searched). The algorithm recorded is what ran: the names of the CUDA
 kernels one call launches (read off a CUDA graph of it), with the library and its version.
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from .baselines import BaselineUnavailable, fp32_torch, tensor_core_operands, tf32_matmul
+from .baselines import (BaselineUnavailable, fp32_torch, tensor_core_conv2d, tensor_core_conv_operands,
+                        tensor_core_operands, tf32_matmul)
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -108,6 +110,10 @@ def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Ca
     torch = fp32_torch()  # TF32 off; cuDNN's search over every algorithm
     if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
         return _cudnn(torch, task, inputs)
+    if provider == "cudnn" and task.name == "conv2d_nhwc_tensorcore":
+        data, weight = tensor_core_conv_operands(torch, task, inputs)
+        return _cudnn_search(torch, lambda: tensor_core_conv2d(torch, task.params.conv, data, weight),
+                             {"dtype": task.params.precision, "memory_format": "channels_last"})
     if provider == "cublas" and task.name == "gemm":
         a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
         return _cublas(torch, a, b, False, time_call)
@@ -132,11 +138,16 @@ def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
     def call():
         return F.conv2d(data, weight, stride=params.stride, padding=(top, left), groups=groups)
 
+    return _cudnn_search(torch, call)
+
+
+def _cudnn_search(torch, call, details: dict | None = None) -> VendorOp:
+    """A cuDNN call after its algorithm search, and what it chose."""
     for _ in range(3):  # the first call runs the algorithm search
         call()
     torch.cuda.synchronize()
     return VendorOp(call, {"library": "cuDNN", "library_version": str(torch.backends.cudnn.version()),
-                           "torch": torch.__version__, "search": CUDNN_SEARCH,
+                           "torch": torch.__version__, "search": CUDNN_SEARCH, **(details or {}),
                            "algorithm": kernels_launched(torch, call)})
 
 

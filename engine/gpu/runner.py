@@ -105,11 +105,28 @@ def accepted_error(tolerance: float | None, settings: TimingSettings) -> float:
     return settings.tolerance if tolerance is None else tolerance
 
 
+# bfloat16 travels as its bit pattern in a uint16 array (numpy has no bfloat16; no template
+# outputs integers of that width): such an output is read as bfloat16 and poisoned with its NaN.
+BFLOAT16_NAN_BITS = 0x7FC0
+
+
+def output_values(got):
+    """An output array's values in float64, numpy or CuPy (a uint16 one holds bfloat16 bits)."""
+    if got.dtype == "uint16":
+        return (got.astype("uint32") << 16).view("float32").astype("float64")
+    return got.astype("float64")
+
+
+def poison(out) -> None:
+    """Fill an output with NaN (bfloat16's, for a uint16 one), so what a kernel leaves unwritten fails."""
+    out.fill(BFLOAT16_NAN_BITS if out.dtype == "uint16" else math.nan)
+
+
 def relative_l2_error(got, reference) -> float:
     """||got - reference|| / ||reference|| in float64, for numpy and CuPy arrays alike: the
     check every kernel and baseline passes. An all-zero reference divides by 1; a NaN in
     `got` gives NaN, which no tolerance accepts."""
-    difference = (got.astype("float64") - reference).ravel()
+    difference = (output_values(got) - reference).ravel()
     scale = math.sqrt(float((reference.astype("float64", copy=False).ravel() ** 2).sum())) or 1.0
     return math.sqrt(float((difference ** 2).sum())) / scale
 
@@ -121,7 +138,7 @@ def output_error(stream, out, launch, reference) -> float:
     """Poison `out` with NaN, run `launch()` once on `stream`, and give its relative L2 error
     against `reference` (NaN when the kernel left any output unwritten)."""
     with stream:
-        out.fill(math.nan)
+        poison(out)
         launch()
         stream.synchronize()
         return relative_l2_error(out, reference)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import BadArgs, DeviceLimits, KernelSource, Template, UnknownTemplate
 from .broadcast.template import BroadcastNCHW
 from .conv2d.template import Conv2dNCHW, Conv2dNoBatching
+from .conv2d_tc.template import Conv2dNHWCTensorCore
 from .custom.template import CustomKernel
 from .depthwise.template import DepthwiseConv2dNCHW
 from .gemm.template import Gemm
@@ -12,8 +13,8 @@ from .gemm_tc.template import GemmTensorCore
 from ..kernel_tuner.template import KernelTunerKernel
 
 TEMPLATES: dict[str, type[Template]] = {
-    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Gemm, GemmTensorCore, BroadcastNCHW,
-                CustomKernel)
+    cls.name: cls for cls in (Conv2dNCHW, DepthwiseConv2dNCHW, Conv2dNoBatching, Conv2dNHWCTensorCore, Gemm,
+                GemmTensorCore, BroadcastNCHW, CustomKernel)
 }
 # Tasks whose records come from elsewhere and which tunerweb replays and ranks but cannot compile
 # (a Kernel Tuner kernel: engine.kernel_tuner); jobs run them on replay workers only.

@@ -25,7 +25,8 @@ shopt -s globstar nullglob
 STEPS=${STEPS:-suite probe verify tensor network}
 LOGS=(docs/benchmarks/conv2d-h200-logs/*.log.gz docs/benchmarks/operators-h200-logs/**/*.log.gz)
 GPU_SUITES=(tests/test_gpu_measurer.py tests/test_gpu_operators.py tests/test_gpu_cli.py
-            tests/test_measurer_contract.py tests/test_gpu_confirm.py tests/test_gpu_gemm_tensorcore.py)
+            tests/test_measurer_contract.py tests/test_gpu_confirm.py tests/test_gpu_gemm_tensorcore.py
+            tests/test_gpu_conv2d_tensorcore.py)
 started=$SECONDS
 step() { echo "== $1 at +$(( SECONDS - started )) s"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }

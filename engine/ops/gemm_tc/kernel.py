@@ -77,7 +77,7 @@ __device__ __forceinline__ void MMA(float (&c)[4], const unsigned (&a)[4], const
 # refuses them elsewhere), whose blocks read each other's shared memory: the cluster barrier
 # (release/acquire by default) and a float4 read of a shared address in block `rank`. Without
 # __CUDA_ARCH__ tests/cuda_on_cpu.py runs a cluster's blocks together and supplies both.
-_CLUSTER_HELPERS = r"""
+CLUSTER_HELPERS = r"""
 #ifdef __CUDA_ARCH__
 #if __CUDA_ARCH__ < 900
 #error "gemm_tensorcore's split_k needs thread block clusters (sm_90 or newer)"
@@ -97,11 +97,12 @@ __device__ __forceinline__ float4 load_shared_cluster4(unsigned address, unsigne
 """
 
 
-def _helpers(precision: str) -> str:
+def helpers(precision: str) -> str:
+    """The PTX helpers of one precision (its mma named mma_<precision>)."""
     return _HELPERS.replace("MMA_INSTRUCTION", _MMA[precision]).replace("MMA(", f"mma_{precision}(")
 
 
-def _copy_loop(what: str, chunks: int, threads: int, body: str) -> str:
+def copy_loop(what: str, chunks: int, threads: int, body: str) -> str:
     rounds = -(-chunks // threads)
     guard = "" if chunks % threads == 0 else f"if (i < {chunks}) "
     return f"""    // {what}: {chunks} 16-byte copies over {threads} threads
@@ -132,14 +133,22 @@ def _load_stage(t: GemmTcTiling) -> str:
     return f"""
 __device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __restrict__ A,
                                            const ELEM* __restrict__ B, int row0, int col0, int k0, int tid) {{
-{_copy_loop("A", t.block_m * a_per_row, t.threads, a_body)}{_copy_loop("B", t.block_k * b_per_row, t.threads, b_body)}}}
+{copy_loop("A", t.block_m * a_per_row, t.threads, a_body)}{copy_loop("B", t.block_k * b_per_row, t.threads, b_body)}}}
 """
 
 
-def _compute_16bit(t: GemmTcTiling) -> str:
+def compute_16bit(t: GemmTcTiling) -> str:
     """One warp's share of a step: ldmatrix fragments (B's transposed), m16n8k16 products.
     Lane l addresses row l % 16, column block l / 16 of a 16x16 piece: ldmatrix.x4 then holds
-    A's m16k16 fragment, or (.trans) B's k16n8 fragments of two neighbouring n8 columns."""
+    A's m16k16 fragment, or (.trans) B's k16n8 fragments of two neighbouring n8 columns.
+    A K-major B (`t.b_k_major`: staged [n][k], a convolution's KRSC weights) is read as A is,
+    without .trans: its four 8x8 matrices are then n 0-7 and 8-15 of k 0-7, then of k 8-15."""
+    if t.b_k_major:
+        b_fragments = f"""            ldmatrix_x4(r, bs + (wn * {t.warp_n} + nj * 16 + (lane & 15)) * {t.b_stride} + kcol + (lane >> 4) * 8);
+            b[2 * nj][0] = r[0]; b[2 * nj][1] = r[2]; b[2 * nj + 1][0] = r[1]; b[2 * nj + 1][1] = r[3];"""
+    else:
+        b_fragments = f"""            ldmatrix_x4_trans(r, bs + (kcol + (lane & 15)) * {t.b_stride} + wn * {t.warp_n} + nj * 16 + (lane >> 4) * 8);
+            b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1]; b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];"""
     return f"""
 #pragma unroll
     for (int kk = 0; kk < {t.slice_k}; kk += 16) {{
@@ -151,8 +160,7 @@ def _compute_16bit(t: GemmTcTiling) -> str:
 #pragma unroll
         for (int nj = 0; nj < {t.frags_n // 2}; ++nj) {{
             unsigned r[4];
-            ldmatrix_x4_trans(r, bs + (kcol + (lane & 15)) * {t.b_stride} + wn * {t.warp_n} + nj * 16 + (lane >> 4) * 8);
-            b[2 * nj][0] = r[0]; b[2 * nj][1] = r[1]; b[2 * nj + 1][0] = r[2]; b[2 * nj + 1][1] = r[3];
+{b_fragments}
         }}
 #pragma unroll
         for (int mi = 0; mi < {t.frags_m}; ++mi)
@@ -246,10 +254,14 @@ def _k_range(t: GemmTcTiling) -> str:
             f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);\n")
 
 
-def _cluster_sum(t: GemmTcTiling) -> str:
+FLOAT4_STORE = "*reinterpret_cast<float4*>(C + (size_t)row * {n} + col) = sum;"
+
+
+def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
     """split_k > 1: every warp group leaves its partial tile in its block's shared memory; after
     the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
-    then warp group order: the same sum on every run) and writes it to C once."""
+    then warp group order: the same sum on every run) and writes it to C once: `quad_store`, a
+    statement storing the float4 `sum` at C's `row`, `col` (`{n}`: C's row length)."""
     tile = t.block_m * t.block_n
     share = tile // t.split_k // 4  # float4s of the tile each split sums
     rounds = -(-share // t.threads)
@@ -286,14 +298,16 @@ def _cluster_sum(t: GemmTcTiling) -> str:
                     sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
                 }}
             const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};
-            {store_if}*reinterpret_cast<float4*>(C + (size_t)row * {t.n} + col) = sum;
+            {store_if}{quad_store.format(n=t.n)}
         }}
     }}
     cluster_arrive_wait();  // no block leaves while another still reads its shared memory"""
 
 
-def _store(t: GemmTcTiling) -> str:
-    """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8."""
+def store(t: GemmTcTiling, pair_type: str = "float2", pack: str = "make_float2") -> str:
+    """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8:
+    each pair stored as one `pair_type` made by `pack` (float2 here; a 16-bit output packs two
+    rounded halves into a word)."""
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
     row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
     row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
@@ -305,23 +319,32 @@ def _store(t: GemmTcTiling) -> str:
             const int row = row0 + wm * {t.warp_m} + mi * 16 + g;
             const int col = col0 + wn * {t.warp_n} + ni * 8 + 2 * q;
             {col_ok}{{
-                {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
-                {row8_ok}*reinterpret_cast<float2*>(C + (size_t)(row + 8) * {t.n} + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+                {row_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)row * {t.n} + col) = {pack}(acc[mi][ni][0], acc[mi][ni][1]);
+                {row8_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)(row + 8) * {t.n} + col) = {pack}(acc[mi][ni][2], acc[mi][ni][3]);
             }}
         }}"""
 
 
 def generate(t: GemmTcTiling) -> KernelSource:
     element = "float" if t.precision == "tf32" else "unsigned short"
-    compute = _compute_tf32(t) if t.precision == "tf32" else _compute_16bit(t)
-    # split_k 1 keeps the step count a literal (and the source as it was before split_k came)
-    count, first = (str(t.k_tiles), "") if t.split_k == 1 else ("k_count", f"k_first * {t.block_k} + ")
-    code = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+    compute = _compute_tf32(t) if t.precision == "tf32" else compute_16bit(t)
+    head = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef {element} ELEM;
-{_helpers(t.precision)}{_CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}
+{helpers(t.precision)}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+    epilogue = cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + store(t)
+    return tiled_source(t, mma_sync_kernel(t, ENTRY, head, "float", compute, epilogue))
+
+
+def mma_sync_kernel(t: GemmTcTiling, entry: str, head: str, output_type: str, compute: str, epilogue: str) -> str:
+    """The multistage mainloop's kernel, (A, B, C) -> C: `head` (typedef ELEM, the helpers and a
+    `load_stage(as, bs, A, B, row0, col0, k0, tid)` staging one step), the ring of stages,
+    `compute` (one warp's share of a step) and `epilogue` (the accumulators to C)."""
+    # split_k 1 keeps the step count a literal (and the source as it was before split_k came)
+    count, first = (str(t.k_tiles), "") if t.split_k == 1 else ("k_count", f"k_first * {t.block_k} + ")
+    return f"""{head}
 extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else ""}
-{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
+{entry}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, {output_type}* __restrict__ C) {{
     extern __shared__ __align__(128) unsigned char smem[];
     ELEM* stages = reinterpret_cast<ELEM*>(smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -359,10 +382,9 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
         const ELEM* bs = as + {t.block_m * t.a_stride};
 {compute}
     }}
-{_cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + _store(t)}
+{epilogue}
 }}
 """
-    return tiled_source(t, code)
 
 
 def bfloat16_bits(x: np.ndarray) -> np.ndarray:

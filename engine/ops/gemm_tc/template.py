@@ -10,7 +10,8 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma
-from .tiling import CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, gemm_tc_shapes, gemm_tc_tiling
+from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, GemmTcTiling,
+                     gemm_tc_shapes, gemm_tc_tiling)
 
 
 # Each mainloop's configs leave the other's knobs at their first values (tiling's rules say
@@ -57,38 +58,10 @@ class GemmTensorCore(Template):
         ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        tiling = gemm_tc_tiling(params, config)
-        if tiling.wgmma and not limits.wgmma:
-            return "the wgmma mainloop needs an sm_90 GPU (Hopper): this device has no wgmma"
-        reason = tiling.why_not_tiled()
-        if reason:
-            return reason
-        most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
-        if tiling.split_k > limits.max_cluster_size:
-            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
-        if tiling.cluster > limits.max_cluster_size:
-            return f"a cluster of {tiling.cluster} blocks cannot be formed ({most})"
-        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
-        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(tiling.launch(), opted_in)
+        return why_tiling_invalid(gemm_tc_tiling(params, config), limits)
 
     def features(self, params: GemmTcParams, config: ConfigEntity) -> dict[str, float]:
-        tiling = gemm_tc_tiling(params, config)
-        out = knob_features(config)
-        blocks = math.prod(tiling.grid)
-        out.update({
-            "threads_per_block": tiling.threads,
-            "accumulators": tiling.accumulators,
-            "registers_estimate": tiling.registers,
-            "shared_bytes": tiling.shared_bytes,
-            "blocks": blocks,
-            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
-            "tile_waste": tiling.tiles_m * tiling.block_m * tiling.tiles_n * tiling.block_n / (params.m * params.n),
-            "k_steps": tiling.k_tiles,
-            "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
-            "warp_intensity": 2 * math.prod(tiling.warp_tile) / sum(tiling.warp_tile),
-        })
-        return out
+        return tiling_features(gemm_tc_tiling(params, config), config)
 
     def default_config(self, params: GemmTcParams, space: ConfigSpace) -> ConfigEntity:
         """CUTLASS's everyday Ampere tile: 128x128x32, four warps of 64x64, three stages."""
@@ -118,3 +91,39 @@ class GemmTensorCore(Template):
 
     def tolerance(self, params: GemmTcParams) -> float:
         return kernel.TOLERANCE[params.precision]
+
+
+def why_tiling_invalid(tiling: GemmTcTiling, limits: DeviceLimits) -> str | None:
+    """Why a tiling cannot run on this device (the tensor-core templates' one rule book)."""
+    if tiling.wgmma and not limits.wgmma:
+        return "the wgmma mainloop needs an sm_90 GPU (Hopper): this device has no wgmma"
+    reason = tiling.why_not_tiled()
+    if reason:
+        return reason
+    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
+    if tiling.split_k > limits.max_cluster_size:
+        return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
+    if tiling.cluster > limits.max_cluster_size:
+        return f"a cluster of {tiling.cluster} blocks cannot be formed ({most})"
+    # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
+    opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
+    return why_launch_fails(tiling.launch(), opted_in)
+
+
+def tiling_features(tiling: GemmTcTiling, config: ConfigEntity) -> dict[str, float]:
+    """The cost model's description of a tensor-core tiling (of a GEMM, or a convolution's implicit one)."""
+    out = knob_features(config)
+    blocks = math.prod(tiling.grid)
+    out.update({
+        "threads_per_block": tiling.threads,
+        "accumulators": tiling.accumulators,
+        "registers_estimate": tiling.registers,
+        "shared_bytes": tiling.shared_bytes,
+        "blocks": blocks,
+        "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+        "tile_waste": tiling.tiles_m * tiling.block_m * tiling.tiles_n * tiling.block_n / (tiling.m * tiling.n),
+        "k_steps": tiling.k_tiles,
+        "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
+        "warp_intensity": 2 * math.prod(tiling.warp_tile) / sum(tiling.warp_tile),
+    })
+    return out

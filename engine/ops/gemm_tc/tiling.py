@@ -177,6 +177,9 @@ class GemmTcTiling:
     def tma(self) -> bool:
         return self.loader == "tma"
 
+    # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
+    b_k_major = False
+
     @property
     def partial_bytes(self) -> int:
         """split_k > 1: each warp group's partial tile, in shared memory for the cluster's sum."""

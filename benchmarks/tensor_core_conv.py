@@ -1,0 +1,217 @@
+"""Tensor-core implicit-GEMM convolution (engine.ops.conv2d_tc) on this GPU: correct on the ResNet-50
+batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against cuDNN.
+
+    python benchmarks/tensor_core_conv.py check   --json OUT.json [--budget-s 40]
+    python benchmarks/tensor_core_conv.py tune    --json OUT.json --log OUT.log [--budget-s 100]
+    python benchmarks/tensor_core_conv.py confirm --json OUT.json [--budget-s 60]
+    python benchmarks/tensor_core_conv.py table   --json OUT.json   # the confirmed table again, from the JSON
+    python benchmarks/tensor_core_conv.py configs                    # every config the phases try, one per line
+
+* check: each of the six layers (engine.workloads.CONV_TC) in fp16 and bf16, the default config and
+  two other tiles (`CHECK_PICKS`: the shared-memory epilogue, split K where the layer allows it), through the GPU measurer: its float64 reference and the precision's
+  tolerance; a failing config is reported.
+* tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
+  layer), the default and a seeded random sample of valid configs; every record to an AutoTVM log.
+* confirm: each tuned layer's fastest config re-timed by the confirmation protocol (engine.confirm:
+  a fresh measuring process, interleaved with cuDNN of the same precision on channels-last tensors,
+  cudnn.benchmark's exhaustive search, and the default config, warm and cold); the table last.
+
+The JSON, the per-phase budget and the rows are benchmarks/tensor_core_gemm.py's (shared from there).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+import engine  # noqa: E402
+from provenance import git_describe  # noqa: E402
+from tensor_core_gemm import median, merge_json, read_json, result_row  # noqa: E402
+from engine.logfile import format_record  # noqa: E402
+from engine.measure import to_record  # noqa: E402
+from engine.workloads import CONV_TC  # noqa: E402
+
+TEMPLATE = "conv2d_nhwc_tensorcore"
+KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k")
+# CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
+# channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
+TILES = [
+    (128, 64, 32, 64, 32, 3, 1), (128, 64, 64, 64, 32, 3, 1), (128, 64, 32, 64, 32, 4, 1), (128, 64, 64, 64, 32, 2, 1),
+    (256, 64, 32, 64, 32, 3, 1), (256, 64, 64, 64, 32, 3, 1), (256, 64, 32, 32, 64, 3, 1), (256, 64, 32, 64, 32, 4, 1),
+    (128, 128, 32, 64, 32, 3, 1), (128, 128, 64, 64, 32, 3, 1), (128, 128, 32, 64, 64, 4, 1), (128, 128, 64, 64, 64, 3, 8),
+    (256, 128, 32, 64, 64, 3, 1), (256, 128, 32, 64, 32, 3, 8), (128, 256, 32, 64, 64, 3, 8), (64, 64, 64, 32, 32, 4, 1),
+    (64, 128, 32, 32, 64, 4, 1), (64, 64, 32, 32, 32, 5, 1), (128, 64, 32, 32, 32, 4, 1), (64, 64, 64, 32, 32, 3, 1),
+    (64, 128, 64, 32, 32, 3, 1),
+]
+# Split K over a cluster, for the layers of few tiles (7x7 and 14x14 at batch 32).
+SPLIT_TILES = [(64, 64, 64, 32, 32, 4, 1), (128, 64, 64, 64, 32, 3, 1), (128, 128, 64, 64, 32, 3, 1),
+               (64, 128, 64, 32, 64, 4, 1), (64, 64, 32, 32, 32, 4, 1)]
+TUNE_PICKS = ([(*tile, epilogue, 1) for tile in TILES for epilogue in ("registers", "shared")]
+              + [(*tile, "registers", split) for tile in SPLIT_TILES for split in (2, 4, 8)])
+CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1), (64, 64, 64, 32, 32, 4, 1, "registers", 4),
+               (128, 128, 32, 64, 64, 3, 8, "shared", 1)]
+RANDOM_TUNES = 12
+
+
+def picked(task, tiles) -> list:
+    configs = []
+    for values in tiles:
+        config = task.config_space.from_entity([[name, "ot", v] for name, v in zip(KNOBS, values)])
+        if task.why_invalid(config) is None:
+            configs.append(config)
+    return configs
+
+
+def distinct(configs: list) -> list:
+    return list({c.index: c for c in configs}.values())
+
+
+def layer_tasks(precisions) -> list[tuple[str, object]]:
+    """(name, task) per layer, precision by precision in the order given."""
+    return [(p.description, engine.create_task(p.task_name, p.args))
+            for precision in precisions for p in CONV_TC if p.args[0][2] == precision]
+
+
+def check_configs(task) -> list:
+    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2]])
+
+
+def tune_configs(task) -> list:
+    return distinct([*picked(task, TUNE_PICKS), task.default_config(),
+                     *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)])
+
+
+def run_check(options) -> int:
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, rows = time.time(), []
+    with GpuMeasurer(build_timeout=30) as measurer:
+        for name, task in layer_tasks(["float16", "bfloat16"]):
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {name} not checked")
+                break
+            configs = check_configs(task)
+            for config, result in zip(configs, measurer.measure(task, configs)):
+                rows.append({**result_row(task, config, result), "layer": name})
+                r = rows[-1]
+                print(f"check {name} {'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}"
+                      + (f" {r['us']:.1f} us" if r["ok"] else ""), flush=True)
+            merge_json(options.json, "check", rows)
+    failed = [r for r in rows if not r["ok"]]
+    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
+    return 1 if failed else 0
+
+
+def run_tune(options) -> int:
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, bests = time.time(), {}
+    with GpuMeasurer(build_timeout=30) as measurer, open(options.log, "a") as log:
+        for name, task in layer_tasks(["float16", "bfloat16"]):
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {name} not tuned")
+                break
+            configs = tune_configs(task)
+            results = measurer.measure(task, configs)
+            for config, result in zip(configs, results):
+                log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
+            rows = [result_row(task, c, r) for c, r in zip(configs, results)]
+            good = sorted((r for r in rows if r["ok"]), key=lambda r: r["us"])
+            bests[name] = {"args": task.args, "trials": len(rows), "failures": [r for r in rows if not r["ok"]],
+                           "top": good[:3]}
+            best = good[0] if good else None
+            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
+                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
+            merge_json(options.json, "tune", bests)
+    print(f"tune: {time.time() - started:.0f} s")
+    return 0
+
+
+def run_confirm(options) -> int:
+    from engine.confirm import Role, confirm_contenders, contenders_for
+    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
+
+    started, rows = time.time(), []
+    stopwatch = FreshProcessStopwatch()
+    try:
+        for name, found in read_json(options.json).get("tune", {}).items():
+            if not found["top"] or time.time() - started > options.budget_s:
+                print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
+                continue
+            task = engine.create_task(TEMPLATE, found["args"])
+            best = task.config_space.get(found["top"][0]["index"])
+            try:
+                confirmation = confirm_contenders(task, contenders_for(task, [(best.index, best.to_entity())]),
+                                                  stopwatch, options.rounds)
+            except StopwatchDied as exc:
+                print(f"{name}: {exc}")
+                stopwatch.close()
+                stopwatch = FreshProcessStopwatch()
+                continue
+            row = {"workload": name, "config": best.values(), "flops": task.flops}
+            for timing in confirmation.timings:
+                role = {Role.TUNED: "ours", Role.VENDOR: "cudnn", Role.DEFAULT: "default"}[timing.contender.role]
+                row[role] = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
+                             "error": timing.error, "details": timing.details}
+            rows.append(row)
+            ours, vendor = median(row["ours"]["warm_us"]), median(row.get("cudnn", {}).get("warm_us", []))
+            print(f"confirm {name}: ours {ours} us, cuDNN {vendor or row.get('cudnn', {}).get('error')} us", flush=True)
+            merge_json(options.json, "confirm", rows)
+    finally:
+        stopwatch.close()
+    print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
+    print(table(rows))
+    return 0
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| layer (batch 32, NHWC) | ours warm µs | TFLOP/s | cuDNN warm µs | cuDNN / ours warm | cuDNN / ours cold "
+             "| default warm µs | config (BM×BN×BK×WM×WN×stages×raster) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        ours, vendor, default = row.get("ours", {}), row.get("cudnn", {}), row.get("default", {})
+        ow, oc = median(ours.get("warm_us", [])), median(ours.get("cold_us", []))
+        vw, vc = median(vendor.get("warm_us", [])), median(vendor.get("cold_us", []))
+        dw = median(default.get("warm_us", []))
+
+        def cell(v, f):
+            return "—" if v is None else format(v, f)
+
+        lines.append(f"| {row['workload']} | {cell(ow, '.2f')} | {cell(ow and row['flops'] / ow / 1e6, '.0f')} | "
+                     f"{cell(vw, '.2f')} | {cell(ow and vw and vw / ow, '.2f')} | {cell(oc and vc and vc / oc, '.2f')} | "
+                     f"{cell(dw, '.2f')} | {'×'.join(str(v) for v in row['config'].values())} |")
+    return "\n".join(lines)
+
+
+def list_configs() -> int:
+    """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
+    for _, task in layer_tasks(["float16", "bfloat16"]):
+        for config in distinct([*check_configs(task), *tune_configs(task)]):
+            print(json.dumps([task.args, config.index]))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
+    parser.add_argument("--json", default="tensor_core_conv.json")
+    parser.add_argument("--log", default="tensor_core_conv.log")
+    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args(argv)
+    if options.phase == "configs":
+        return list_configs()
+    if options.phase == "table":
+        print(table(read_json(options.json).get("confirm", [])))
+        return 0
+    return {"check": run_check, "tune": run_tune, "confirm": run_confirm}[options.phase](options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

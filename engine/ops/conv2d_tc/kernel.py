@@ -1,0 +1,155 @@
+"""CUDA source for the implicit-GEMM convolution of engine.ops.conv2d_tc, from a ConvTcTiling.
+
+Only the staging of a step (A gathered from the NHWC input, B the KRSC weights' rows) and the
+16-bit output are this module's: the mainloop, fragments, products and epilogue are
+engine.ops.gemm_tc.kernel's mma.sync kernel. Arguments (data, kernel, out), all in the input
+precision (bfloat16 as its 16-bit patterns in uint16 arrays, as gemm_tc passes them).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import KernelSource
+from ..gemm_tc.kernel import (CLUSTER_HELPERS, TOLERANCE, bfloat16_bits, cluster_sum, compute_16bit, copy_loop, helpers,
+                               mma_sync_kernel, store, widen)
+from .tiling import ConvTcParams, ConvTcTiling
+
+ENTRY = "conv2d_tc_kernel"
+
+# Two fp32 accumulators rounded to nearest even into one word of 16-bit outputs (lo first).
+# Without __CUDA_ARCH__ tests/cuda_on_cpu.py supplies both.
+_PACK_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned pack_float16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ unsigned pack_bfloat16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+#endif
+"""
+
+
+def _conjunction(*conditions: str | None) -> str:
+    return " && ".join(c for c in conditions if c) or "true"
+
+
+def _gather_a(t: ConvTcTiling) -> str:
+    """A's copy `i`: pixel row0 + row, GEMM columns k0 + kc .. + 7 = tap (r, s), channels c .. c + 7.
+    A 1x1 unpadded stride-1 layer reads pixel rows as they lie (a plain GEMM's A)."""
+    c, ce = t.conv, t.copy_elements
+    per_row = t.block_k // ce
+    pixel_ok = None if t.m % t.block_m == 0 else f"pixel < {t.m}"
+    k_ok = None if t.k % t.block_k == 0 else f"k < {t.k}"
+    head = f"""            const int row = i / {per_row}, kc = (i % {per_row}) * {ce};
+            const int pixel = row0 + row, k = k0 + kc;"""
+    if (c.kh, c.kw, c.stride, c.padding) == (1, 1, (1, 1), (0, 0, 0, 0)):
+        return f"""{head}
+            const bool pred = {_conjunction(pixel_ok, k_ok)};
+            copy16(as + row * {t.a_stride} + kc, pred ? A + (size_t)pixel * {c.ci} + k : A, pred);"""
+    tap = ("const int tap_r = 0, tap_s = 0, c = k;" if (c.kh, c.kw) == (1, 1) else
+           f"const int rs = k / {c.ci}, c = k % {c.ci}, tap_r = rs / {c.kw}, tap_s = rs % {c.kw};")
+    return f"""{head}
+            const int n = pixel / {c.oh * c.ow}, pq = pixel % {c.oh * c.ow}, op = pq / {c.ow}, oq = pq % {c.ow};
+            {tap}
+            const int ih = op * {c.stride[0]} - {c.padding[0]} + tap_r, iw = oq * {c.stride[1]} - {c.padding[1]} + tap_s;
+            const bool pred = {_conjunction(pixel_ok, k_ok, f"(unsigned)ih < {c.h}u && (unsigned)iw < {c.w}u")};
+            copy16(as + row * {t.a_stride} + kc, pred ? A + ((size_t)(n * {c.h} + ih) * {c.w} + iw) * {c.ci} + c : A, pred);"""
+
+
+def _load_stage(t: ConvTcTiling) -> str:
+    """One step's tiles, global -> shared, as cp.async copies: A gathered, B's [block_n][block_k]."""
+    ce = t.copy_elements
+    per_row = t.block_k // ce
+    b_pred = _conjunction(None if t.n % t.block_n == 0 else f"col0 + nr < {t.n}",
+                          None if t.k % t.block_k == 0 else f"k0 + kc < {t.k}")
+    b_body = f"""            const int nr = i / {per_row}, kc = (i % {per_row}) * {ce};
+            const bool pred = {b_pred};
+            copy16(bs + nr * {t.b_stride} + kc, pred ? B + (size_t)(col0 + nr) * {t.k} + k0 + kc : B, pred);"""
+    return f"""
+__device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __restrict__ A,
+                                           const ELEM* __restrict__ B, int row0, int col0, int k0, int tid) {{
+{copy_loop("A (gathered)", t.block_m * per_row, t.threads, _gather_a(t))}{copy_loop("B", t.block_n * per_row, t.threads, b_body)}}}
+"""
+
+
+def _shared_store(t: ConvTcTiling) -> str:
+    """Epilogue "shared": the accumulators rounded into a 16-bit tile in shared memory (the
+    stages' memory, free once every copy has landed and every warp is past its last product),
+    then copied out in 16-byte pieces of rows: a warp writes whole rows of the output."""
+    pack = f"pack_{t.precision}x2"
+    pieces = t.block_n // t.copy_elements
+    edges = [c for c in (None if t.m % t.block_m == 0 else f"row0 + row < {t.m}",
+                         None if t.n % t.block_n == 0 else f"col0 + col < {t.n}") if c]
+    body = f"""            const int row = i / {pieces}, col = (i % {pieces}) * {t.copy_elements};
+            {f"if ({' && '.join(edges)}) " if edges else ""}*reinterpret_cast<uint4*>(C + (size_t)(row0 + row) * {t.n} + col0 + col) =
+                *reinterpret_cast<const uint4*>(tile + row * {t.tile_stride} + col);"""
+    return f"""
+    copy16_wait<0>();
+    __syncthreads();  // every warp is done with the stages: their memory holds the output tile now
+    ELEM* tile = reinterpret_cast<ELEM*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < {t.frags_m}; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < {t.frags_n}; ++ni) {{
+            const int row = wm * {t.warp_m} + mi * 16 + g, col = wn * {t.warp_n} + ni * 8 + 2 * q;
+            *reinterpret_cast<unsigned*>(tile + row * {t.tile_stride} + col) = {pack}(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<unsigned*>(tile + (row + 8) * {t.tile_stride} + col) = {pack}(acc[mi][ni][2], acc[mi][ni][3]);
+        }}
+    __syncthreads();
+{copy_loop("the output tile", t.block_m * pieces, t.threads, body)}"""
+
+
+def _epilogue(t: ConvTcTiling) -> str:
+    pack = f"pack_{t.precision}x2"
+    if t.split_k > 1:  # four outputs of a row, 8 bytes: C's row length and the column are multiples of 4
+        return cluster_sum(t, "{{ unsigned* four = reinterpret_cast<unsigned*>(C + (size_t)row * {n} + col); "
+                              f"four[0] = {pack}(sum.x, sum.y); four[1] = {pack}(sum.z, sum.w); }}}}")
+    if t.epilogue == "shared":
+        return _shared_store(t)
+    return store(t, "unsigned", pack)
+
+
+def generate(t: ConvTcTiling) -> KernelSource:
+    c = t.conv
+    head = f"""// conv2d_nhwc_tensorcore {t.precision}: N {c.n} {c.h}x{c.w}x{c.ci} -> {c.oh}x{c.ow}x{c.co}, {c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)};
+// implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster},
+// epilogue {t.epilogue}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
+typedef unsigned short ELEM;
+{helpers(t.precision)}{_PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+    code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
+    return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
+                        arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])
+
+
+def _stored(x: np.ndarray, precision: str) -> np.ndarray:
+    return x.astype(np.float16) if precision == "float16" else bfloat16_bits(x)
+
+
+def make_inputs(params: ConvTcParams, rng: np.random.Generator) -> list[np.ndarray]:
+    """Data and weights uniform in [-1, 1) in the input precision, the output to be written."""
+    data = rng.uniform(-1.0, 1.0, size=params.data_shape).astype(np.float32)
+    weights = rng.uniform(-1.0, 1.0, size=params.kernel_shape).astype(np.float32)
+    out = np.empty(params.out_shape, dtype=np.float16 if params.precision == "float16" else np.uint16)
+    return [_stored(data, params.precision), _stored(weights, params.precision), out]
+
+
+def reference(params: ConvTcParams, data: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The NHWC output of the inputs as stored, in float64: one product per kernel tap
+    (the tap's strided window of the padded input, [N, P, Q, C], times its [C, K] weights)."""
+    c = params.conv
+    x = widen(data, params.precision).astype(np.float64)
+    w = widen(weights, params.precision).astype(np.float64)
+    top, left, bottom, right = c.padding
+    x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    out = np.zeros(params.out_shape)
+    sh, sw = c.stride
+    for r in range(c.kh):
+        for s in range(c.kw):
+            window = x[:, r:r + sh * (c.oh - 1) + 1:sh, s:s + sw * (c.ow - 1) + 1:sw, :]
+            out += window @ w[:, r, s, :].T
+    return out

@@ -1,0 +1,68 @@
+"""Implicit-GEMM NHWC conv2d on tensor cores (fp16, bf16; fp32 accumulation), `tiling` says how."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...space import ConfigEntity, ConfigSpace, OtherKnob
+from ..base import DeviceLimits, KernelSource, Template, first_valid
+from ..gemm_tc.kernel import TOLERANCE
+from ..gemm_tc.template import tiling_features, why_tiling_invalid
+from . import kernel
+from .tiling import EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
+
+
+class Conv2dNHWCTensorCore(Template):
+    name = TEMPLATE_NAME
+    baseline_provider = "cudnn"
+
+    def parse_args(self, args: list) -> ConvTcParams:
+        return conv_tc_params(args)
+
+    def define_space(self, params: ConvTcParams) -> ConfigSpace:
+        return ConfigSpace([
+            OtherKnob("block_m", [32, 64, 128, 256]),
+            OtherKnob("block_n", [32, 64, 128, 256]),
+            OtherKnob("block_k", [16, 32, 64]),
+            OtherKnob("warp_m", [16, 32, 64]),
+            OtherKnob("warp_n", [16, 32, 64]),
+            OtherKnob("stages", [2, 3, 4, 5]),
+            OtherKnob("raster", [1, 4, 8, 16]),
+            OtherKnob("epilogue", list(EPILOGUES)),
+            OtherKnob("split_k", [1, 2, 4, 8]),
+        ])
+
+    def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        return why_tiling_invalid(conv_tc_tiling(params, config), limits)
+
+    def features(self, params: ConvTcParams, config: ConfigEntity) -> dict[str, float]:
+        return tiling_features(conv_tc_tiling(params, config), config)
+
+    def default_config(self, params: ConvTcParams, space: ConfigSpace) -> ConfigEntity:
+        """128 pixels by 64 output channels (a ResNet stage's narrowest), 32-deep steps, four
+        warps of 64x32, three stages: CUTLASS's Ampere implicit-GEMM tile, narrowed for 64 channels."""
+        entity = [
+            ["block_m", "ot", 128], ["block_n", "ot", 64], ["block_k", "ot", 32],
+            ["warp_m", "ot", 64], ["warp_n", "ot", 32], ["stages", "ot", 3], ["raster", "ot", 1],
+            ["epilogue", "ot", "registers"], ["split_k", "ot", 1],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    def flops(self, params: ConvTcParams) -> int:
+        return params.flops
+
+    def bytes_moved(self, params: ConvTcParams) -> int:
+        return params.bytes_moved
+
+    # -- GPU half
+    def kernel(self, params: ConvTcParams, config: ConfigEntity) -> KernelSource:
+        return kernel.generate(conv_tc_tiling(params, config))
+
+    def make_inputs(self, params: ConvTcParams, rng: np.random.Generator) -> list[np.ndarray]:
+        return kernel.make_inputs(params, rng)
+
+    def reference(self, params: ConvTcParams, inputs: list[np.ndarray]) -> np.ndarray:
+        return kernel.reference(params, inputs[0], inputs[1])
+
+    def tolerance(self, params: ConvTcParams) -> float:
+        return TOLERANCE[params.precision]
+

@@ -1,0 +1,160 @@
+"""An NHWC convolution on tensor cores as an implicit GEMM (sm_80 and newer), fp32 accumulation.
+
+Args as TVM writes an NHWC tensor-core conv, the weights KRSC ("OHWI": output channel, kernel
+row, kernel column, input channel, as cuDNN's channels-last filters lie):
+
+    [["TENSOR", [N, H, W, C], dtype], ["TENSOR", [K, R, S, C], dtype], [sh, sw], [pt, pl, pb, pr], [1, 1], dtype]
+
+dtype float16 or bfloat16 for all three (the output is NHWC in the input's precision, as cuDNN
+writes it). The GEMM view: M = N·P·Q output pixels, N = K output channels, GEMM K = R·S·C, so
+C[pixel, k] = Σ A[pixel, (r, s, c)] · W[k, (r, s, c)]. A is never formed: a step's A tile is
+gathered from the input by 16-byte cp.async copies of 8 channels (C is contiguous, so a copy
+never straddles a kernel tap), zero-filled where the tap falls in the padding or past M or K;
+B's tile is `block_n` rows of the KRSC weights (K-major: read by ldmatrix without .trans).
+Everything after the copies is engine.ops.gemm_tc's mma.sync mainloop (its ring of stages,
+ldmatrix fragments, m16n8k16 products and epilogue), so `ConvTcTiling` is a `GemmTcTiling`
+with the gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K
+(split K, over a thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels),
+and the epilogue's path (`ConvTcTiling.epilogue`).
+C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ...space import ConfigEntity
+from ..args import tensor_shape
+from ..base import BadArgs
+from ..conv2d.tiling import ConvParams, conv_params
+from ..gemm_tc.tiling import B_PAD_ELEMENTS, COPY_BYTES, ELEMENT_BYTES, GemmTcTiling
+
+TEMPLATE_NAME = "conv2d_nhwc_tensorcore"
+PRECISIONS = ("float16", "bfloat16")
+CHANNELS_PER_COPY = COPY_BYTES // 2  # 8 16-bit channels
+
+
+def nhwc_tensor(arg, what: str) -> tuple[list[int], str]:
+    shape = tensor_shape(arg, what)
+    if len(shape) != 4:
+        raise BadArgs(f"{what} shape {shape} is not 4-D")
+    if arg[2] not in PRECISIONS:
+        raise BadArgs(f"{what} dtype {arg[2]!r} is not supported (float16 or bfloat16)")
+    return shape, arg[2]
+
+
+@dataclass(frozen=True)
+class ConvTcParams:
+    conv: ConvParams  # the geometry (its NCHW names: ci = C, co = K, kh = R, kw = S, oh = P, ow = Q)
+    precision: str
+    args: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def gemm_m(self) -> int:
+        return self.conv.n * self.conv.oh * self.conv.ow
+
+    @property
+    def gemm_n(self) -> int:
+        return self.conv.co
+
+    @property
+    def gemm_k(self) -> int:
+        return self.conv.kh * self.conv.kw * self.conv.ci
+
+    @property
+    def data_shape(self) -> tuple[int, int, int, int]:
+        c = self.conv
+        return (c.n, c.h, c.w, c.ci)
+
+    @property
+    def kernel_shape(self) -> tuple[int, int, int, int]:
+        c = self.conv
+        return (c.co, c.kh, c.kw, c.ci)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        c = self.conv
+        return (c.n, c.oh, c.ow, c.co)
+
+    @property
+    def flops(self) -> int:
+        return self.conv.flops
+
+    @property
+    def bytes_moved(self) -> int:
+        """Input and weights read once, the output written once, all in the input precision."""
+        elements = sum(a * b * c * d for a, b, c, d in (self.data_shape, self.kernel_shape, self.out_shape))
+        return ELEMENT_BYTES[self.precision] * elements
+
+
+def conv_tc_params(args: list) -> ConvTcParams:
+    """The workload's params; BadArgs with the accepted form otherwise."""
+    if not isinstance(args, list) or len(args) != 6:
+        raise BadArgs(f"{TEMPLATE_NAME} args are [data NHWC, kernel KRSC, strides, padding, dilation, out_dtype]")
+    (n, h, w, c), dtype = nhwc_tensor(args[0], "data")
+    (k, r, s, kc), kernel_dtype = nhwc_tensor(args[1], "kernel")
+    if kernel_dtype != dtype or args[5] != dtype:
+        raise BadArgs(f"data {dtype!r}, kernel {kernel_dtype!r} and out_dtype {args[5]!r} must be one precision "
+                      "(the output is written in the input's)")
+    if kc != c:
+        raise BadArgs(f"kernel has {kc} input channels, data has {c}")
+    for what, size in (("C (input channels)", c), ("K (output channels)", k)):
+        if size % CHANNELS_PER_COPY:
+            raise BadArgs(f"{what} = {size} is not a multiple of {CHANNELS_PER_COPY} "
+                          "(16-byte copies of 8 channels, and the output's channel pairs)")
+    conv = conv_params([n, c, h, w], (r, s), k, args[2], args[3], args[4], args=args)
+    return ConvTcParams(conv, dtype, list(args))
+
+
+EPILOGUES = ("registers", "shared")
+# The output tile's rows in shared memory (epilogue "shared"): padded by 16 bytes, so the eight
+# rows one warp's packed pairs land in start four banks apart (no conflicts).
+TILE_PAD_ELEMENTS = 8
+
+
+@dataclass(frozen=True)
+class ConvTcTiling(GemmTcTiling):
+    """The GEMM tiling of the implicit GEMM, with the convolution it gathers A from.
+
+    `epilogue`: "registers" stores each thread's accumulator pairs straight to the output (4-byte
+    words, eight rows apart per warp); "shared" rounds them into a 16-bit tile in shared memory
+    first and writes it out in whole 16-byte row pieces (coalesced rows). With split_k > 1 the
+    cluster's sum stores its share itself (the epilogue knob stays "registers")."""
+
+    conv: ConvParams | None = None
+    epilogue: str = "registers"
+
+    b_k_major = True
+
+    @property
+    def b_stride(self) -> int:
+        """Elements per row of B's staged [block_n][block_k] tile (block_k plus the pad)."""
+        return self.block_k + B_PAD_ELEMENTS
+
+    @property
+    def stage_elements(self) -> int:
+        return self.block_m * self.a_stride + self.block_n * self.b_stride
+
+    @property
+    def tile_stride(self) -> int:
+        return self.block_n + TILE_PAD_ELEMENTS
+
+    @property
+    def shared_bytes(self) -> int:
+        tile = self.block_m * self.tile_stride * self.element_bytes if self.epilogue == "shared" else 0
+        return max(super().shared_bytes, tile)
+
+    def why_not_tiled(self) -> str | None:
+        if self.epilogue == "shared" and self.split_k > 1:
+            return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
+        return super().why_not_tiled()
+
+
+def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
+    v = config.values()
+    return ConvTcTiling(
+        m=params.gemm_m, n=params.gemm_n, k=params.gemm_k, precision=params.precision,
+        block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
+        warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"], raster=v["raster"],
+        split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"],
+    )

@@ -1,0 +1,85 @@
+"""On a GPU: the implicit-GEMM tensor-core convolution (conv2d_nhwc_tensorcore: fp16, bf16, NHWC)
+against its float64 reference at each precision's tolerance through the GPU measurer (stride 1
+and 2, padding, 1x1 and 3x3, tails in pixels, channels and R·S·C), and cuDNN on channels-last
+tensors in the same precision as its baseline, checked at that tolerance.
+
+Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine.ops import DeviceLimits
+from engine.workloads import PRESETS, conv2d_tc_args
+
+from gpu_only import GPU_ONLY
+
+pytestmark = GPU_ONLY
+
+PRECISIONS = ["float16", "bfloat16"]
+# (batch, H=W, C, K, kernel, stride, pad): tails everywhere, then a ResNet-50 layer at batch 8.
+LAYERS = [(3, 9, 24, 40, 3, 1, 1), (4, 11, 40, 24, 3, 2, 1), (2, 10, 16, 72, 1, 1, 0), (3, 9, 32, 16, 1, 2, 0),
+          (8, 14, 256, 256, 3, 1, 1)]
+
+
+@pytest.fixture(scope="module")
+def measurer():
+    from engine.gpu.measurer import GpuMeasurer
+
+    with GpuMeasurer(run_timeout=3.0, build_timeout=60.0) as m:
+        yield m
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer", LAYERS, ids=["x".join(map(str, layer)) for layer in LAYERS])
+def test_random_configs_compute_the_convolution(measurer, precision, layer):
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(*layer, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(5), 8)]
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("preset", ["TCC-14-256-256-k3-f16", "TCC-14-1024-256-k1-bf16"])
+def test_cudnn_on_channels_last_tensors_is_the_baseline_in_the_same_precision(preset):
+    from engine.gpu.baselines import vendor_baseline
+
+    task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
+    result = vendor_baseline(task, "cudnn")(task)
+    assert result.ok, result.error_msg
+    assert 0 < result.mean_cost < 1e-3
+
+
+def test_the_confirmations_cudnn_call_gives_the_nhwc_output_in_the_same_precision():
+    """engine.gpu.fair_vendor's call, which confirmations time beside ours: NHWC, not NCHW."""
+    import torch
+
+    from engine.gpu.fair_vendor import vendor_op
+    from engine.gpu.runner import relative_l2_error
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(4, 11, 40, 24, 3, 2, 1, "bfloat16"))
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    op = vendor_op(task, "cudnn", inputs, time_call=lambda call: 0.0)
+    got = op.call()
+    assert got.dtype == torch.bfloat16 and tuple(got.shape) == task.params.out_shape
+    assert relative_l2_error(got.double().cpu().numpy(), task.template.reference(task.params, inputs)) \
+        < task.template.tolerance(task.params)
+    assert op.details["memory_format"] == "channels_last" and op.details["algorithm"]
+
+
+def test_the_logged_best_kernel_comes_back_with_a_16_bit_output(measurer, tmp_path):
+    """engine.gpu.apply_best (the downloads' kernel): the output keeps the template's dtype (bf16 bits)."""
+    from engine.callbacks import log_to_file
+    from engine.gpu.apply_best import check_and_time, load_best_kernel
+    from engine.tune import tune
+    from engine.tuners import get_tuner
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(4, 11, 40, 24, 3, 2, 1, "bfloat16"),
+                              DeviceLimits.for_device(measurer.device))
+    log = tmp_path / "conv.log"
+    tune(task, get_tuner("random", task, seed=5), measurer, 8, callbacks=[log_to_file(str(log))], batch_size=8)
+    kernel = load_best_kernel(str(log), task)
+    assert kernel.output_dtype == "uint16"
+    assert check_and_time(kernel).relative_error < task.template.tolerance(task.params)
