@@ -242,7 +242,7 @@ def progress_runs(job: Job) -> list[JobRun]:
     """The job's runs as `job_progress` reads them, in one query."""
     # Fetched through `job.runs`, each run's `job` is `job` itself (with the workload and owner
     # the caller selected): joining them again would only make the query slower to build.
-    return list(job.runs.with_figures().select_related("worker"))
+    return list(job.runs.with_figures().with_worker_seen().select_related("worker"))
 
 
 def job_progress(job: Job, runs: list[JobRun] | None = None) -> dict:
@@ -264,7 +264,7 @@ def job_progress(job: Job, runs: list[JobRun] | None = None) -> dict:
 def job_page(job: Job, order=lambda rows: rows) -> dict:
     """What the job page itself shows (its script reads the rest from `job_progress`): the job's
     state and each run's GPU, what it waits for and its confirmations, in `order`."""
-    runs = list(job.runs.select_related("device"))
+    runs = list(job.runs.select_related("device").with_worker_seen())
     return {"state": Job.state_of(runs), "runs": [
         {"gpu": run.device.model, "waiting_for_worker": run.waiting_for_worker(),
          "confirmations": order(settled_confirmations(run))} for run in runs
