@@ -5,6 +5,7 @@ after each answer, and tallies the answers' times by request.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -17,8 +18,8 @@ REQUEST_TIMEOUT = 10.0
 class Browser:
     """One client as the pages make it: a keep-alive session that keeps each answer's ETag and
     asks again with If-None-Match (a 304 is an answer, as a browser's cache makes it), and reads
-    the job's JSON as the job page's script does: whole as the page opens, then only what was
-    stored since the last record it has of each run (`?since=`). `naive` is the earlier client:
+    the job's JSON as the job page's script does: whole in the page as it opens, then only what
+    was stored since the last record it has of each run (`?since=`). `naive` is the earlier client:
     the API's whole JSON every time, nothing conditional."""
 
     def __init__(self, url: str, paths: dict[str, str], cookies: dict, token: dict, naive: bool) -> None:
@@ -38,17 +39,8 @@ class Browser:
         return self.paths["job JSON"] + (f"?since={query}" if query else "")
 
     def get(self, name: str) -> tuple[int, int]:
-        """(HTTP status, bytes read) of one request, or for a browser's job page of the page and
-        the job's JSON read whole, as the page's script does when the page opens; RequestException
-        when one fails."""
-        status, size = self.read(name, self.path(name))
-        if name != "job page" or self.naive or status not in (200, 304):
-            return status, size
-        self.since.clear()
-        progress_status, progress_size = self.read("job JSON", self.path("job JSON"))
-        if progress_status == 304:  # the browser's copy of the whole, and the last records it holds
-            self.since = dict(self.whole_since)
-        return (status if progress_status in (200, 304) else progress_status), size + progress_size
+        """(HTTP status, bytes read) of one request; RequestException when one fails."""
+        return self.read(name, self.path(name))
 
     def read(self, name: str, path: str) -> tuple[int, int]:
         headers = dict(self.token) if self.naive else {}
@@ -56,19 +48,34 @@ class Browser:
             headers["If-None-Match"] = self.etags[path]
         response = self.session.get(self.url + path, headers=headers, timeout=REQUEST_TIMEOUT)
         body = response.content  # the whole body, as a browser reads it
+        if not self.naive and name == "job page" and response.status_code == 304:
+            self.since = dict(self.whole_since)  # the browser's copy of the page, and the last records it holds
         if response.status_code == 200 and not self.naive:
             if name == "job JSON":  # a poll's earlier URLs are not asked again
                 self.etags = {key: tag for key, tag in self.etags.items()
                               if not key.startswith(self.paths[name] + "?since=")}
             if "ETag" in response.headers:
                 self.etags[path] = response.headers["ETag"]
-            if name == "job JSON":
-                for run in response.json()["runs"]:
-                    if run["points"]["record"]:
-                        self.since[run["id"]] = run["points"]["record"][-1]
-                if path == self.paths[name]:
-                    self.whole_since = dict(self.since)
+            if name in ("job page", "job JSON"):
+                self.read_progress(response.json() if name == "job JSON" else embedded_progress(body), whole=name == "job page")
         return response.status_code, len(body)
+
+    def read_progress(self, progress: dict, whole: bool) -> None:
+        """The last record of each run it now has, as the page's script keeps it."""
+        if whole:
+            self.since.clear()
+        for run in progress["runs"]:
+            if run["points"]["record"]:
+                self.since[run["id"]] = run["points"]["record"][-1]
+        if whole:
+            self.whole_since = dict(self.since)
+
+
+def embedded_progress(page: bytes) -> dict:
+    """The whole progress a job page holds, as its script reads it (json_script's escapes are JSON's)."""
+    start = page.index(b'<script id="job-progress" type="application/json">')
+    content = page[page.index(b">", start) + 1:page.index(b"</script>", start)]
+    return json.loads(content)
 
 
 def warm_up(url: str, paths: dict, cookies: dict, token: dict) -> None:

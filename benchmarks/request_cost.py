@@ -10,6 +10,7 @@ Django's test client, `--repeat` times each, for the three pages of the load mix
 leaderboard of TopHub's C12 workload, the job's page and the job's JSON (`/api/jobs/<id>/`,
 with an API token, as the benchmark does) and the job page's own poll (`/jobs/<id>/progress/`),
 and prints the median and mean wall time, the CPU time and the database queries of each.
+Then what a browser's opening the job page costs the server, all it asks (`VIEWS`).
 Middleware, authentication and rendering are in; sockets and the WSGI server are not.
 `--profile NAME` prints the cProfile of that request's loop instead (cumulative, top 40).
 """
@@ -27,6 +28,10 @@ from pathlib import Path
 from benchmarks.load import RECORDING, TOPHUB, recreate_database
 
 PATHS = ("leaderboard", "job page", "job JSON (API)", "job poll", "job poll since", "leaderboard 304")
+# What a browser asks to open the job page, request after request: its CPU is the measure of issue
+# 14's load goal. The page holds its whole progress (before 2026-12-01's i14d, its script read
+# progress.json after it: "job page", "job poll"). A poll of the open page is "job poll since".
+VIEWS = {"job page view": ("job page",)}
 
 
 def set_up(trials: int, reuse: bool, tophub=TOPHUB) -> dict:
@@ -71,33 +76,36 @@ def set_up(trials: int, reuse: bool, tophub=TOPHUB) -> dict:
     }}
 
 
-def measure(client, path: str, headers: dict, repeat: int, conditional: bool = False) -> dict:
-    """`conditional`: asked with the ETag of the first answer, as a browser asks again (a 304)."""
+def measure(client, paths: tuple[str, ...], headers: dict, repeat: int, conditional: bool = False) -> dict:
+    """`paths` asked one after the other, `repeat` times; `conditional`: asked with the ETag of the
+    first answer, as a browser asks again (a 304)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    ask = lambda: [client.get(path, headers=headers) for path in paths]  # noqa: E731
     for _ in range(3):  # warm: templates compiled, connection open
-        first = client.get(path, headers=headers)
-        assert first.status_code == 200, path
+        first = ask()
+        assert all(response.status_code == 200 for response in first), paths
     if conditional:
-        headers = {**headers, "If-None-Match": first["ETag"]}
+        headers = {**headers, "If-None-Match": first[0]["ETag"]}
     walls, cpus = [], []
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
-        response = client.get(path, headers=headers)
+        ask()
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
     with CaptureQueriesContext(connection) as queries:
-        response = client.get(path, headers=headers)
+        responses = ask()
     return {"median_ms": statistics.median(walls) * 1000, "mean_ms": statistics.fmean(walls) * 1000,
-            "cpu_ms": statistics.median(cpus) * 1000, "queries": len(queries), "kb": len(response.content) / 1024}
+            "cpu_ms": statistics.median(cpus) * 1000, "queries": len(queries),
+            "kb": sum(len(response.content) for response in responses) / 1024}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=40)
     parser.add_argument("--trials", type=int, default=800)
-    parser.add_argument("--profile", choices=PATHS, default=None)
+    parser.add_argument("--profile", choices=[*PATHS, *VIEWS], default=None)
     parser.add_argument("--tophub", type=Path, default=TOPHUB, help="TVM's TopHub CUDA log, for the leaderboards")
     parser.add_argument("--reuse", action="store_true", help="the database as an earlier run left it (no set-up)")
     options = parser.parse_args(argv)
@@ -118,16 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     client = Client()
     client.force_login(setup["user"])
     headers = {"Authorization": f"Token {setup['token']}"}
+    rows = {name: (setup["paths"][name],) for name in PATHS}
+    rows.update({view: tuple(setup["paths"][name] for name in names) for view, names in VIEWS.items()})
     if options.profile:
         profiler = cProfile.Profile()
-        profiler.runcall(measure, client, setup["paths"][options.profile], headers, options.repeat,
-                         options.profile.endswith("304"))
+        profiler.runcall(measure, client, rows[options.profile], headers, options.repeat, options.profile.endswith("304"))
         pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(40)
         return 0
     print("| request | median ms | mean ms | CPU ms | queries | KB |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name in PATHS:
-        row = measure(client, setup["paths"][name], headers, options.repeat, name.endswith("304"))
+    for name, paths in rows.items():
+        row = measure(client, paths, headers, options.repeat, name.endswith("304"))
         print(f"| {name} | {row['median_ms']:.1f} | {row['mean_ms']:.1f} | {row['cpu_ms']:.1f} | {row['queries']} "
               f"| {row['kb']:.0f} |", flush=True)
     return 0

@@ -280,9 +280,15 @@ class JobRunQuerySet(models.QuerySet):
             last_record_id=Subquery(of_batch.annotate(last=Max("id")).values("last")),
         )
 
+    def with_worker_seen(self) -> "JobRunQuerySet":
+        """Runs with the last heartbeat of any worker of their GPU model, in this one query:
+        `waiting_for_worker` then reads no more (a job page asks it of every run, each request)."""
+        seen = Worker.objects.filter(queue=OuterRef("device__model")).order_by().values("queue")
+        return self.annotate(worker_last_seen=Subquery(seen.annotate(seen=Max("last_heartbeat")).values("seen")))
+
     def waiting_for_workers(self) -> list[tuple["JobRun", str]]:
         """Active runs waiting for a worker of their GPU model, with what they wait for."""
-        active = self.filter(state__in=ACTIVE_STATES).select_related("device", "job")
+        active = self.filter(state__in=ACTIVE_STATES).select_related("device", "job").with_worker_seen()
         found = ((run, run.waiting_for_worker()) for run in active)
         return [(run, waiting) for run, waiting in found if waiting]
 
@@ -384,7 +390,8 @@ class JobRun(models.Model):
         reads "running" for ever); None while one is online, or the wait is still short."""
         if self.state not in ACTIVE_STATES:
             return None
-        seen = Worker.objects.last_seen(self.queue)
+        # Fetched `with_worker_seen()`, the run has it already (None too: no worker ever beat).
+        seen = self.__dict__["worker_last_seen"] if "worker_last_seen" in self.__dict__ else Worker.objects.last_seen(self.queue)
         if seen is not None and seen >= stale_before():
             return None
         since = seen or self.job.created_at

@@ -191,7 +191,14 @@ def confirmed_configs(run: JobRun) -> list[dict]:
 
 def confirmed_vendors(run: JobRun) -> list[dict]:
     """The GPU's confirmed vendor baselines, this run's or a faster process's before it (a stored
-    baseline keeps the fastest confirmation of its library build: records.confirmations)."""
+    baseline keeps the fastest confirmation of its library build: records.confirmations). Read once
+    per fetched run: a job page asks for them for its key, its confirmations and its progress's key."""
+    if "confirmed_vendors" not in run.__dict__:
+        run.__dict__["confirmed_vendors"] = _confirmed_vendors_of(run)
+    return run.__dict__["confirmed_vendors"]
+
+
+def _confirmed_vendors_of(run: JobRun) -> list[dict]:
     if not run.confirmation_batch_id:
         return []
     rows = []
@@ -242,7 +249,7 @@ def progress_runs(job: Job) -> list[JobRun]:
     """The job's runs as `job_progress` reads them, in one query."""
     # Fetched through `job.runs`, each run's `job` is `job` itself (with the workload and owner
     # the caller selected): joining them again would only make the query slower to build.
-    return list(job.runs.with_figures().select_related("worker"))
+    return list(job.runs.with_figures().with_worker_seen().select_related("worker"))
 
 
 def job_progress(job: Job, runs: list[JobRun] | None = None) -> dict:
@@ -261,10 +268,9 @@ def job_progress(job: Job, runs: list[JobRun] | None = None) -> dict:
     }
 
 
-def job_page(job: Job, order=lambda rows: rows) -> dict:
-    """What the job page itself shows (its script reads the rest from `job_progress`): the job's
-    state and each run's GPU, what it waits for and its confirmations, in `order`."""
-    runs = list(job.runs.select_related("device"))
+def job_page(job: Job, runs: list[JobRun], order=lambda rows: rows) -> dict:
+    """What the job page shows as HTML (its script draws the rest, from `job_progress`): the job's
+    state and each of `runs`' (`progress_runs(job)`) GPU, what it waits for and its confirmations, in `order`."""
     return {"state": Job.state_of(runs), "runs": [
         {"gpu": run.device.model, "waiting_for_worker": run.waiting_for_worker(),
          "confirmations": order(settled_confirmations(run))} for run in runs

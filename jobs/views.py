@@ -19,7 +19,7 @@ from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
 from records.versions import viewer_key
 from tunerweb.cache import ENTRY_SECONDS, cached
-from tunerweb.conditional import conditional, kept_answer, kept_page
+from tunerweb.conditional import conditional, kept_answer, kept_page, with_json_script
 
 from .answer_keys import page_key, progress_key
 from .custom_kernels import add_custom_kernel, summarize
@@ -97,41 +97,46 @@ def remeasure(request):
 @login_required
 @conditional
 def detail(request, pk: int):
-    """The job's facts, state and confirmations; its script reads the progress from `progress`."""
+    """The job's facts, state and confirmations, and its whole progress as the script reads it
+    (then polling `progress` with `?since=`): one request per page opened, not two."""
     job = _job_for(request, pk)
     sorting = sorting_from(request.GET, CONFIRMATION_COLUMNS, name="confirmation_sort")
-    page = job_page(job, sorting.rows)
+    runs = progress_runs(job)
+    page = job_page(job, runs, sorting.rows)
     answer = lambda: render(request, "jobs/detail.html", {  # noqa: E731
         "job": job, **page, "confirmation_sorting": sorting, "sort_error": sorting.error,
     }, status=400 if sorting.error else 200)
-    if sorting.error:  # made each time: made-up sorts must not fill the cache
-        return answer()
-    return kept_page(request, page_key(job, page, request.GET.dict()), answer)
+    # Made each time for a made-up sort: those must not fill the cache.
+    kept = answer() if sorting.error else kept_page(request, page_key(job, page, request.GET.dict()), answer)
+    return with_json_script(kept, "job-progress", _kept_progress(request, job, runs))
 
 
 ACTIVE_PROGRESS_SECONDS = 120  # a running job's state lasts about a batch: Redis need not keep it long
 
 
-@login_required
-@conditional
-def progress(request, pk: int):
-    """The job page's script reads it whole as the page opens, then `?since=<run>:<record>,...`,
-    which leaves out what the page has. The whole is made once per state of the job; each poll is
-    a slice of it."""
-    job = _job_for(request, pk)
-    try:
-        since = parse_since(request.GET.get("since", ""))
-    except ValueError as exc:
-        return JsonResponse({"detail": str(exc)}, status=400)
-    runs = progress_runs(job)
+def _kept_progress(request, job: Job, runs: list[JobRun], since: dict[int, int] | None = None):
+    """`job_progress` as JSON: made once per state of the job; with `since`, a slice of it. Whole (as
+    each job page opens) it is kept encoded, with its ETag. (The same for everyone who may see the
+    job, it is kept apart per reader all the same: no answer reaches one it was not made for.)"""
     key = progress_key(job, runs)
     seconds = ENTRY_SECONDS if all(run.settled for run in runs) else ACTIVE_PROGRESS_SECONDS
     whole = lambda: cached(key, lambda: job_progress(job, runs), seconds=seconds)  # noqa: E731
     if since:
         return JsonResponse(progress_since(whole(), since))
-    # Read whole each time a job page opens: kept encoded, with its ETag. (The same for everyone
-    # who may see the job, it is kept apart per reader all the same: no answer reaches one it was not made for.)
     return kept_answer(request, key, lambda: JsonResponse(whole()), reader=viewer_key(request.user), seconds=seconds)
+
+
+@login_required
+@conditional
+def progress(request, pk: int):
+    """What the job page's script polls: `?since=<run>:<record>,...` leaves out what the page has
+    (without it, the whole, as the page holds it)."""
+    job = _job_for(request, pk)
+    try:
+        since = parse_since(request.GET.get("since", ""))
+    except ValueError as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    return _kept_progress(request, job, progress_runs(job), since)
 
 
 @require_POST

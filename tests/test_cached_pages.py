@@ -218,3 +218,12 @@ def test_an_answer_the_cache_should_not_keep_is_worked_out_each_time():
     for _ in range(2):
         cached("test-good", lambda: calls.append(1) or ("<table>", 200), keep=lambda made: made[1] == 200)
     assert len(calls) == 3
+
+
+def test_the_cache_asks_redis_through_one_client_not_a_new_one_each_time():
+    from django.core.cache import caches
+
+    client = caches["default"]._cache
+    assert client.get_client("a") is client.get_client("b", write=True)
+    caches["default"].set("reused", 1)
+    assert caches["default"].get("reused") == 1

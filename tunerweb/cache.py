@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from django.core.cache import cache
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.db import connection
 from redis.exceptions import RedisError
 
@@ -26,11 +26,31 @@ ENTRY_SECONDS = 3600  # bounds what an entry of a database restored under it cou
 _MISSING = object()
 
 
+class ReusedClientRedisCacheClient(RedisCacheClient):
+    """Django's Redis cache client, but one redis.Redis per connection pool rather than a new one
+    each cache operation: setting one up (its table of response callbacks) costs about as much
+    CPU as a small cache read, and a job page makes several. (A redis.Redis is thread-safe.)"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, Any] = {}
+
+    def get_client(self, key=None, *, write=False):
+        pool = self._get_connection_pool(write)
+        if id(pool) not in self._clients:
+            self._clients[id(pool)] = self._client(connection_pool=pool)
+        return self._clients[id(pool)]
+
+
 class FailOpenRedisCache(RedisCache):
     """RedisCache whose reads miss and whose writes are dropped while Redis is unreachable."""
 
     # Django gives each thread a cache object of its own; what one found out, all threads skip.
     _down_until: dict[str, float] = {}
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._class = ReusedClientRedisCacheClient
 
     def _guarded(self, fallback, call: Callable[[], Any]):
         where = str(self._servers)

@@ -100,6 +100,26 @@ def kept_page(request, key: str | None, render) -> HttpResponse:
     return kept_answer(request, key, render, reader=f"{request.user.pk}:{request.META['CSRF_COOKIE']}:{templates_version()}")
 
 
+# What json_script escapes: none of them can stand outside a JSON string, where the escape reads the same.
+_JSON_SCRIPT_ESCAPES = ((b"<", b"\\u003C"), (b">", b"\\u003E"), (b"&", b"\\u0026"))
+
+
+def with_json_script(page: HttpResponse, element_id: str, json_answer: HttpResponse) -> HttpResponse:
+    """`page` with `json_answer`'s bytes (kept encoded: not decoded and encoded again) put into its
+    empty `<script id="element_id" type="application/json"></script>`, escaped as json_script escapes,
+    and an ETag that names both (either changing is a new page). The element cannot come from what
+    the page shows: that is HTML-escaped."""
+    empty = f'<script id="{element_id}" type="application/json"></script>'.encode()
+    content = json_answer.content
+    for character, escape in _JSON_SCRIPT_ESCAPES:
+        content = content.replace(character, escape)
+    page.content = page.content.replace(empty, empty[:-len(b"</script>")] + content + b"</script>", 1)
+    if page.has_header("ETag"):  # a kept page's: the page alone
+        digest = hashlib.blake2b(f"{page['ETag']}{json_answer['ETag']}".encode(), digest_size=16)
+        page["ETag"] = f'"{digest.hexdigest()}"'
+    return page
+
+
 @lru_cache(maxsize=1)
 def templates_version() -> str:
     """The project's templates and template tags as deployed: a kept page is made from them too,

@@ -1,6 +1,6 @@
-// Job page: reads the job's JSON whole (the page holds only the job's facts, state and
-// confirmations), draws each run's progress, and polls it for what is new until every run has
-// settled (a cancelled run's worker still stores the batch it was measuring).
+// Job page: draws each run's progress from the job's JSON, which the page holds whole as it
+// opens (with the job's facts, state and confirmations), and polls it for what is new until every
+// run has settled (a cancelled run's worker still stores the batch it was measuring).
 // Everything from the server is put in with textContent, never as HTML.
 (function () {
   "use strict";
@@ -229,6 +229,8 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     controls();
-    poll(document.getElementById("runs").dataset.progressUrl);
+    const progress = JSON.parse(document.getElementById("job-progress").textContent);
+    draw(progress);
+    if (!progress.settled) setTimeout(() => poll(document.getElementById("runs").dataset.progressUrl), POLL_MS);
   });
 })();
