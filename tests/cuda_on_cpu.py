@@ -1,12 +1,15 @@
 """Run a generated CUDA kernel on the CPU, so CI (no GPU) can check what it computes.
 
-The kernel text is compiled by g++ as C++ with a thin shim: every CUDA thread of
-a block is an OS thread, `__syncthreads()` is a `std::barrier`, `__shared__`
-storage is shared by the block's threads, and blocks (clusters) run one after another (so
-atomics need no locking). `__CUDA_ARCH__` is undefined, so kernels take their
+The kernel text is compiled by g++ as C++ with a thin shim (a precompiled header): every
+CUDA thread of a block is a fiber of one OS thread that runs until it waits at a barrier,
+`__syncthreads()` a barrier of the block's fibers, `__shared__` storage is shared by the
+block's threads, and blocks (clusters) run one after another (so atomics need no locking).
+The fibers' order is fixed: a run is repeatable, a thread runs ahead to its next barrier
+(so a missing `__syncthreads` shows), and threads that all wait at barriers the others
+never reach raise instead of hanging. `__CUDA_ARCH__` is undefined, so kernels take their
 pre-Ampere paths (plain copies instead of `cp.async`); the PTX-only paths are
-covered by the NVRTC compile tests and the GPU tests. Small shapes only: a
-block of 1024 threads is 1024 OS threads.
+covered by the NVRTC compile tests and the GPU tests. Small shapes only: every thread of
+every block runs here, one at a time. x86-64 only (the fiber switch is its assembly).
 
 Tensor-core kernels (engine.ops.gemm_tc) keep their PTX behind `#ifdef __CUDA_ARCH__`; here
 the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane by lane: each
@@ -56,6 +59,9 @@ static dim3_t gridDim, blockDim;
 // meeting its warps thousands of times stays cheap on a CI machine of two cores; the order is
 // fixed, so a run is repeatable. A thread's own state is its fiber's (`self`); a block's is
 // pointed to by the globals the scheduler sets before resuming a fiber of that block.
+#ifndef __x86_64__
+#error "the emulator's fiber switch is x86-64 assembly"
+#endif
 extern "C" __attribute__((visibility("hidden"))) void fiber_switch(void** save_sp, void* next_sp);
 // Saves the callee-saved registers on this stack, stores its top in *save_sp, and returns on
 // the stack at next_sp (where the same registers were saved, or a fiber's first frame waits).
