@@ -14,7 +14,7 @@ pytest_plugins = ["synthetic_fixtures"]
 # The jobs fixtures start Celery workers against Redis and the test database; a GPU box that
 # runs only the engine's tests (`pytest -m gpu`) may lack Django, Redis's client or pytest-django.
 if find_spec("django") and find_spec("redis") and find_spec("pytest_django"):
-    pytest_plugins += ["jobs_fixtures", "cache_fixtures"]
+    pytest_plugins += ["jobs_fixtures", "cache_fixtures", "fast_passwords"]
 
 
 @pytest.fixture
