@@ -17,7 +17,7 @@ if find_spec("django") and find_spec("redis") and find_spec("pytest_django"):
     pytest_plugins += ["jobs_fixtures", "cache_fixtures", "fast_passwords"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tophub_log() -> Path:
     """TVM's TopHub CUDA log v0.08: 688 real records from five GPU models."""
     path = SHARED_DATA / "tophub" / "cuda_v0.08.log"
