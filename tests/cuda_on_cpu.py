@@ -391,14 +391,22 @@ def available() -> bool:
 _GXX = ["g++", "-std=c++20", "-O1", "-fPIC", "-w"]
 
 
+# Files are made under a name of this process's, then renamed: test runs sharing a build dir
+# never compile, load or precompile against a half-written one.
+def _partial(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}")
+
+
+def _write(path: Path, text: str) -> None:
+    _partial(path).write_text(text)
+    _partial(path).replace(path)
+
+
 def _compile(output: Path, arguments: list[str]) -> None:
-    """g++ into a name of this process's, then renamed: test runs sharing a build dir never load
-    (or precompile against) a half-written file."""
-    partial = output.with_name(f"{output.name}.{os.getpid()}")
-    result = subprocess.run([*_GXX, *arguments, "-o", str(partial)], capture_output=True, text=True)
+    result = subprocess.run([*_GXX, *arguments, "-o", str(_partial(output))], capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"g++ rejected the kernel:\n{result.stderr[:4000]}")
-    partial.replace(output)
+    _partial(output).replace(output)
 
 
 def _shim_header(build_dir: Path) -> str:
@@ -407,7 +415,7 @@ def _shim_header(build_dir: Path) -> str:
     header = build_dir / f"shim-{hashlib.sha256(_SHIM.encode()).hexdigest()[:16]}.h"
     precompiled = header.with_name(header.name + ".gch")
     if not precompiled.exists():
-        header.write_text(_SHIM)
+        _write(header, _SHIM)
         _compile(precompiled, ["-x", "c++-header", str(header)])
     return header.name
 
@@ -421,7 +429,7 @@ def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     cpp, lib = build_dir / f"{digest}.cpp", build_dir / f"{digest}.so"
     if not lib.exists():
-        cpp.write_text(text)
+        _write(cpp, text)
         _compile(lib, ["-shared", str(cpp)])
     return ctypes.CDLL(str(lib))
 
