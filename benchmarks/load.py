@@ -16,7 +16,8 @@ that asks in turn for a leaderboard page, the job's page and the job's JSON, pau
 `--think-ms` after each answer (1000 ms, as people and the job page's own 2 s polling do; 0,
 clients that never pause). `--client` is a list of: browser (the default), asking as a browser on those pages
 does: again with the ETag it was answered (If-None-Match; a 304 is an answer), and the job's
-JSON as the page's script polls it, whole once and then `?since=` its last points; `--client
+JSON as the page's script reads it, whole as the page opens (timed with the page) and then `?since=` its
+last points; `--client
 naive` asks for the API's whole JSON every time, nothing conditional. The clients run as
 `--client-processes` processes of threads (one GIL would queue the answers it times), their
 first requests spread over one pause, after a warm-up request for each page.
@@ -385,8 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         f"after each answer, while a replay worker runs a job of {options.trials} trials (the load starts once its "
         "first batch is stored). Browser clients (the client column) ask as a browser on the pages does: each keeps the "
         "ETags it was answered with and asks again with If-None-Match (a 304 counts as an answer), and reads the job's "
-        "JSON as the job page's script does, `/jobs/<id>/progress.json` whole once, then with `?since=` the points "
-        "stored after the last it has; naive clients ask for the API's whole job JSON (`/api/jobs/<id>/`, every "
+        "JSON as the job page's script does, `/jobs/<id>/progress.json` whole as the page opens (a job page's time and KB "
+        "are the page's and that JSON's, its 304s the page's), then with `?since=` what was stored after the last "
+        "record it has; naive clients ask for the API's whole job JSON (`/api/jobs/<id>/`, every "
         "point) every time, nothing conditional (the benchmark's earlier client). "
         f"They run as {options.client_processes} processes of threads, their first requests spread over one pause, "
         "after each page was asked for twice (a server just started compiles its templates and fills its cache). "

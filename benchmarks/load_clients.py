@@ -17,9 +17,9 @@ REQUEST_TIMEOUT = 10.0
 class Browser:
     """One client as the pages make it: a keep-alive session that keeps each answer's ETag and
     asks again with If-None-Match (a 304 is an answer, as a browser's cache makes it), and reads
-    the job's JSON as the job page's script does: whole once, then only the points stored since
-    the last record it has of each run (`?since=`). `naive` is the earlier client: the API's
-    whole JSON every time, nothing conditional."""
+    the job's JSON as the job page's script does: whole as the page opens, then only what was
+    stored since the last record it has of each run (`?since=`). `naive` is the earlier client:
+    the API's whole JSON every time, nothing conditional."""
 
     def __init__(self, url: str, paths: dict[str, str], cookies: dict, token: dict, naive: bool) -> None:
         self.url, self.paths, self.token, self.naive = url, paths, token, naive
@@ -27,6 +27,7 @@ class Browser:
         self.session.cookies.update(cookies)
         self.etags: dict[str, str] = {}
         self.since: dict[int, int] = {}  # run id -> the last record id read of it
+        self.whole_since: dict[int, int] = {}  # the same, of the last whole JSON read
 
     def path(self, name: str) -> str:
         if name != "job JSON":
@@ -37,8 +38,19 @@ class Browser:
         return self.paths["job JSON"] + (f"?since={query}" if query else "")
 
     def get(self, name: str) -> tuple[int, int]:
-        """(HTTP status, bytes read) of one request; RequestException when it fails."""
-        path = self.path(name)
+        """(HTTP status, bytes read) of one request, or for a browser's job page of the page and
+        the job's JSON read whole, as the page's script does when the page opens; RequestException
+        when one fails."""
+        status, size = self.read(name, self.path(name))
+        if name != "job page" or self.naive or status not in (200, 304):
+            return status, size
+        self.since.clear()
+        progress_status, progress_size = self.read("job JSON", self.path("job JSON"))
+        if progress_status == 304:  # the browser's copy of the whole, and the last records it holds
+            self.since = dict(self.whole_since)
+        return (status if progress_status in (200, 304) else progress_status), size + progress_size
+
+    def read(self, name: str, path: str) -> tuple[int, int]:
         headers = dict(self.token) if self.naive else {}
         if not self.naive and path in self.etags:
             headers["If-None-Match"] = self.etags[path]
@@ -46,13 +58,16 @@ class Browser:
         body = response.content  # the whole body, as a browser reads it
         if response.status_code == 200 and not self.naive:
             if name == "job JSON":  # a poll's earlier URLs are not asked again
-                self.etags = {key: tag for key, tag in self.etags.items() if not key.startswith(self.paths[name])}
+                self.etags = {key: tag for key, tag in self.etags.items()
+                              if not key.startswith(self.paths[name] + "?since=")}
             if "ETag" in response.headers:
                 self.etags[path] = response.headers["ETag"]
             if name == "job JSON":
                 for run in response.json()["runs"]:
                     if run["points"]["record"]:
                         self.since[run["id"]] = run["points"]["record"][-1]
+                if path == self.paths[name]:
+                    self.whole_since = dict(self.since)
         return response.status_code, len(body)
 
 

@@ -117,16 +117,23 @@ def parse_since(text: str) -> dict[int, int]:
     return since
 
 
-def _after(trials: dict, since: int | None) -> dict:
-    """`trials` with only the points (and convergence) of records stored after record `since`."""
+def _after(run: dict, since: int | None) -> dict:
+    """A run's progress with only the points (and convergence) and latest trials of records stored
+    after record `since`: what a page that has the rest adds to it."""
     if since is None:
-        return trials
-    start = bisect_right(trials["points"]["record"], since)  # a run's record ids grow in trial order
-    return {**trials, "points_after": since, "convergence": trials["convergence"][start:],
-            "points": {name: column[start:] for name, column in trials["points"].items()}}
+        return run
+    start = bisect_right(run["points"]["record"], since)  # a run's record ids grow in trial order
+    return {**run, "points_after": since, "convergence": run["convergence"][start:],
+            "points": {name: column[start:] for name, column in run["points"].items()},
+            "trials": [trial for trial in run["trials"] if trial["record"] > since]}
 
 
-def run_progress(run: JobRun, since: int | None = None, trial_rows: int = TRIAL_ROWS) -> dict:
+def progress_since(progress: dict, since: dict[int, int]) -> dict:
+    """`job_progress`'s answer less what a page has: `since` maps a run's id to the last record id it has of it."""
+    return {**progress, "runs": [_after(run, since.get(run["id"])) for run in progress["runs"]]}
+
+
+def run_progress(run: JobRun, trial_rows: int = TRIAL_ROWS) -> dict:
     best = run.best_record
     rival = _rival_pk(run) if best else None
     summary = run_summary(run)
@@ -137,7 +144,7 @@ def run_progress(run: JobRun, since: int | None = None, trial_rows: int = TRIAL_
         "best_record_url": reverse("records:record_detail", args=[best.pk]) if best else None,
         "best_entity": best.entity if best else None,
         "settled": run.settled,
-        **_after(stored_trials(run, trial_rows), since),
+        **stored_trials(run, trial_rows),
         "worker": str(run.worker) if run.worker else None,
         "waiting_for_worker": run.waiting_for_worker(),
         "attempts": run.attempts,
@@ -231,18 +238,34 @@ def job_summary(job: Job, runs=None) -> dict:
     }
 
 
-def job_progress(job: Job, since: dict[int, int] | None = None) -> dict:
-    """Everything the job page shows. `settled` turns true once no worker will store another
-    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
-    `since` (run id -> the last record id the page has of it) leaves out the points it has."""
+def progress_runs(job: Job) -> list[JobRun]:
+    """The job's runs as `job_progress` reads them, in one query."""
     # Fetched through `job.runs`, each run's `job` is `job` itself (with the workload and owner
     # the caller selected): joining them again would only make the query slower to build.
-    runs = list(job.runs.with_figures().select_related("worker"))
-    progress = [run_progress(run, (since or {}).get(run.pk)) for run in runs]
+    return list(job.runs.with_figures().select_related("worker"))
+
+
+def job_progress(job: Job, runs: list[JobRun] | None = None) -> dict:
+    """Everything the job page's script shows. `settled` turns true once no worker will store another
+    trial (a cancelled run's worker still stores the batch it was measuring): the page polls until then.
+    `runs`, `progress_runs(job)` where the caller has them; `progress_since` leaves out what a page has."""
+    runs = progress_runs(job) if runs is None else runs
+    progress = [run_progress(run) for run in runs]
     return {
         **job_summary(job, runs), "runs": progress,
         "settled": all(run["settled"] for run in progress),
+        "trial_rows": TRIAL_ROWS,  # how many of the latest trials a page keeps, adding a poll's to them
         "error_kinds": {int(e): e.label for e in ErrorNo},
         "record_url_template": reverse("records:record_detail", args=[0]),
         "record_api_template": reverse("api-record", args=[0]),
     }
+
+
+def job_page(job: Job, order=lambda rows: rows) -> dict:
+    """What the job page itself shows (its script reads the rest from `job_progress`): the job's
+    state and each run's GPU, what it waits for and its confirmations, in `order`."""
+    runs = list(job.runs.select_related("device"))
+    return {"state": Job.state_of(runs), "runs": [
+        {"gpu": run.device.model, "waiting_for_worker": run.waiting_for_worker(),
+         "confirmations": order(settled_confirmations(run))} for run in runs
+    ]}

@@ -17,12 +17,15 @@ from rest_framework.authtoken.models import Token
 from records.permissions import public_read
 from records.columns import CONFIRMATION_COLUMNS
 from records.sorting import sorting_from
-from tunerweb.conditional import conditional
+from records.versions import viewer_key
+from tunerweb.cache import ENTRY_SECONDS, cached
+from tunerweb.conditional import conditional, kept_answer, kept_page
 
+from .answer_keys import page_key, progress_key
 from .custom_kernels import add_custom_kernel, summarize
 from .forms import CustomKernelForm, JobForm, RemeasureForm, preset_availability
 from .models import CustomKernel, Job, JobKind, JobRun, Worker
-from .progress import job_progress, parse_since
+from .progress import job_page, job_progress, parse_since, progress_runs, progress_since
 from .submission import submit_job
 from .tokens import issue_token
 
@@ -94,26 +97,41 @@ def remeasure(request):
 @login_required
 @conditional
 def detail(request, pk: int):
+    """The job's facts, state and confirmations; its script reads the progress from `progress`."""
     job = _job_for(request, pk)
-    progress = job_progress(job)
     sorting = sorting_from(request.GET, CONFIRMATION_COLUMNS, name="confirmation_sort")
-    for run in progress["runs"]:
-        run["confirmations"] = sorting.rows(run["confirmations"])
-    return render(request, "jobs/detail.html", {
-        "job": job, "progress": progress, "confirmation_sorting": sorting, "sort_error": sorting.error,
+    page = job_page(job, sorting.rows)
+    answer = lambda: render(request, "jobs/detail.html", {  # noqa: E731
+        "job": job, **page, "confirmation_sorting": sorting, "sort_error": sorting.error,
     }, status=400 if sorting.error else 200)
+    if sorting.error:  # made each time: made-up sorts must not fill the cache
+        return answer()
+    return kept_page(request, page_key(job, page, request.GET.dict()), answer)
+
+
+ACTIVE_PROGRESS_SECONDS = 120  # a running job's state lasts about a batch: Redis need not keep it long
 
 
 @login_required
 @conditional
 def progress(request, pk: int):
-    """The job page's poll; `?since=<run>:<record>,...` leaves out the points the page has."""
+    """The job page's script reads it whole as the page opens, then `?since=<run>:<record>,...`,
+    which leaves out what the page has. The whole is made once per state of the job; each poll is
+    a slice of it."""
     job = _job_for(request, pk)
     try:
         since = parse_since(request.GET.get("since", ""))
     except ValueError as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
-    return JsonResponse(job_progress(job, since))
+    runs = progress_runs(job)
+    key = progress_key(job, runs)
+    seconds = ENTRY_SECONDS if all(run.settled for run in runs) else ACTIVE_PROGRESS_SECONDS
+    whole = lambda: cached(key, lambda: job_progress(job, runs), seconds=seconds)  # noqa: E731
+    if since:
+        return JsonResponse(progress_since(whole(), since))
+    # Read whole each time a job page opens: kept encoded, with its ETag. (The same for everyone
+    # who may see the job, it is kept apart per reader all the same: no answer reaches one it was not made for.)
+    return kept_answer(request, key, lambda: JsonResponse(whole()), reader=viewer_key(request.user), seconds=seconds)
 
 
 @require_POST

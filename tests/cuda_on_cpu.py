@@ -19,8 +19,10 @@ accumulators, reading shared memory where the matrix descriptors say the element
 128-byte swizzle applied), as late as the PTX allows: a thread's wgmmas wait in commit groups
 and run when a `wait_group` retires them (copies land at once), so a stage reloaded while a
 group in flight still reads it gives a wrong C; mbarriers are counters of arrivals and completed
-phases. The products are summed in float32 (the hardware's order of summation differs, within
-the kernels' tolerance). A kernel's `__cluster_dims__` blocks run together, each with its own
+phases, with the bytes a TMA copy (loader tma) expects: the box lands at once, where the tensor
+map's 128-byte swizzle puts it, zeros past the matrix's edges (its `__constant__` tensor map is,
+here, a description of the matrix and its box that `run` writes). The products are summed in
+float32 (the hardware's order of summation differs, within the kernels' tolerance). A kernel's `__cluster_dims__` blocks run together, each with its own
 shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
 another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
 """
@@ -47,6 +49,7 @@ _SHIM = r"""
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -121,6 +124,7 @@ inline void __threadfence() {}
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
 #define __shared__ static
+#define __constant__
 #define __align__(n) alignas(n)
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
@@ -227,39 +231,79 @@ inline void __syncwarp() { warp_meet(); }
 inline unsigned shared_address(const void* p) { return (unsigned)((const unsigned char*)p - dynamic_smem); }
 inline void copy16(unsigned dst, const void* src, bool pred) { copy16(dynamic_smem + dst, src, pred); }
 inline void fence_async_proxy() {}
-struct Mbarrier { std::atomic<int> pending; std::atomic<unsigned> completed; int count; };
+// An mbarrier's phase completes once its arrivals are in and the bytes it expects (expect_tx)
+// have landed (complete_tx): counters (the fibers share one OS thread, so no lock).
+struct Mbarrier { int pending; long long bytes; std::atomic<unsigned> completed; int count; };
 static Mbarrier mbarrier_pool[MAX_CLUSTER][64];  // a block's by (offset / 8) % 64: a kernel's barriers are consecutive
 static Mbarrier* mbarriers;
 inline Mbarrier& mbarrier_at(unsigned bar) { return mbarriers[(bar / 8) % 64]; }
 inline void barrier_init(unsigned bar, unsigned count) {
-    Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.completed = 0;
+    Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.bytes = 0; m.completed = 0;
 }
 inline void barrier_init_fence() {}
-inline void barrier_arrive(unsigned bar) {
-    Mbarrier& m = mbarrier_at(bar);
-    if (m.pending.fetch_sub(1) == 1) { m.pending = m.count; m.completed.fetch_add(1); }
+inline void barrier_update(Mbarrier& m, int arrivals, long long expected, long long landed) {
+    m.pending -= arrivals; m.bytes += expected - landed;
+    if (m.pending == 0 && m.bytes == 0) { m.pending = m.count; m.completed.fetch_add(1); }
 }
+inline void barrier_update(unsigned bar, int arrivals, long long expected, long long landed) {
+    barrier_update(mbarrier_at(bar), arrivals, expected, landed);
+}
+// An arrival on the barrier at `bar` of the cluster's block `rank`.
+inline void barrier_arrive_remote(unsigned bar, unsigned rank) { barrier_update(mbarrier_pool[rank][(bar / 8) % 64], 1, 0, 0); }
+inline void barrier_arrive(unsigned bar) { barrier_update(bar, 1, 0, 0); }
+inline void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) { barrier_update(bar, 1, bytes, 0); }
 // try_wait.parity P: true once the phase of parity P completed, i.e. the current phase's is not P.
 inline void barrier_wait(unsigned bar, unsigned parity) {
     while ((mbarrier_at(bar).completed.load() & 1u) == parity) yield_thread();
 }
+// The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
+// row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
+inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) & 7u) << 4); }
+// TMA (loader tma): the runner's CUtensorMap is, here, where the matrix is and how it is cut
+// (cuda_on_cpu.run writes it into the kernel's __constant__ from the KernelSource's TensorMap).
+struct EmulatedTensorMap { const unsigned char* base; unsigned long long rows, columns, box_rows, box_columns, element_bytes; };
+// The box at column x, row y lands at once in the shared memory of each block of `mask` (cluster
+// ranks), 128B-swizzled by its shared address, zeros past the matrix's edges, and its bytes
+// complete on each one's barrier at `bar`.
+inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned short mask) {
+    const EmulatedTensorMap& t = *(const EmulatedTensorMap*)map;
+    const unsigned long long row_bytes = t.box_columns * t.element_bytes;
+    if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
+    for (unsigned rank = 0; rank < MAX_CLUSTER; ++rank) {
+        if (!(mask >> rank & 1)) continue;
+        for (unsigned long long r = 0; r < t.box_rows; ++r)
+            for (unsigned long long c = 0; c < t.box_columns; ++c) {
+                const unsigned long long row = y + r, column = x + c;
+                unsigned char* to = shared_pool[rank] + swizzled(dst + r * row_bytes + c * t.element_bytes);
+                if (row < t.rows && column < t.columns)
+                    memcpy(to, t.base + (row * t.columns + column) * t.element_bytes, t.element_bytes);
+                else
+                    memset(to, 0, t.element_bytes);
+            }
+        barrier_update(mbarrier_pool[rank][(bar / 8) % 64], 0, 0, t.box_rows * row_bytes);
+    }
+}
+// Into this block alone.
+inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+    tma_load_2d_multicast(dst, map, x, y, bar, (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
+}
+inline void cluster_sync() { arrive_and_wait(*cluster_barrier); }
 inline void wgmma_fence() {}
 // wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a
 // wait_group retires them, so a stage overwritten while its group is in flight gives a wrong C.
 inline void wgmma_commit() { self->wgmma_groups.push_back(std::move(self->wgmma_open)); self->wgmma_open.clear(); }
+// .sync.aligned: the warp waits together, so once one lane passes, every lane's groups retired.
 template <int PENDING> inline void wgmma_wait() {
     auto& groups = self->wgmma_groups;
     while (groups.size() > (size_t)PENDING) {
         for (auto& product : groups.front()) product();
         groups.erase(groups.begin());
     }
+    warp_meet();
 }
 template <int COUNT> inline void registers_down() {}
 template <int COUNT> inline void registers_up() {}
 inline void hold(float&) {}
-// The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
-// row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
-inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) & 7u) << 4); }
 inline unsigned descriptor_field(unsigned long long d, int shift) { return (unsigned)((d >> shift) & 0x3FFF) << 4; }
 template <Mma KIND> inline float operand(unsigned address) {
     unsigned short bits; memcpy(&bits, dynamic_smem + swizzled(address), 2);
@@ -447,6 +491,10 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         if not array.flags.c_contiguous:
             raise ValueError("arrays must be C-contiguous")
     pointers = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
+    for spec in source.tensor_maps:  # the shim's EmulatedTensorMap, where the GPU's runner encodes a CUtensorMap
+        fields = (arrays[spec.argument].ctypes.data, spec.rows, spec.columns, spec.box_rows, spec.box_columns,
+                  spec.element_bytes)
+        (ctypes.c_uint64 * len(fields)).in_dll(library, spec.symbol)[:] = fields
     cluster = cluster_dims(source)
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")

@@ -36,10 +36,11 @@ def config_of(task, **values):
 def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
     task = task_of(4096, 4096, 4096, "bfloat16")
     old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
-    assert task.config_space.total == old.total * 2 * 3 * 2 * 4
+    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2
     for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
         new = task.config_space.get(index).values()
-        assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k")) == ("mma_sync", 1, 0, 1)
+        assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k"),
+                new.pop("loader"), new.pop("cluster"), new.pop("persistent")) == ("mma_sync", 1, 0, 1, "cp_async", 1, 0)
         assert new == old.get(index).values()
     assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
 
@@ -79,6 +80,10 @@ def test_tf32_stays_on_mma_sync():
     (dict(block_m=64, block_n=128, stages=3, consumers=2), "not a multiple of 64 rows for each of 2"),
     (dict(block_m=256, block_n=256, stages=4, consumers=1), "shared memory of"),
     (dict(block_m=256, block_n=256, stages=2, consumers=2), "registers"),
+    (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=0, loader="tma"), "it takes producer 1"),
+    (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=1, cluster=2), "it takes the tma loader"),
+    (dict(block_m=128, block_n=64, stages=3, consumers=1, producer=1, loader="tma", cluster=2), "do not part among"),
+    (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=1, persistent=1), "take the tma loader"),
 ])
 def test_wgmma_rules_say_why(values, message):
     task = task_of(4096, 4096, 4096, "float16")
@@ -88,7 +93,7 @@ def test_wgmma_rules_say_why(values, message):
 def test_mma_sync_configs_leave_the_wgmma_knobs_at_their_first_value():
     task = task_of(4096, 4096, 4096, "float16")
     default = task.default_config().values()
-    for extra in (dict(consumers=2), dict(producer=1)):
+    for extra in (dict(consumers=2), dict(producer=1), dict(loader="tma"), dict(cluster=2), dict(persistent=1)):
         config = task.config_space.from_entity([[name, "ot", v] for name, v in {**default, **extra}.items()])
         assert "wgmma mainloop's knobs" in task.why_invalid(config)
 
@@ -122,9 +127,11 @@ def wgmma_sample(task, count, seed):
     """`count` random valid wgmma configs of a task, drawn from all of them (their knobs are few:
     random draws from the whole space rarely land on one)."""
     valid = [config for bm in (64, 128, 256) for bn in (64, 128, 256) for stages in (2, 3, 4)
-             for raster in (1, 4, 8, 16) for consumers in (1, 2, 4) for producer in (0, 1)
+             for raster in (1, 4, 8, 16) for consumers in (1, 2, 4) for producer in (0, 1) for loader in ("cp_async", "tma")
+             for cluster in (1, 2) for persistent in (0, 1)
              if task.why_invalid(config := config_of(task, block_m=bm, block_n=bn, stages=stages, raster=raster,
-                                                     consumers=consumers, producer=producer)) is None]
+                                                     consumers=consumers, producer=producer, loader=loader,
+                                                     cluster=cluster, persistent=persistent)) is None]
     picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
     return [valid[int(i)] for i in picks]
 
@@ -147,7 +154,12 @@ def test_random_valid_wgmma_configs_compile_for_sm_90(tmp_path):
     dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1),  # the 4096^3 candidate
     dict(block_m=128, block_n=128, stages=4, consumers=1, producer=0),
     dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1),  # a decode candidate
-], ids=["128x256-ws", "128x128", "64x128-ws"])
+    dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma"),
+    dict(block_m=256, block_n=128, stages=4, consumers=2, producer=1, loader="tma"),
+    dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma", cluster=2),
+    dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma", cluster=2, persistent=1),
+], ids=["128x256-ws", "128x128", "64x128-ws", "128x256-tma", "256x128-tma", "128x256-tma-cluster",
+        "128x256-tma-cluster-persistent"])
 def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
     task = task_of(4096, 4096, 4096, "bfloat16")
     config = config_of(task, **values)
@@ -158,6 +170,31 @@ def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
     assert "serialized" not in log, log  # ptxas would serialise wgmmas whose accumulators it cannot keep in flight
     used = int(log.split("Used ")[1].split(" registers")[0])
     assert used * source.block[0] <= DeviceLimits().regs_per_block, log
+
+
+def test_tma_configs_describe_their_tensor_maps_and_copy_nothing_themselves():
+    task = task_of(200, 264, 136, "bfloat16")
+    source = task.template.kernel(task.params, config_of(task, block_m=128, block_n=256, stages=4, consumers=2,
+                                                          producer=1, loader="tma"))
+    a, b = source.tensor_maps
+    assert (a.argument, a.rows, a.columns, a.box_rows, a.box_columns) == (0, 200, 136, 128, 64)
+    assert (b.argument, b.rows, b.columns, b.box_rows, b.box_columns) == (1, 136, 264, 64, 64)
+    assert f"__constant__ TensorMap {a.symbol}, {b.symbol};" in source.code
+    assert "cp.async.bulk.tensor.2d" in source.code and "copy16(" not in source.code.split("#endif")[-1]
+    assert "registers_down<40>" in source.code and "registers_up<232>" in source.code
+    cp_async = task.template.kernel(task.params, config_of(task, block_m=128, block_n=256, stages=4, consumers=2,
+                                                            producer=1))
+    assert cp_async.tensor_maps == () and "TensorMap" not in cp_async.code
+
+
+def test_persistent_blocks_are_at_most_one_wave_of_whole_clusters():
+    # 130 x 264 has 3 x 3 tiles of 64 x 128: 2 rows of 2-block clusters, 12 blocks
+    for shape, cluster, blocks in [((4096, 4096, 4096), 1, 132), ((4096, 4096, 4096), 2, 132), ((130, 264, 136), 2, 12)]:
+        task = task_of(*shape, "bfloat16")
+        config = config_of(task, block_m=64, block_n=128, stages=4, consumers=1, producer=1, loader="tma",
+                           cluster=cluster, persistent=1)
+        assert task.why_invalid(config) is None
+        assert task.template.kernel(task.params, config).grid == (blocks, 1, 1)
 
 
 def test_wgmma_feature_names_match_mma_syncs():
@@ -180,6 +217,27 @@ CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-ov
     (70, 136, 456, "bfloat16", dict(block_m=64, block_n=128, stages=4, consumers=1, producer=0)),
     (130, 64, 264, "float16", dict(block_m=128, block_n=64, stages=3, consumers=2, producer=0)),
     (136, 200, 392, "bfloat16", dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1)),  # setmaxnreg
+    # TMA loads: boxes past M, N and K arrive as zeros; 1 and 2 consumers; 2 to 4 stages, so
+    # a buffer is refilled while the ring wraps (the empty barriers' parities).
+    (37, 72, 24, "bfloat16", dict(block_m=64, block_n=64, stages=2, consumers=1, producer=1, loader="tma")),
+    (70, 136, 456, "float16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma")),
+    (136, 200, 392, "bfloat16", dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1, loader="tma")),
+    (260, 72, 136, "float16", dict(block_m=256, block_n=64, stages=3, consumers=2, producer=1, loader="tma")),
+    (520, 136, 200, "bfloat16", dict(block_m=128, block_n=64, stages=3, consumers=2, producer=1, loader="tma", raster=4)),
+    # 2-block clusters multicasting B: a spare tile past M (3 tile rows), 1 and 2 panels a block,
+    # 1 and 2 consumers, raster groups of cluster rows.
+    (130, 136, 200, "bfloat16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma", cluster=2)),
+    (136, 264, 392, "float16", dict(block_m=128, block_n=256, stages=4, consumers=2, producer=1, loader="tma", cluster=2)),
+    (520, 200, 136, "bfloat16", dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1, loader="tma", cluster=2,
+                                     raster=4)),
+    # Persistent blocks over more tiles than PERSISTENT_BLOCKS: some walk two, the ring and its
+    # barriers' phases running on across tiles (2 and 3 stages over 3 k-steps a tile).
+    (1100, 600, 136, "float16", dict(block_m=64, block_n=64, stages=2, consumers=1, producer=1, loader="tma",
+                                     persistent=1, raster=4)),
+    (1700, 1304, 136, "bfloat16", dict(block_m=128, block_n=128, stages=3, consumers=2, producer=1, loader="tma",
+                                       persistent=1)),
+    (1100, 1104, 136, "bfloat16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma",
+                                       cluster=2, persistent=1)),
 ]
 
 

@@ -38,14 +38,21 @@ def test_random_tensor_core_configs_compute_the_product(measurer, precision, sha
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
-# wgmma (sm_90 only): (block_m, block_n, stages, raster, consumers, producer), each knob value at
-# least once; the mma_sync-only knobs at their first values.
+# wgmma (sm_90 only): (block_m, block_n, stages, raster, consumers, producer[, loader]), each knob
+# value at least once; the mma_sync-only knobs at their first values.
 WGMMA_TILES = [(64, 64, 2, 1, 1, 0), (64, 64, 2, 1, 1, 1), (64, 128, 3, 4, 1, 1), (128, 256, 4, 1, 2, 1),
                (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1)]
+# TMA loads: boxes past M, N and K edges (zeros), 1 and 2 consumers, 2 to 4 stages; 2-block
+# clusters multicasting B (a spare tile row past M where the tile rows are odd); persistent blocks
+# (more tiles than blocks on the largest shape: some walk two).
+TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
+             (256, 128, 3, 1, 2, 1, "tma"), (128, 128, 4, 1, 1, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2),
+             (128, 256, 4, 1, 2, 1, "tma", 2), (64, 256, 4, 4, 1, 1, "tma", 2), (64, 64, 2, 4, 1, 1, "tma", 1, 1),
+             (64, 128, 3, 1, 1, 1, "tma", 2, 1)]
 
 
 def wgmma_configs(task, tiles):
-    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent")
     fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
              ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -65,14 +72,53 @@ def test_wgmma_configs_compute_the_product(measurer, precision, shape):
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
-def test_a_wgmma_config_computes_a_4096_cube(measurer):
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (130, 64, 520), (520, 136, 200),
+                                   (1100, 1104, 136)])
+def test_tma_configs_compute_the_product(measurer, precision, shape):
+    """The runner encodes each kernel's tensor maps for its arrays; the boxes land swizzled as
+    the wgmma descriptors read them, zeros past the edges (C is NaN-filled before each check)."""
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, TMA_TILES)
+    assert len(configs) >= 3 and all(c["loader"].val == "tma" for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("loader, cluster, persistent", [("cp_async", 1, 0), ("tma", 1, 0), ("tma", 2, 1)])
+def test_a_wgmma_config_computes_a_4096_cube(measurer, loader, cluster, persistent):
     if not measurer.device.compute_capability.startswith("9."):
         pytest.skip("wgmma runs on sm_90 only")
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(4096, 4096, 4096, "bfloat16"),
                               DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, [(128, 256, 4, 8, 2, 1)])
+    configs = wgmma_configs(task, [(128, 256, 4, 8, 2, 1, loader, cluster, persistent)])
     (result,) = measurer.measure(task, configs)
     assert result.ok, result.error_msg
+
+
+def test_apply_best_loads_a_tma_kernel_for_the_arrays_it_is_called_with(measurer, tmp_path):
+    """A TMA kernel's tensor maps hold its arrays' addresses: the best kernel of a log is loaded
+    again for new arrays, so a second call on other inputs computes their product."""
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    from engine.gpu.apply_best import check_and_time, load_best_kernel
+    from engine.logfile import format_record
+    from engine.measure import to_record
+
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(200, 264, 136, "bfloat16"),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, [(64, 128, 3, 1, 1, 1, "tma", 2)])
+    (result,) = measurer.measure(task, configs)
+    assert result.ok, result.error_msg
+    log = tmp_path / "tma.log"
+    log.write_text(format_record(to_record(task, configs[0], result, measurer.device.target)) + "\n")
+    kernel = load_best_kernel(str(log), task)
+    assert kernel.source.tensor_maps
+    for seed in (1, 2):  # fresh arrays each time
+        assert check_and_time(kernel, seed=seed).relative_error < kernel.source.tolerance
 
 
 # split_k (sm_90 clusters): (block_m, block_n, block_k, warp_m, warp_n, warps_k, stages, split_k);

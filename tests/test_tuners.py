@@ -195,16 +195,40 @@ def test_xgb_asks_for_small_batches_until_it_has_measured_a_few_dozen():
     assert sizes.index(16) >= 5  # the first model acts after 4 trials, not after a batch of 16
 
 
-def test_xgb_tries_one_knob_moves_from_the_best_config_measured():
+def test_xgb_tries_one_knob_moves_from_the_best_configs_measured():
     task = c12_task()  # the full space: a sparse recording keeps few of a config's neighbours
     tuner = get_tuner("xgb", task, seed=1)
     first = tuner.next_batch(16)
     results = [synthetic_result(task, config) for config in first]
     tuner.update(first, results)
     best = max(zip(first, results), key=lambda pair: score_of(task, pair[1]))[0]
+    incumbents = tuner._incumbents()
     batch = tuner.next_batch(16)
-    one_knob_away = [c for c in batch if sum(a != b for a, b in zip(c.digits, best.digits)) == 1]
+    one_knob_away = [c for c in batch if any(sum(a != b for a, b in zip(c.digits, d)) == 1 for d in incumbents)]
     assert len(one_knob_away) >= 3, [c.digits for c in batch]
+    assert any(sum(a != b for a, b in zip(c.digits, best.digits)) == 1 for c in batch)
+
+
+def knobs_apart(a, b):
+    return sum(x != y for x, y in zip(a.digits, b.digits))
+
+
+def test_xgb_local_moves_are_new_valid_configs_near_the_best_of_several_basins():
+    task = c12_task()  # the full space: a sparse recording keeps few of a config's neighbours
+    tuner = get_tuner("xgb", task, seed=2)  # four basins, two knobs apart
+    batch = tuner.next_batch(16)
+    tuner.update(batch, [synthetic_result(task, config) for config in batch])
+    incumbents = [task.config_space.get(task.config_space.index_from_digits(d)) for d in tuner._incumbents()]
+    assert len(incumbents) == 4
+    assert all(knobs_apart(a, b) >= 2 for i, a in enumerate(incumbents) for b in incumbents[i + 1:])
+    best = max(zip(tuner._measured, tuner._scores), key=lambda pair: pair[1])[0]
+    assert incumbents[0] == best
+    moves = tuner._local_moves(8)
+    assert len(moves) == 8 and len({c.index for c in moves}) == 8
+    assert all(task.config_space.is_valid(c) and c.index not in tuner.visited for c in moves)
+    origins = [min(range(4), key=lambda k: knobs_apart(c, incumbents[k])) for c in moves]
+    assert all(knobs_apart(c, incumbents[k]) == 1 for c, k in zip(moves, origins))
+    assert len(set(origins)) >= 3, origins  # the incumbents take turns: one basin cannot fill every slot
 
 
 def test_ga_breeds_a_whole_generation_inside_a_restricted_space():

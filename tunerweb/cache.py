@@ -69,13 +69,15 @@ def database_incarnation() -> str:
     return applied.isoformat() if hasattr(applied, "isoformat") else str(applied)
 
 
-def cached(key: str, compute: Callable[[], Any], keep: Callable[[Any], bool] = lambda value: True) -> Any:
+def cached(key: str, compute: Callable[[], Any], keep: Callable[[Any], bool] = lambda value: True,
+           seconds: int = ENTRY_SECONDS) -> Any:
     """`compute()`, or what it returned before under `key`; `key` must name a version of
-    everything the value is made from. A value `keep` refuses is returned but not stored."""
+    everything the value is made from. A value `keep` refuses is returned but not stored;
+    `seconds` is for values whose version will not last (Redis need not hold them an hour)."""
     key = f"{database_incarnation()}:{key}"
     value = cache.get(key, _MISSING)
     if value is _MISSING:
         value = compute()
         if keep(value):
-            cache.set(key, value, ENTRY_SECONDS)
+            cache.set(key, value, min(seconds, ENTRY_SECONDS))
     return value

@@ -7,7 +7,8 @@ the data behind it: the records versions (records.versions) count every record, 
 included, so an ETag made from them would change for a reader who cannot see what changed,
 and a 200 where a 304 was expected would tell them that something private moved. A digest of
 what they read changes exactly when what they read does. (So it spares the transfer and the
-browser's parsing, not the server's work; the cache keyed by the versions spares that.)
+browser's parsing, not the server's work; the cache keyed by the versions spares that, and
+`kept_answer` keeps an answer whole with its ETag, so a repeat in the same state is a cache read.)
 
 A logged-in reader's pages hold a CSRF token masked afresh each time, the same secret under a
 new mask: the digest leaves the masked values out and takes the secret's place instead, so a
@@ -17,9 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import wraps
+from functools import lru_cache, wraps
+from pathlib import Path
 
+from django.conf import settings
+from django.contrib.messages import get_messages
+from django.http import HttpResponse
+from django.middleware.csrf import get_token
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
+
+from .cache import ENTRY_SECONDS, cached
 
 _MASKED_CSRF = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"')
 
@@ -45,11 +53,59 @@ def conditional(view):
         response = view(request, *args, **kwargs)
         if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.streaming:
             return response
-        if hasattr(response, "render") and not getattr(response, "is_rendered", True):
-            response.render()  # a REST framework answer is rendered after the view; its bytes are needed now
-        response["ETag"] = answer_etag(request, response.content)
+        if not response.has_header("ETag"):  # `kept_answer`'s come with theirs
+            if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+                response.render()  # a REST framework answer is rendered after the view; its bytes are needed now
+            response["ETag"] = answer_etag(request, response.content)
         patch_cache_control(response, private=True, no_cache=True)
         patch_vary_headers(response, ("Cookie", "Authorization"))  # who reads is in the answer
         return get_conditional_response(request, etag=response["ETag"], response=response)
 
     return answer
+
+
+def kept_answer(request, key: str | None, render, reader: str = "", seconds: int = ENTRY_SECONDS) -> HttpResponse:
+    """`render()`'s answer with its ETag, kept (while a 200, `seconds` at most) under `key` and
+    `reader`: asked again in the same state, it is one cache read, not a render and a digest.
+    `key` names a version of everything the answer is made from (tunerweb.cache.cached), `reader`
+    whatever the answer holds of who reads it; without a `key` it is rendered each time."""
+    if key is None:
+        return render()
+    rendered = []
+
+    def answer():
+        response = render()
+        rendered.append(response)
+        if response.status_code != 200:
+            return None
+        return {"content": response.content, "type": response["Content-Type"], "etag": answer_etag(request, response.content)}
+
+    # A reader's secrets never go to Redis, even in a key: a digest that mixes them in.
+    reader_digest = hashlib.blake2b(reader.encode(), digest_size=16).hexdigest()
+    kept = cached(f"answer:{key}:{reader_digest}", answer, keep=lambda made: made is not None, seconds=seconds)
+    response = rendered[0] if rendered else HttpResponse(kept["content"], content_type=kept["type"])
+    if kept is not None:
+        response["ETag"] = kept["etag"]
+    return response
+
+
+def kept_page(request, key: str | None, render) -> HttpResponse:
+    """`kept_answer` for an HTML page, which holds its reader's name and CSRF tokens: kept for that
+    reader, the CSRF secret its tokens were masked from (kept tokens still post for it) and the
+    templates it was made from. A page with messages waiting is rendered, not kept: showing them
+    uses them up."""
+    if key is None or len(get_messages(request)):
+        return render()
+    get_token(request)  # as the render would: a reader without a secret gets one, and its cookie
+    return kept_answer(request, key, render, reader=f"{request.user.pk}:{request.META['CSRF_COOKIE']}:{templates_version()}")
+
+
+@lru_cache(maxsize=1)
+def templates_version() -> str:
+    """The project's templates and template tags as deployed: a kept page is made from them too,
+    and a deploy must not serve what the old ones made."""
+    digest = hashlib.blake2b(digest_size=16)
+    base = Path(settings.BASE_DIR)
+    for path in sorted([*(base / "templates").rglob("*.html"), *base.glob("*/templatetags/*.py")]):
+        digest.update(str(path.relative_to(base)).encode() + path.read_bytes())
+    return digest.hexdigest()

@@ -50,6 +50,10 @@ class BestKernel:
     output_shape: tuple[int, ...]
     _function: object
     output_dtype: str = "float32"  # the template's output array's (float16, or uint16 for bfloat16 bits)
+    # A kernel with tensor maps (TMA) is loaded for the arrays it runs on: again whenever they
+    # change (never during a graph capture, whose launches repeat the arrays of the call before).
+    _cubin: bytes = b""
+    _bound_to: tuple[int, ...] = ()
 
     def __call__(self, *arrays, out=None):
         import cupy as cp
@@ -58,6 +62,9 @@ class BestKernel:
             out = cp.empty(self.output_shape, dtype=self.output_dtype)
         args = list(arrays)
         args.insert(self.source.output_index, out)
+        pointers = tuple(a.data.ptr for a in args)
+        if self.source.tensor_maps and pointers != self._bound_to:
+            self._function, self._bound_to = load_function(cp, self._cubin, self.source, args), pointers
         self._function(self.source.grid, self.source.block, tuple(args), shared_mem=self.source.shared_bytes)
         return out
 
@@ -74,18 +81,18 @@ def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
     config = task.config_space.from_entity(record.entity)
     source = task.template.kernel(task.params, config)
     cubin, _ = compile_to_cubin(source.code, f"sm_{device.compute_capability}")
-    function = load_function(cp, cubin, source)
+    function = None if source.tensor_maps else load_function(cp, cubin, source)  # else at the first call
     output = task.template.make_inputs(task.params, np.random.default_rng(0))[source.output_index]
-    return BestKernel(task, record, source, tuple(output.shape), function, output.dtype.name)
+    return BestKernel(task, record, source, tuple(output.shape), function, output.dtype.name, cubin)
 
 
-def load_function(cp, cubin: bytes, source: KernelSource):
-    """The CuPy function of `source`'s compiled cubin, opted in to its shared memory.
-    CuPy loads modules from files; the file is gone once the module is loaded."""
+def load_function(cp, cubin: bytes, source: KernelSource, arrays=None):
+    """The CuPy function of `source`'s compiled cubin, opted in to its shared memory (its tensor
+    maps encoded for `arrays`). CuPy loads modules from files; the file is gone once the module is loaded."""
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)
     try:
-        return load_kernel(cp, handle.name, source)
+        return load_kernel(cp, handle.name, source, arrays)
     finally:
         os.unlink(handle.name)
 

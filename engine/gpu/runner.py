@@ -34,6 +34,7 @@ from engine.measure import MeasurerUnavailable
 from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
+from .tensor_map import fill_tensor_maps
 
 DEFAULT_TIMEOUT_S = 4.0
 STARTUP_TIMEOUT_S = 120.0
@@ -78,11 +79,17 @@ def opt_in_shared_memory(function, source: KernelSource) -> None:
 
 def load_entry(cp, cubin_path: str, source: KernelSource, arrays=None):
     """The source's entry point in a compiled cubin; with the task's device `arrays`, its
-    `__constant__` inputs filled from them. Its shared memory is not opted in yet."""
+    `__constant__` inputs filled from them and its tensor maps encoded for them (a kernel with
+    tensor maps runs on those arrays only, so it needs them). Its shared memory is not opted in yet."""
     module = cp.RawModule(path=cubin_path)
     function = module.get_function(source.name)
-    for symbol, index in source.constants if arrays is not None else ():
+    if arrays is None:
+        if source.tensor_maps:
+            raise ValueError(f"{source.name} copies through tensor maps: it is loaded for its arrays")
+        return function
+    for symbol, index in source.constants:
         copy_to_constant(module, symbol, arrays[index])
+    fill_tensor_maps(module, source, arrays)
     return function
 
 

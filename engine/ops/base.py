@@ -36,12 +36,30 @@ Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map (CUtensorMap) the runner encodes for one input array at load time and
+    copies into the module's 128-byte, 64-byte aligned `__constant__` `symbol`: the array is a
+    row-major `rows x columns` matrix of `element_bytes` elements, copied `box_rows x
+    box_columns` at a time into shared memory with the 128-byte swizzle (a box row is 128
+    bytes; elements past the matrix's edges arrive as zeros)."""
+
+    symbol: str
+    argument: int
+    rows: int
+    columns: int
+    box_rows: int
+    box_columns: int
+    element_bytes: int
+
+
+@dataclass(frozen=True)
 class KernelSource:
     """Everything the builder and the runner need and nothing else: the builder compiles
     `code` (the entry point is `name`, declared `extern "C"`), the runner launches it on
     `grid` x `block` with `shared_bytes` of dynamic shared memory, passing the task's input
     arrays in `arg_order` with the output array at `output_index`, after copying each
-    `constants` input (symbol, argument index) into the module's `__constant__` of that name.
+    `constants` input (symbol, argument index) into the module's `__constant__` of that name
+    and encoding each of `tensor_maps` for its input into its own `__constant__`.
     `tolerance`, where set, is the largest relative L2 error this kernel's output may have
     (a reduced-precision kernel's own); None leaves the measurer's (1e-4, fp32)."""
 
@@ -54,6 +72,7 @@ class KernelSource:
     output_index: int
     constants: tuple[tuple[str, int], ...] = ()
     tolerance: float | None = None
+    tensor_maps: tuple[TensorMap, ...] = ()
 
 
 # A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this

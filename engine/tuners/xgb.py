@@ -11,7 +11,8 @@ After each refit simulated annealing over the space finds the
 `plan_size` are kept (greedy: predicted rank plus one point per knob value not yet in the
 plan). A batch takes, in turn, the plan's next config and one of the model's favourite
 one-knob moves from the best configs measured (`local_share` of the batch, a quarter:
-local search, which a model that underrates a narrow optimum's surroundings misses);
+local search, which a model that underrates a narrow optimum's surroundings misses), the
+best config of each of `basins` basins (configs `basin_distance` knobs apart) in turn;
 each slot is, with probability `epsilon`, a uniform random config instead, so the model
 keeps seeing parts of the space it underrates. Earlier records of other workloads or
 GPUs (`transfer_from`) give it a base model, and then a plan before the first trial.
@@ -29,8 +30,7 @@ from .features import FeatureTable
 from .sa import SimulatedAnnealingOptimizer
 
 
-# Local moves start from the best few configs measured, at most this many steps from each.
-_INCUMBENTS = 4
+# Local moves take at most this many one-knob steps from each incumbent.
 _STEPS_PER_INCUMBENT = 64
 
 
@@ -53,13 +53,15 @@ class XGBTuner(Tuner):
         first_batch: int = 4,
         batch_growth: float = 0.25,
         local_share: float = 0.25,
+        basins: int = 4,
+        basin_distance: int = 2,
     ):
         super().__init__(task, seed)
         if (plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1
-                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1):
+                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1 or basins < 1 or basin_distance < 1):
             raise ValueError(
                 "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1, "
-                "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1"
+                "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1, basins >= 1, basin_distance >= 1"
             )
         self.plan_size = plan_size
         self.refit_every = refit_every
@@ -68,6 +70,8 @@ class XGBTuner(Tuner):
         self.first_batch = first_batch
         self.batch_growth = batch_growth
         self.local_share = local_share
+        self.basins = basins
+        self.basin_distance = basin_distance
         self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
         self.features = FeatureTable(task)
         self.model = XGBoostCostModel(
@@ -118,30 +122,60 @@ class XGBTuner(Tuner):
         return proposed  # the base class fills what is missing at random
 
     def _local_moves(self, n):
-        """Up to `n` unvisited valid configs one knob away from the best measured ones, the
-        model's favourites first (in random order before any model)."""
-        order = np.argsort(-np.asarray(self._scores), kind="stable")
-        moves: dict[int, object] = {}
-        for i in order[:_INCUMBENTS]:
-            digits = self._measured[i].digits
-            steps = [(p, o) for p, options in enumerate(self._options) for o in options if o != digits[p]]
-            if len(steps) > _STEPS_PER_INCUMBENT:  # a full space's knobs have hundreds of options
-                steps = [steps[k] for k in self.rng.choice(len(steps), _STEPS_PER_INCUMBENT, replace=False)]
-            for position, option in steps:
-                candidate = self.space.get(self.space.index_from_digits(
-                    digits[:position] + (option,) + digits[position + 1:]))
-                if candidate.index not in self.visited and candidate.index not in moves and self.space.is_valid(candidate):
-                    moves[candidate.index] = candidate
-            if len(moves) >= n:
-                break
-        moves = list(moves.values())
-        if not moves:
+        """Up to `n` unvisited valid configs one knob away from the best measured configs of
+        distinct basins (`_incumbents`), the model's favourites first (in random order before
+        any model). The incumbents take turns, so the neighbours of one basin, the one the
+        model likes, cannot fill every local slot while a second basin waits unexplored."""
+        per_incumbent: list[list] = []
+        seen: set[int] = set()
+        for digits in self._incumbents():
+            moves = []
+            for new in self._one_knob_moves(digits):
+                candidate = self.space.get(self.space.index_from_digits(new))
+                if candidate.index not in self.visited and candidate.index not in seen and self.space.is_valid(candidate):
+                    seen.add(candidate.index)
+                    moves.append(candidate)
+            per_incumbent.append(moves)
+        every = [c for moves in per_incumbent for c in moves]
+        if not every:
             return []
         if self.model.booster is not None or self.model.base is not None:
-            ranks = np.argsort(-self.model.predict(self.features.of(moves)), kind="stable")
+            scores = self.model.predict(self.features.of(every))
         else:
-            ranks = self.rng.permutation(len(moves))
-        return [moves[int(r)] for r in ranks[:n]]
+            scores = self.rng.random(len(every))
+        queues, start = [], 0
+        for moves in per_incumbent:
+            order = np.argsort(-scores[start:start + len(moves)], kind="stable")
+            queues.append([moves[int(k)] for k in order])
+            start += len(moves)
+        picked = []
+        while len(picked) < n and any(queues):
+            for queue in queues:
+                if queue and len(picked) < n:
+                    picked.append(queue.pop(0))
+        return picked
+
+    def _incumbents(self) -> list[tuple[int, ...]]:
+        """The digits of the best measured configs, `basins` of them, each at least
+        `basin_distance` knobs from every better one taken: a cluster of near-duplicates of
+        one optimum counts once, and the second-best basin gets its own local moves."""
+        order = np.argsort(-np.asarray(self._scores), kind="stable")
+        chosen: list[tuple[int, ...]] = []
+        for i in order:
+            digits = self._measured[i].digits
+            if all(sum(a != b for a, b in zip(digits, c)) >= self.basin_distance for c in chosen):
+                chosen.append(digits)
+                if len(chosen) == self.basins:
+                    break
+        return chosen
+
+    def _one_knob_moves(self, digits: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Digits one knob from `digits`; a random `_STEPS_PER_INCUMBENT` of them where knobs
+        have hundreds of options (a full space)."""
+        steps = [(p, o) for p, options in enumerate(self._options) for o in options if o != digits[p]]
+        if len(steps) > _STEPS_PER_INCUMBENT:
+            steps = [steps[k] for k in self.rng.choice(len(steps), _STEPS_PER_INCUMBENT, replace=False)]
+        return [digits[:p] + (o,) + digits[p + 1:] for p, o in steps]
 
     def _learn(self, configs, results):
         self._measured += configs

@@ -4,9 +4,11 @@ Nsight Compute, and each kernel's registers, local memory and event-timed µs on
 
     ncu --clock-control none -k regex:'gemm|sgemm|cutlass' --section SpeedOfLight ... \\
         python3 scripts/device/gemm_ncu.py --size 512x49x4608 --tiling 32,64,16,...,16,32 [--launches 3]
+    ... gemm_ncu.py --size 4096x4096x4096 --precision bfloat16 --tiling 128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,2
 
 Tilings are knob values in the space's order (see gemm_probe.py); a tiling the template
-refuses is reported and skipped.
+refuses is reported and skipped. `--precision` (float16, bfloat16, tf32) profiles the
+tensor-core GEMM (gemm_tensorcore) instead, against cuBLAS in that precision.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
 from engine.ops.base import DeviceLimits  # noqa: E402
-from engine.workloads import gemm_args  # noqa: E402
+from engine.workloads import gemm_args, gemm_tc_args  # noqa: E402
 from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
 
 
@@ -41,14 +43,19 @@ def main() -> int:
     parser.add_argument("--size", required=True, help="MxNxK")
     parser.add_argument("--tiling", action="append", default=[])
     parser.add_argument("--launches", type=int, default=3)
+    parser.add_argument("--precision", default=None, help="float16, bfloat16 or tf32: the tensor-core GEMM")
     options = parser.parse_args()
     import cupy as cp
     import torch
 
     m, n, k = (int(v) for v in options.size.split("x"))
-    task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_h200())
-    inputs = [cp.asarray(a) for a in task.template.make_inputs(task.params, np.random.default_rng(0))]
-    reference = inputs[0].astype(cp.float64) @ inputs[1].astype(cp.float64)
+    if options.precision:
+        task = engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, options.precision), DeviceLimits.for_h200())
+    else:
+        task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_h200())
+    host = task.template.make_inputs(task.params, np.random.default_rng(0))
+    inputs = [cp.asarray(a) for a in host]
+    reference = cp.asarray(task.template.reference(task.params, host))
     arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
     for text in options.tiling:
         config = valid_tiling_config(task, text)
@@ -60,11 +67,13 @@ def main() -> int:
         error = float(cp.linalg.norm(inputs[2] - reference) / cp.linalg.norm(reference))
         print(f"{text}: grid {source.grid} block {source.block} shared {source.shared_bytes} B "
               f"registers {kernel.num_regs} local {kernel.local_size_bytes} B: {us:.1f} µs, error {error:.1e}")
-    a = torch.as_tensor(inputs[0], device="cuda")
-    b = torch.as_tensor(inputs[1], device="cuda")
-    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = (torch.as_tensor(x, device="cuda") for x in inputs[:2])
+    if options.precision == "bfloat16":  # its inputs travel as bit patterns (uint16)
+        a, b = a.view(torch.bfloat16), b.view(torch.bfloat16)
+    torch.backends.cuda.matmul.allow_tf32 = options.precision == "tf32"
     us = event_us(cp, lambda: torch.matmul(a, b), options.launches)
-    print(f"cuBLAS (torch.matmul, TF32 off): {us:.1f} µs")
+    print(f"cuBLAS (torch.matmul, {options.precision or 'float32'}, TF32 {'on' if options.precision == 'tf32' else 'off'}): "
+          f"{us:.1f} µs")
     return 0
 
 

@@ -81,7 +81,7 @@ def valid_tiling_config(task, text: str):
 def compiled_launch(cp, source, inputs, arch: str):
     """`source` compiled for `arch` and loaded: the CuPy function, and a launch of it on `inputs`
     (for the scripts that launch kernels themselves rather than through the measurer)."""
-    kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source)
+    kernel = load_function(cp, compile_to_cubin(source.code, arch)[0], source, inputs)  # tensor maps, constants
 
     def launch():
         kernel(source.grid, source.block, tuple(inputs), shared_mem=source.shared_bytes)

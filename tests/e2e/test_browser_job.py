@@ -75,6 +75,9 @@ def test_a_person_submits_a_job_watches_it_finish_and_takes_the_best_config(
     hrefs = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "table.trials td:nth-child(2) a")]
     linked_ids = {int(href.rstrip("/").rsplit("/", 1)[1]) for href in hrefs}
     assert linked_ids and run.records().filter(pk__in=linked_ids).count() == len(linked_ids)
+    # Each poll sent only the trials after those the page had; added up, they are all 48, newest first.
+    numbers = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.trials td:nth-child(1)")]
+    assert numbers == [str(n) for n in range(48, 0, -1)]
     # Hovering shows a trial; a click pins it, links its record and adds its knobs.
     ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#job-plot .u-over")).click().perform()
     tip = browser.find_element(By.CSS_SELECTOR, ".chart-tip")

@@ -198,15 +198,23 @@ def _compute_tf32(t: GemmTcTiling) -> str:
     }}"""
 
 
-def tile_of_block(t: GemmTcTiling) -> str:
-    """The block's output tile: `raster` rows of tiles are walked column by column (grouped order)."""
+def tile_of_block(t: GemmTcTiling, index: str | None = None) -> str:
+    """The block's output tile: `raster` rows of tiles are walked column by column (grouped
+    order); with clusters (wgmma), rows of clusters, a cluster's blocks on neighbouring tile rows.
+    `index` is the tile's (cluster's) number where a block walks several (wgmma persistent)."""
+    block = index or ("blockIdx.x" if t.cluster == 1 else f"(blockIdx.x / {t.cluster})")
+    tile_m = "tile_m" if t.cluster == 1 else "cluster_m"
     if t.raster == 1:
-        return f"    const int tile_m = blockIdx.x / {t.tiles_n}, tile_n = blockIdx.x % {t.tiles_n};"
-    group = t.raster * t.tiles_n
-    return f"""    const int group = blockIdx.x / {group}, in_group = blockIdx.x % {group};
+        order = f"    const int {tile_m} = {block} / {t.tiles_n}, tile_n = {block} % {t.tiles_n};"
+    else:
+        group = t.raster * t.tiles_n
+        order = f"""    const int group = {block} / {group}, in_group = {block} % {group};
     const int first_m = group * {t.raster};
-    const int rows = min({t.tiles_m} - first_m, {t.raster});
-    const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;"""
+    const int rows = min({t.cluster_rows} - first_m, {t.raster});
+    const int {tile_m} = first_m + in_group % rows, tile_n = in_group / rows;"""
+    if t.cluster == 1:
+        return order
+    return order + f"\n    const int rank = blockIdx.x % {t.cluster}, tile_m = cluster_m * {t.cluster} + rank;"
 
 
 def _sum_warp_groups(t: GemmTcTiling) -> str:

@@ -10,14 +10,15 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma
-from .tiling import MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, GemmTcTiling, gemm_tc_shapes, gemm_tc_tiling
+from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, GemmTcTiling,
+                     gemm_tc_shapes, gemm_tc_tiling)
 
 
 # Each mainloop's configs leave the other's knobs at their first values (tiling's rules say
 # why otherwise): random draws keep them there, so they land on valid configs of either
 # mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
 MAINLOOP_PINS = ("mainloop", {
-    "mma_sync": {"consumers": 1, "producer": 0},
+    "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0},
     "wgmma": {"block_k": WGMMA_BLOCK_K, "warp_m": 16, "warp_n": 16, "warps_k": 1, "split_k": 1},
 })
 
@@ -50,6 +51,10 @@ class GemmTensorCore(Template):
             OtherKnob("producer", [0, 1], default=0),
             # After wgmma's knobs, for the same reason: decode shapes (few tiles) cut K over a cluster.
             OtherKnob("split_k", [1, 2, 4, 8], default=1),
+            # After split_k, for the same reason: how the wgmma mainloop's stages are loaded.
+            OtherKnob("loader", list(LOADERS), default=LOADERS[0]),
+            OtherKnob("cluster", list(CLUSTERS), default=1),
+            OtherKnob("persistent", [0, 1], default=0),
         ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
@@ -95,10 +100,11 @@ def why_tiling_invalid(tiling: GemmTcTiling, limits: DeviceLimits) -> str | None
     reason = tiling.why_not_tiled()
     if reason:
         return reason
+    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
     if tiling.split_k > limits.max_cluster_size:
-        most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
-                else "this GPU has no clusters")
         return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
+    if tiling.cluster > limits.max_cluster_size:
+        return f"a cluster of {tiling.cluster} blocks cannot be formed ({most})"
     # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
     opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
     return why_launch_fails(tiling.launch(), opted_in)

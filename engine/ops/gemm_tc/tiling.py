@@ -88,6 +88,20 @@ SPLIT_K_MAX_TILES = 264
 # below about 128); 136 leaves each of 2 consumers 184, over the 168 they have without it.
 REGISTER_FILE = 65536
 PRODUCER_REGISTERS = 136
+# wgmma loaders: 16-byte cp.async copies by the loading threads, or TMA (the tensor memory
+# accelerator: one thread of the producer warpgroup issues each stage's box copies, which land
+# swizzled and complete on the stage's mbarrier). A TMA producer keeps CUTLASS's 40 registers,
+# leaving each of 2 consumers 232.
+LOADERS = ("cp_async", "tma")
+TMA_PRODUCER_REGISTERS = 40
+# wgmma with tma: a thread block cluster of this many blocks takes neighbouring tile rows of one
+# tile column; B's tile is the same for all of them, so each block loads its share of B's panels
+# and the copy engine multicasts it into every block of the cluster (B read once per cluster).
+CLUSTERS = (1, 2)
+# wgmma tma persistent 1: this many blocks (an H200's SMs, one block each) walk the tiles, so
+# each block's producer loads its next tile while its consumers store the last one. The grid
+# is the kernel's only tie to it: on another GPU the same kernel runs in more or fewer waves.
+PERSISTENT_BLOCKS = 132
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
@@ -155,6 +169,13 @@ class GemmTcTiling:
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
     split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
+    loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
+    cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
+    persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
+
+    @property
+    def tma(self) -> bool:
+        return self.loader == "tma"
 
     # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
     b_k_major = False
@@ -206,7 +227,9 @@ class GemmTcTiling:
         """wgmma producer 1 with 2 consumers (384 threads, 168 registers each at launch): what
         the loading warpgroup keeps (setmaxnreg.dec); 0 where nothing is moved: one consumer
         has 255 already, and 4 leave too few at launch (ptxas gives 640 threads 88) to share."""
-        return PRODUCER_REGISTERS if self.producer and self.consumers == 2 else 0
+        if not (self.producer and self.consumers == 2):
+            return 0
+        return TMA_PRODUCER_REGISTERS if self.tma else PRODUCER_REGISTERS
 
     @property
     def consumer_registers(self) -> int:
@@ -310,12 +333,30 @@ class GemmTcTiling:
         return -(-self.n // self.block_n)
 
     @property
+    def cluster_rows(self) -> int:
+        """Rows of clusters (of `cluster` tile rows each) over C: the rows `raster` groups."""
+        return -(-self.tiles_m // self.cluster)
+
+    @property
+    def b_panels(self) -> int:
+        """wgmma: B's 64-column (128-byte) panels of one stage."""
+        return self.block_n // (SWIZZLE_BYTES // self.element_bytes)
+
+    @property
     def k_tiles(self) -> int:
         return -(-self.k // self.block_k)
 
     @property
+    def tile_blocks(self) -> int:
+        """Blocks of one per tile (a cluster's last rows may lie past M)."""
+        return self.cluster_rows * self.cluster * self.tiles_n
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.tiles_m * self.tiles_n, 1, self.split_k)
+        """One block per tile, times split_k; persistent: at most PERSISTENT_BLOCKS (whole clusters)."""
+        if self.persistent:
+            return (min(self.tile_blocks, PERSISTENT_BLOCKS // self.cluster * self.cluster), 1, 1)
+        return (self.tile_blocks, 1, self.split_k)
 
     @property
     def registers(self) -> int:
@@ -339,13 +380,15 @@ class GemmTcTiling:
         reason = self._why_not_wgmma() if self.wgmma else self._why_not_mma_sync()
         if reason:
             return reason
-        if self.raster > self.tiles_m and self.raster > 1:
-            return f"raster group of {self.raster} tile rows is more than the {self.tiles_m} there are"
+        if self.raster > self.cluster_rows and self.raster > 1:
+            what = "tile rows" if self.cluster == 1 else f"rows of {self.cluster}-block clusters"
+            return f"raster group of {self.raster} {what} is more than the {self.cluster_rows} there are"
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer) != (1, 0):
-            return "consumers and producer are the wgmma mainloop's knobs: mma_sync configs leave them at 1 and 0"
+        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent) != (1, 0, LOADERS[0], 1, 0):
+            return ("consumers, producer, loader, cluster and persistent are the wgmma mainloop's knobs: mma_sync "
+                    f"configs leave them at 1, 0, {LOADERS[0]}, 1 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -378,6 +421,15 @@ class GemmTcTiling:
         if self.block_m % (self.consumers * WGMMA_M):
             return (f"block_m {self.block_m} is not a multiple of {WGMMA_M} rows for each of "
                     f"{self.consumers} consumer warpgroup(s)")
+        if self.tma and not self.producer:
+            return "the tma loader is issued by the producer warpgroup: it takes producer 1"
+        if self.cluster > 1 and not self.tma:
+            return "a cluster shares B's tile by TMA multicast: it takes the tma loader"
+        if self.persistent and not self.tma:
+            return "persistent blocks are the tma loader's schedule: they take the tma loader"
+        if self.b_panels % self.cluster:
+            return (f"B's {self.b_panels} 64-column panel(s) do not part among a cluster of {self.cluster} "
+                    "(each block multicasts its share)")
         return None
 
 
@@ -389,4 +441,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
+        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"],
     )

@@ -14,12 +14,13 @@ tensor cores fast enough. The schedule:
   in panels of 64 columns, one 128-byte row per k. Within each 1024-byte atom (eight such
   rows) the 16-byte chunk c of row r sits at chunk c ^ (r % 8): bank-conflict-free for the
   tensor core, and the same permutation the descriptor's swizzle mode undoes.
-* The copies are 16-byte `cp.async` (zero-filled past M, N and K edges), written into the
-  swizzled places by the threads themselves: TMA would need a CUtensorMap built on the host
-  for each launch's pointers and passed by value (__grid_constant__), which the runner's
-  launch path (arrays only) does not do. Writes of the generic proxy become visible to
-  wgmma (the async proxy) through `fence.proxy.async.shared::cta` by the writing thread after
-  its copies completed, before the barrier that hands the stage over.
+* `loader` cp_async: the copies are 16-byte `cp.async` (zero-filled past M, N and K edges),
+  written into the swizzled places by the loading threads themselves. Writes of the generic
+  proxy become visible to wgmma (the async proxy) through `fence.proxy.async.shared::cta` by
+  the writing thread after its copies completed, before the barrier that hands the stage over.
+* `loader` tma (producer 1 only): the tensor memory accelerator copies each stage, issued by
+  one producer thread; with it, 2-block clusters that multicast B and persistent blocks
+  (engine.ops.gemm_tc.tma says how).
 * `producer` 0: every consumer thread loads, a `__syncthreads` per step hands stages over
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
@@ -37,7 +38,10 @@ row-major (N-major); those configs are refused by the validity rules.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from . import tma
 from .kernel import ENTRY, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
@@ -220,27 +224,11 @@ def _mainloop_shared(t: GemmTcTiling) -> str:
     wgmma_wait<0>();"""
 
 
-def _mainloop_specialised(t: GemmTcTiling) -> str:
-    """producer 1: warpgroup 0 loads, the consumers (warpgroups 1..) multiply; mbarriers hand over.
-    A consumer releases step kt - pending's buffer once that step's group retired; the producer
-    hands step kt - lag over after issuing step kt, lag = stages - 1 - pending, so the step a
-    consumer waits for never waits itself on the consumer's next release (no cycle)."""
-    s, stage_bytes, lag, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_lag, t.wgmma_pending
-    producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
+def _producer_cp_async(t: GemmTcTiling) -> str:
+    """The producer warpgroup's 128 threads copy; step kt - lag is handed over once this
+    thread's copies of it completed (lag groups stay in flight), every thread arriving."""
+    s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
     return f"""
-    if (tid == 0) {{
-#pragma unroll
-        for (int s = 0; s < {s}; ++s) {{
-            barrier_init(full + 8 * s, {WARPGROUP});
-            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
-        }}
-        barrier_init_fence();
-    }}
-    __syncthreads();
-    if (warpgroup == 0) {{
-{f"        registers_down<{producer_registers}>();" if producer_registers else ""}
-        // Step kt waits for its buffer's previous step to be consumed; step kt - {lag} is
-        // handed over once this thread's copies of it completed ({lag} groups stay in flight).
 #pragma unroll 1
         for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
             const int s = kt % {s};
@@ -256,7 +244,28 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
         copy16_wait<0>();
         fence_async_proxy();
 #pragma unroll 1
-        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));
+        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));"""
+
+
+def _mainloop_specialised(t: GemmTcTiling) -> str:
+    """producer 1 (loader cp_async): warpgroup 0 loads, the consumers (warpgroups 1..) multiply;
+    mbarriers hand over. A consumer releases step kt - pending's buffer once that step's group
+    retired; the producer fills step kt's buffer once the step `stages` before it was released,
+    so the step a consumer waits for never waits itself on the consumer's next release (no cycle)."""
+    s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
+    producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
+    return f"""
+    if (tid == 0) {{
+#pragma unroll
+        for (int s = 0; s < {s}; ++s) {{
+            barrier_init(full + 8 * s, {WARPGROUP});
+            barrier_init(empty + 8 * s, {t.consumers * WARPGROUP});
+        }}
+        barrier_init_fence();
+    }}
+    __syncthreads();
+    if (warpgroup == 0) {{
+{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_cp_async(t)}
         return;
     }}
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
@@ -276,8 +285,9 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
-    row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
-    row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
+    exact = t.cluster_rows * t.cluster * t.block_m == t.m  # no tile (nor a cluster's spare one) past M
+    row_ok = "" if exact else f"if (row < {t.m}) "
+    row8_ok = "" if exact else f"if (row + 8 < {t.m}) "
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -295,13 +305,25 @@ def _store(t: GemmTcTiling) -> str:
 
 def generate(t: GemmTcTiling) -> KernelSource:
     ring_bytes = t.stages * t.wgmma_stage_bytes
-    mainloop = _mainloop_specialised(t) if t.producer else _mainloop_shared(t)
+    if t.tma:  # the TMA schedule walks its tiles itself
+        body = tma.mainloop(t, _store(t))
+    else:
+        body = f"""{tile_of_block(t)}
+    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
+    float acc[{t.m_tiles}][{t.block_n // 2}];
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
+{_mainloop_specialised(t) if t.producer else _mainloop_shared(t)}
+{_store(t)}"""
+    schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
-// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}
+// {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{_HELPERS}{_mma(t)}{_load_stage(t)}{_compute(t)}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1)
+{_HELPERS}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
+extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
@@ -309,15 +331,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
     (void)full; (void)empty;
     const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};
-{tile_of_block(t)}
-    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-    float acc[{t.m_tiles}][{t.block_n // 2}];
-#pragma unroll
-    for (int mt = 0; mt < {t.m_tiles}; ++mt)
-#pragma unroll
-        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
-{mainloop}
-{_store(t)}
+{body}
 }}
 """
-    return tiled_source(t, code)
+    return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())

@@ -1,10 +1,11 @@
-// Job page: draws each run's progress from the job's JSON and polls it until every run has
+// Job page: reads the job's JSON whole (the page holds only the job's facts, state and
+// confirmations), draws each run's progress, and polls it for what is new until every run has
 // settled (a cancelled run's worker still stores the batch it was measuring).
 // Everything from the server is put in with textContent, never as HTML.
 (function () {
   "use strict";
   const POLL_MS = 2000;
-  const { PALETTE, el, readJSON, tooltipPlugin, plotWidth } = window.tunerwebCharts;
+  const { PALETTE, el, tooltipPlugin, plotWidth } = window.tunerwebCharts;
   // One marker colour per error kind (AutoTVM's MeasureErrorNo 1..8), plotted along the top.
   const FAILURE_COLORS = { 1: "#868e96", 2: "#e8590c", 3: "#f08c00", 4: "#c92a2a", 5: "#a61e4d", 6: "#5f3dc4", 7: "#364fc7", 8: "#212529" };
 
@@ -185,21 +186,25 @@
     if (cancel && !["queued", "running"].includes(progress.state)) cancel.remove();
   }
 
-  // Each poll asks only for the points stored since the last record it has of each run
-  // (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the rest.
+  // Each poll after the first asks only for what was stored since the last record it has of each
+  // run (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the points
+  // and latest trials after it.
   function sinceQuery(progress) {
+    if (!progress) return "";
     const parts = progress.runs.filter((run) => run.points.record.length)
       .map((run) => `${run.id}:${run.points.record[run.points.record.length - 1]}`);
     return parts.length ? `?since=${parts.join(",")}` : "";
   }
 
   function withEarlierPoints(progress, earlier) {
+    if (!earlier) return progress;
     const before = new Map(earlier.runs.map((run) => [run.id, run]));
     for (const run of progress.runs) {
       const old = before.get(run.id);
       if (run.points_after === undefined || !old) continue;
       for (const column of Object.keys(run.points)) run.points[column] = old.points[column].concat(run.points[column]);
       run.convergence = old.convergence.concat(run.convergence);
+      run.trials = run.trials.concat(old.trials).slice(0, progress.trial_rows);  // newest first
       delete run.points_after;
     }
     return progress;
@@ -218,14 +223,12 @@
   function controls() {
     const metric = document.getElementById("plot-metric");
     const log = document.getElementById("plot-log");
-    metric.addEventListener("change", () => { view.metric = metric.value; drawPlot(latest); });
-    log.addEventListener("change", () => { view.log = log.checked; drawPlot(latest); });
+    metric.addEventListener("change", () => { view.metric = metric.value; if (latest) drawPlot(latest); });
+    log.addEventListener("change", () => { view.log = log.checked; if (latest) drawPlot(latest); });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    const progress = readJSON("job-progress");
     controls();
-    draw(progress);
-    if (!progress.settled) setTimeout(() => poll(document.getElementById("runs").dataset.progressUrl), POLL_MS);
+    poll(document.getElementById("runs").dataset.progressUrl);
   });
 })();

@@ -1,0 +1,53 @@
+"""TMA tensor maps (engine.ops.base.TensorMap) encoded for a kernel's device arrays at load time.
+
+The runner passes kernels arrays only, so a kernel that copies with the tensor memory accelerator
+reads its CUtensorMaps from `__constant__` symbols (PTX takes a tensor map's generic address in
+param, const or global space); they are filled here, once per loaded module, from the task's
+arrays: the same arrays every launch of that module gets (the runner's and the confirmation's).
+"""
+from __future__ import annotations
+
+from engine.ops.base import KernelSource, TensorMap
+
+TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
+
+
+def encode(spec: TensorMap, address: int) -> bytes:
+    """The 128 bytes of `spec`'s CUtensorMap for a matrix at device `address`."""
+    from cuda.bindings import driver
+
+    element = {2: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
+               4: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT32}[spec.element_bytes]
+    wide, narrow = driver.cuuint64_t, driver.cuuint32_t  # the bindings take these, not ints, in lists
+    err, tensor_map = driver.cuTensorMapEncodeTiled(
+        element, 2, address,
+        [wide(spec.columns), wide(spec.rows)],  # innermost first
+        [wide(spec.columns * spec.element_bytes)],  # the row pitch (bytes; the innermost stride is the element)
+        [narrow(spec.box_columns), narrow(spec.box_rows)],
+        [narrow(1), narrow(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,  # zeros past the edges
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeTiled refused {spec} ({err.name})")
+    return b"".join(int(word).to_bytes(8, "little") for word in tensor_map.opaque)
+
+
+def fill_tensor_maps(module, source: KernelSource, arrays) -> None:
+    """Encode each of `source.tensor_maps` for its CuPy array and copy it into the module's symbol.
+    A pageable host-to-device copy may return before its bytes land, and the kernel runs on
+    another stream: the device is synchronised before anything launches."""
+    if not source.tensor_maps:
+        return
+    import ctypes
+
+    import cupy
+
+    buffers = []  # alive until the copies landed
+    for spec in source.tensor_maps:
+        buffers.append(ctypes.create_string_buffer(encode(spec, arrays[spec.argument].data.ptr), TENSOR_MAP_BYTES))
+        module.get_global(spec.symbol).copy_from_host(ctypes.c_void_p(ctypes.addressof(buffers[-1])),
+                                                      TENSOR_MAP_BYTES)
+    cupy.cuda.runtime.deviceSynchronize()

@@ -1,0 +1,172 @@
+"""The wgmma mainloop's TMA schedule (`loader` tma, engine.ops.gemm_tc.wgmma), from a GemmTcTiling.
+
+* Warpgroup 0 is the producer: it keeps 40 registers (`setmaxnreg`; each of 2 consumers then
+  gets 232) and one of its threads issues each stage's copies to the tensor memory accelerator,
+  `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A one box of block_m rows, B one of 64 rows
+  per 64-column panel) that land in the layout the wgmma descriptors read (the tensor map's
+  128B swizzle is the same permutation of the address) and zero past the matrix's edges.
+  `full[s]` expects the stage's bytes (`arrive.expect_tx`, one arrival) and completes when they
+  landed; `empty[s]` completes once every consumer warp released the stage (one arrival per warp:
+  a warp's `wait_group` retired its reads). The tensor maps are `__constant__` symbols the runner
+  encodes for the task's arrays at load time (engine.gpu.tensor_map).
+* `cluster` 2: the blocks of a thread block cluster take neighbouring tile rows of one tile
+  column, so B's tile is the same for both; block `rank` loads its half of B's panels and
+  multicasts them into both blocks' stages (each block's `full[s]` counts its own A and both
+  halves of B), so a stage is free only once the consumers of every block released it: they
+  arrive on each block's `empty[s]`. Barriers are initialised before any block multicasts or
+  arrives remotely, and no block leaves while another still may (`cluster_sync`).
+* `persistent` 1: PERSISTENT_BLOCKS blocks walk the tiles (a cluster's blocks the same ones),
+  the stage ring and its barrier phases running on from tile to tile, so the producer loads a
+  tile's first stages while the consumers still store the last one. Otherwise one tile a block.
+"""
+from __future__ import annotations
+
+from ..base import TensorMap
+from .kernel import tile_of_block
+from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
+
+A_TENSOR_MAP, B_TENSOR_MAP = "a_tensor_map", "b_tensor_map"
+
+# Behind __CUDA_ARCH__ like the wgmma PTX: tests/cuda_on_cpu.py supplies these on the CPU.
+HELPERS = r"""
+#ifdef __CUDA_ARCH__
+// loader tma: one box of the tensor map at `map` (a generic address: here a __constant__'s) whose
+// first element is column x, row y, into shared memory at `dst`; its bytes count on `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// One arrival on `bar` that also expects `bytes` more of copies before its phase completes.
+__device__ __forceinline__ void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+// cluster > 1: the box lands at `dst` in every block of `mask` (cluster ranks), each block's
+// barrier at `bar` counting its bytes; an arrival on block `rank`'s barrier at `bar`; a barrier
+// of every thread of the cluster (not .aligned: the producer's and consumers' paths reach it apart).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
+// The arrival's default semantics (.release.cta), as CUTLASS's ClusterBarrier::arrive(cta_id): with a
+// .release.cluster here (3820b12) the cluster kernels kept the tensor pipe half as busy as the same
+// tile alone (Nsight); the default is not measured yet.
+__device__ __forceinline__ void barrier_arrive_remote(unsigned bar, unsigned rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
+}
+#endif
+"""
+# The CUtensorMaps (128 bytes, 64-byte aligned), filled by the runner before launch.
+DECLARATIONS = f"""struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};
+__constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
+"""
+
+
+def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
+    """A's boxes are block_m rows of 64 k, B's 64 k rows of one 64-column panel."""
+    row = SWIZZLE_BYTES // t.element_bytes
+    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.block_m, row, t.element_bytes),
+            TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
+
+
+def _tiles(t: GemmTcTiling) -> str:
+    """The loop over this block's tiles (clusters' tiles: a cluster's blocks walk the same)."""
+    first = "blockIdx.x" if t.cluster == 1 else f"blockIdx.x / {t.cluster}"
+    stride = "gridDim.x" if t.cluster == 1 else f"gridDim.x / {t.cluster}"
+    return f"for (int tile = {first}; tile < {t.tile_blocks // t.cluster}; tile += {stride})"
+
+
+def _tile_origin(t: GemmTcTiling) -> str:
+    return f"""{tile_of_block(t, "tile")}
+    const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};"""
+
+
+def _producer(t: GemmTcTiling) -> str:
+    """One thread fills step `step`'s buffer once the step `stages` before it was released."""
+    s, stage_bytes, panel_bytes = t.stages, t.wgmma_stage_bytes, t.block_k * SWIZZLE_BYTES
+    share = t.b_panels // t.cluster
+    first = f"rank * {share} + " if t.cluster > 1 else ""
+    b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
+    b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar"
+    load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
+              else f"tma_load_2d({b_address}, {b_box})")
+    return f"""
+        if (tid == 0) {{
+            int step = 0;
+#pragma unroll 1
+            {_tiles(t)} {{
+{_tile_origin(t)}
+#pragma unroll 1
+                for (int kt = 0; kt < {t.k_tiles}; ++kt, ++step) {{
+                    const int s = step % {s};
+                    const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
+                    if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
+                    barrier_arrive_expect_tx(bar, {stage_bytes});
+                    tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {t.block_k}, row0, bar);
+#pragma unroll
+                    for (int p = {first}0; p < {first}{share}; ++p) {load_b};
+                }}
+            }}
+        }}"""
+
+
+def _release(t: GemmTcTiling, step: str) -> str:
+    """A consumer warp gives step `step`'s buffer back to every producer that writes it."""
+    bar = f"empty + 8 * (({step}) % {t.stages})"
+    if t.cluster == 1:
+        return f"if ((tid & 31) == 0) barrier_arrive({bar});"
+    return (f"if ((tid & 31) == 0) for (int r = 0; r < {t.cluster}; ++r) "
+            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
+
+
+def mainloop(t: GemmTcTiling, store: str) -> str:
+    """The kernel's body after its shared memory and thread indexes: barriers, the producer and
+    the consumers, each consumer storing its rows of every tile with `store`."""
+    s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
+    start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
+    leave = "\n    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers" \
+        if t.cluster > 1 else ""
+    last_release = (f"\n        {_release(t, 'step - 1')}  // the tile's last stage: its group retired"
+                    if pending else "")
+    return f"""
+    if (tid == 0) {{
+#pragma unroll
+        for (int s = 0; s < {s}; ++s) {{
+            barrier_init(full + 8 * s, 1);
+            barrier_init(empty + 8 * s, {t.cluster * t.consumers * WARPGROUP // 32});
+        }}
+        barrier_init_fence();
+    }}
+    {start}
+    if (warpgroup == 0) {{
+{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}{_producer(t)}{leave.replace(chr(10), chr(10) + "    ")}
+        return;
+    }}
+{f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}
+    const int consumer = warpgroup - 1;
+    int step = 0;
+#pragma unroll 1
+    {_tiles(t)} {{
+{_tile_origin(t)}
+    float acc[{t.m_tiles}][{t.block_n // 2}];
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
+#pragma unroll 1
+    for (int kt = 0; kt < {t.k_tiles}; ++kt, ++step) {{
+        const int s = step % {s};
+        barrier_wait(full + 8 * s, (step / {s}) & 1);
+        __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
+        compute_stage(acc, ring + s * {stage_bytes}, consumer);
+        {f"if (kt >= {pending}) " if pending else ""}{_release(t, f"step - {pending}")}
+    }}
+    wgmma_wait<0>();{last_release}
+{store}
+    }}{leave}"""
