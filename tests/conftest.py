@@ -1,14 +1,11 @@
-import os
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from shared_data import SHARED_DATA
+
 DATA = Path(__file__).parent / "data"
-# Third-party data the project keeps no copy of: `../shared/data` beside the checkout, or
-# wherever TUNERWEB_SHARED_DATA says.
-SHARED_DATA = Path(os.environ.get("TUNERWEB_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 pytest_plugins = ["synthetic_fixtures"]
 # The jobs fixtures start Celery workers against Redis and the test database; a GPU box that
