@@ -1,12 +1,15 @@
 """Run a generated CUDA kernel on the CPU, so CI (no GPU) can check what it computes.
 
-The kernel text is compiled by g++ as C++ with a thin shim: every CUDA thread of
-a block is an OS thread, `__syncthreads()` is a `std::barrier`, `__shared__`
-storage is shared by the block's threads, and blocks (clusters) run one after another (so
-atomics need no locking). `__CUDA_ARCH__` is undefined, so kernels take their
+The kernel text is compiled by g++ as C++ with a thin shim (a precompiled header): every
+CUDA thread of a block is a fiber of one OS thread that runs until it waits at a barrier,
+`__syncthreads()` a barrier of the block's fibers, `__shared__` storage is shared by the
+block's threads, and blocks (clusters) run one after another (so atomics need no locking).
+The fibers' order is fixed: a run is repeatable, a thread runs ahead to its next barrier
+(so a missing `__syncthreads` shows), and threads that all wait at barriers the others
+never reach raise instead of hanging. `__CUDA_ARCH__` is undefined, so kernels take their
 pre-Ampere paths (plain copies instead of `cp.async`); the PTX-only paths are
-covered by the NVRTC compile tests and the GPU tests. Small shapes only: a
-block of 1024 threads is 1024 OS threads.
+covered by the NVRTC compile tests and the GPU tests. Small shapes only: every thread of
+every block runs here, one at a time. x86-64 only (the fiber switch is its assembly).
 
 Tensor-core kernels (engine.ops.gemm_tc) keep their PTX behind `#ifdef __CUDA_ARCH__`; here
 the shim supplies those functions, the warp-wide ones (ldmatrix, mma.sync) lane by lane: each
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -41,22 +45,78 @@ MAX_ARGS = 8
 
 _SHIM = r"""
 #include <math.h>
+#include <sys/mman.h>
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 struct dim3_t { unsigned x, y, z; };
-static thread_local dim3_t threadIdx, blockIdx;
 static dim3_t gridDim, blockDim;
-static thread_local std::barrier<>* block_barrier;
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+// A cluster's CUDA threads are fibers of the launching OS thread: one runs until it waits (at a
+// barrier, a warp meet, an mbarrier), then the scheduler (the driver's) resumes the next that
+// can go. Switching a fiber is a few registers, not an OS context switch, so a 256-thread block
+// meeting its warps thousands of times stays cheap on a CI machine of two cores; the order is
+// fixed, so a run is repeatable. A thread's own state is its fiber's (`self`); a block's is
+// pointed to by the globals the scheduler sets before resuming a fiber of that block.
+#ifndef __x86_64__
+#error "the emulator's fiber switch is x86-64 assembly"
+#endif
+extern "C" __attribute__((visibility("hidden"))) void fiber_switch(void** save_sp, void* next_sp);
+// Saves the callee-saved registers on this stack, stores its top in *save_sp, and returns on
+// the stack at next_sp (where the same registers were saved, or a fiber's first frame waits).
+asm(R"(
+    .text
+    .globl fiber_switch
+    .hidden fiber_switch
+    .type fiber_switch, @function
+fiber_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+)");
+struct CudaThread {
+    dim3_t index, block;
+    unsigned rank;  // its block's within the cluster
+    void* sp = nullptr;  // its stack's top while it is not running
+    const unsigned* waits_on = nullptr;  // a barrier's phase count it waits to see move on
+    unsigned waits_while = 0;
+    bool done = false;
+    // wgmma's commit groups of products not run yet (see wgmma_commit).
+    std::vector<std::vector<std::function<void()>>> wgmma_groups;
+    std::vector<std::function<void()>> wgmma_open;
+};
+static CudaThread* self;
+static void* scheduler_sp;
+#define threadIdx (self->index)
+#define blockIdx (self->block)
+inline void yield_thread() { fiber_switch(&self->sp, scheduler_sp); }
+// A barrier of `count` threads: the last to arrive starts the next phase and goes on; the
+// others wait (are not resumed) until it has.
+struct Barrier { unsigned count, arrived = 0, phase = 0; };
+inline void arrive_and_wait(Barrier& b) {
+    if (++b.arrived == b.count) { b.arrived = 0; ++b.phase; return; }
+    self->waits_on = &b.phase;
+    self->waits_while = b.phase;
+    yield_thread();
+}
+static Barrier* block_barrier;
+inline void __syncthreads() { arrive_and_wait(*block_barrier); }
 inline void __threadfence() {}
 #define __global__
 #define __device__
@@ -91,9 +151,9 @@ using std::max;
 // Each block of a cluster has its own shared memory (its rank's), the others' reachable.
 constexpr int MAX_CLUSTER = 8;
 alignas(1024) static unsigned char shared_pool[MAX_CLUSTER][256 * 1024];
-static thread_local unsigned char* dynamic_smem;
-static thread_local std::barrier<>* cluster_barrier;
-inline void cluster_arrive_wait() { cluster_barrier->arrive_and_wait(); }
+static unsigned char* dynamic_smem;
+static Barrier* cluster_barrier;
+inline void cluster_arrive_wait() { arrive_and_wait(*cluster_barrier); }
 // A float4 at a shared address (an offset into a block's shared memory) of block `rank`.
 inline float4 load_shared_cluster4(unsigned address, unsigned rank) {
     float4 v; memcpy(&v, shared_pool[rank] + address, 16); return v;
@@ -101,10 +161,10 @@ inline float4 load_shared_cluster4(unsigned address, unsigned rank) {
 
 // Tensor-core PTX, emulated (see the module docstring).
 struct WarpSlots { const void* address[32]; unsigned a[32][4]; unsigned b[32][2]; float c[32][4]; };
-static thread_local std::barrier<>** warp_barriers;
-static thread_local WarpSlots* warp_slots;
+static Barrier* warp_barriers;
+static WarpSlots* warp_slots;
 inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
-inline void warp_meet() { warp_barriers[linear_thread() / 32]->arrive_and_wait(); }
+inline void warp_meet() { arrive_and_wait(warp_barriers[linear_thread() / 32]); }
 inline void copy16(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 16); else memset(dst, 0, 16); }
 inline void copy16_commit() {}
 template <int PENDING> inline void copy16_wait() {}
@@ -172,18 +232,16 @@ inline unsigned shared_address(const void* p) { return (unsigned)((const unsigne
 inline void copy16(unsigned dst, const void* src, bool pred) { copy16(dynamic_smem + dst, src, pred); }
 inline void fence_async_proxy() {}
 // An mbarrier's phase completes once its arrivals are in and the bytes it expects (expect_tx)
-// have landed (complete_tx): counters under one lock.
+// have landed (complete_tx): counters (the fibers share one OS thread, so no lock).
 struct Mbarrier { int pending; long long bytes; std::atomic<unsigned> completed; int count; };
 static Mbarrier mbarrier_pool[MAX_CLUSTER][64];  // a block's by (offset / 8) % 64: a kernel's barriers are consecutive
-static std::mutex mbarrier_lock;
-static thread_local Mbarrier* mbarriers;
+static Mbarrier* mbarriers;
 inline Mbarrier& mbarrier_at(unsigned bar) { return mbarriers[(bar / 8) % 64]; }
 inline void barrier_init(unsigned bar, unsigned count) {
     Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.bytes = 0; m.completed = 0;
 }
 inline void barrier_init_fence() {}
 inline void barrier_update(Mbarrier& m, int arrivals, long long expected, long long landed) {
-    std::lock_guard<std::mutex> hold(mbarrier_lock);
     m.pending -= arrivals; m.bytes += expected - landed;
     if (m.pending == 0 && m.bytes == 0) { m.pending = m.count; m.completed.fetch_add(1); }
 }
@@ -196,7 +254,7 @@ inline void barrier_arrive(unsigned bar) { barrier_update(bar, 1, 0, 0); }
 inline void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) { barrier_update(bar, 1, bytes, 0); }
 // try_wait.parity P: true once the phase of parity P completed, i.e. the current phase's is not P.
 inline void barrier_wait(unsigned bar, unsigned parity) {
-    while ((mbarrier_at(bar).completed.load() & 1u) == parity) std::this_thread::yield();
+    while ((mbarrier_at(bar).completed.load() & 1u) == parity) yield_thread();
 }
 // The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
 // row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
@@ -229,18 +287,17 @@ inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, u
 inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
     tma_load_2d_multicast(dst, map, x, y, bar, (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
 }
-inline void cluster_sync() { cluster_barrier->arrive_and_wait(); }
+inline void cluster_sync() { arrive_and_wait(*cluster_barrier); }
 inline void wgmma_fence() {}
 // wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a
 // wait_group retires them, so a stage overwritten while its group is in flight gives a wrong C.
-static thread_local std::vector<std::vector<std::function<void()>>> wgmma_groups;
-static thread_local std::vector<std::function<void()>> wgmma_open;
-inline void wgmma_commit() { wgmma_groups.push_back(std::move(wgmma_open)); wgmma_open.clear(); }
+inline void wgmma_commit() { self->wgmma_groups.push_back(std::move(self->wgmma_open)); self->wgmma_open.clear(); }
 // .sync.aligned: the warp waits together, so once one lane passes, every lane's groups retired.
 template <int PENDING> inline void wgmma_wait() {
-    while (wgmma_groups.size() > (size_t)PENDING) {
-        for (auto& product : wgmma_groups.front()) product();
-        wgmma_groups.erase(wgmma_groups.begin());
+    auto& groups = self->wgmma_groups;
+    while (groups.size() > (size_t)PENDING) {
+        for (auto& product : groups.front()) product();
+        groups.erase(groups.begin());
     }
     warp_meet();
 }
@@ -270,7 +327,7 @@ template <int N, Mma KIND> inline void wgmma_now(float* d, unsigned long long a,
         }
 }
 template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
-    wgmma_open.push_back([=] { wgmma_now<N, KIND>(d, a, b); });
+    self->wgmma_open.push_back([=] { wgmma_now<N, KIND>(d, a, b); });
 }
 #define WGMMA_SHAPES(P, KIND) \
     inline void wgmma_##P##_m64n64(float (&d)[32], unsigned long long a, unsigned long long b) { wgmma_lanes<64, KIND>(d, a, b); } \
@@ -283,50 +340,79 @@ WGMMA_SHAPES(bfloat16, Mma::bf16)
 
 _DRIVER = r"""
 typedef void (*kernel_t)(%(params)s);
-// A cluster's blocks (cx x cy x cz of them, the kernel's __cluster_dims__) run together, each
-// thread an OS thread; clusters run one after another.
+static void** launch_args;
+// A fiber's first frame: run the kernel as CUDA thread `self`, then hand back for good.
+static void fiber_main() {
+    ((kernel_t)&%(entry)s)(%(call)s);
+    self->done = true;
+    fiber_switch(&self->sp, scheduler_sp);
+}
+constexpr size_t STACK_BYTES = 512 * 1024, GUARD_BYTES = 4096;
+// A cluster's blocks (cx x cy x cz of them, the kernel's __cluster_dims__) run together;
+// clusters run one after another. Returns 0, or 1 where the threads left all wait at barriers
+// that no other thread will reach (a deadlock on the GPU too).
 struct Block {
-    std::unique_ptr<std::barrier<>> barrier;
-    std::vector<std::unique_ptr<std::barrier<>>> meetings;
-    std::vector<std::barrier<>*> meeting_of;
+    Barrier barrier;
+    std::vector<Barrier> meetings;
     std::vector<WarpSlots> slots;
 };
-extern "C" void launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       unsigned cx, unsigned cy, unsigned cz) {
+extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                      unsigned cx, unsigned cy, unsigned cz) {
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
-    kernel_t kernel = (kernel_t)&%(entry)s;
+    launch_args = args;
     const unsigned block_threads = bx * by * bz, warps = (block_threads + 31) / 32, ranks = cx * cy * cz;
-    for (unsigned z0 = 0; z0 < gz; z0 += cz) for (unsigned y0 = 0; y0 < gy; y0 += cy) for (unsigned x0 = 0; x0 < gx; x0 += cx) {
+    const size_t fibers = (size_t)block_threads * ranks;
+    // One stack a fiber, each above a page that faults on overflow; pages are taken as touched.
+    unsigned char* stacks = (unsigned char*)mmap(nullptr, fibers * STACK_BYTES, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stacks == MAP_FAILED) return 2;
+    for (size_t f = 0; f < fibers; ++f) mprotect(stacks + f * STACK_BYTES, GUARD_BYTES, PROT_NONE);
+    int status = 0;
+    for (unsigned z0 = 0; z0 < gz && !status; z0 += cz) for (unsigned y0 = 0; y0 < gy && !status; y0 += cy)
+    for (unsigned x0 = 0; x0 < gx && !status; x0 += cx) {
         std::vector<Block> blocks(ranks);
         for (Block& b : blocks) {
-            b.barrier = std::make_unique<std::barrier<>>(block_threads);
-            for (unsigned w = 0; w < warps; ++w) {
-                b.meetings.push_back(std::make_unique<std::barrier<>>(std::min(32u, block_threads - 32 * w)));
-                b.meeting_of.push_back(b.meetings.back().get());
-            }
+            b.barrier.count = block_threads;
+            for (unsigned w = 0; w < warps; ++w) b.meetings.push_back({std::min(32u, block_threads - 32 * w)});
             b.slots.resize(warps);
         }
-        std::barrier<> cluster(block_threads * ranks);
-        std::vector<std::thread> threads;
-        for (unsigned rank = 0; rank < ranks; ++rank) {
-            const dim3_t block = {x0 + rank %% cx, y0 + rank / cx %% cy, z0 + rank / (cx * cy)};
-            for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)
-                threads.emplace_back([=, &blocks, &cluster] {
-                    threadIdx = {tx, ty, tz};
-                    blockIdx = block;
-                    Block& b = blocks[rank];
-                    block_barrier = b.barrier.get();
-                    warp_barriers = b.meeting_of.data();
-                    warp_slots = b.slots.data();
-                    dynamic_smem = shared_pool[rank];
-                    mbarriers = mbarrier_pool[rank];
-                    cluster_barrier = &cluster;
-                    kernel(%(call)s);
-                });
+        Barrier cluster{block_threads * ranks};
+        std::vector<CudaThread> threads(fibers);
+        for (size_t f = 0; f < fibers; ++f) {
+            CudaThread& t = threads[f];
+            const unsigned rank = f / block_threads, tid = f %% block_threads;
+            t.rank = rank;
+            t.block = {x0 + rank %% cx, y0 + rank / cx %% cy, z0 + rank / (cx * cy)};
+            t.index = {tid %% bx, tid / bx %% by, tid / (bx * by)};
+            // fiber_switch pops six registers, then returns to fiber_main with the stack 16-byte
+            // aligned as a call leaves it.
+            void** top = (void**)(stacks + (f + 1) * STACK_BYTES - 16);
+            *top = (void*)&fiber_main;
+            t.sp = top - 6;
         }
-        for (auto& t : threads) t.join();
+        for (size_t left = fibers; left && !status;) {
+            bool resumed = false;
+            for (CudaThread& t : threads) {
+                if (t.done || (t.waits_on && *t.waits_on == t.waits_while)) continue;
+                t.waits_on = nullptr;
+                Block& b = blocks[t.rank];
+                block_barrier = &b.barrier;
+                warp_barriers = b.meetings.data();
+                warp_slots = b.slots.data();
+                dynamic_smem = shared_pool[t.rank];
+                mbarriers = mbarrier_pool[t.rank];
+                cluster_barrier = &cluster;
+                self = &t;
+                fiber_switch(&scheduler_sp, t.sp);
+                resumed = true;
+                left -= t.done;
+            }
+            if (!resumed) status = 1;
+        }
     }
+    munmap(stacks, fibers * STACK_BYTES);
+    return status;
 }
 """
 
@@ -346,21 +432,49 @@ def available() -> bool:
     return shutil.which("g++") is not None
 
 
+_GXX = ["g++", "-std=c++20", "-O1", "-fPIC", "-w"]
+
+
+# Files are made under a name of this process's, then renamed: test runs sharing a build dir
+# never compile, load or precompile against a half-written one.
+def _partial(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}")
+
+
+def _write(path: Path, text: str) -> None:
+    _partial(path).write_text(text)
+    _partial(path).replace(path)
+
+
+def _compile(output: Path, arguments: list[str]) -> None:
+    result = subprocess.run([*_GXX, *arguments, "-o", str(_partial(output))], capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"g++ rejected the kernel:\n{result.stderr[:4000]}")
+    _partial(output).replace(output)
+
+
+def _shim_header(build_dir: Path) -> str:
+    """The shim as a precompiled header (built once a build dir): parsing it and the standard
+    headers it includes is most of a kernel's compile."""
+    header = build_dir / f"shim-{hashlib.sha256(_SHIM.encode()).hexdigest()[:16]}.h"
+    precompiled = header.with_name(header.name + ".gch")
+    if not precompiled.exists():
+        _write(header, _SHIM)
+        _compile(precompiled, ["-x", "c++-header", str(header)])
+    return header.name
+
+
 def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
     kernel = _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(dynamic_smem);", source.code)
     params = ", ".join(["void*"] * arity)
-    call = ", ".join(f"args[{i}]" for i in range(arity))
-    text = _SHIM + kernel + _DRIVER % {"params": params, "entry": source.name, "call": call}
+    call = ", ".join(f"launch_args[{i}]" for i in range(arity))
+    text = (f'#include "{_shim_header(build_dir)}"\n' + kernel
+            + _DRIVER % {"params": params, "entry": source.name, "call": call})
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     cpp, lib = build_dir / f"{digest}.cpp", build_dir / f"{digest}.so"
     if not lib.exists():
-        cpp.write_text(text)
-        result = subprocess.run(
-            ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", str(lib), str(cpp)],
-            capture_output=True, text=True,
-        )
-        if result.returncode:
-            raise RuntimeError(f"g++ rejected the kernel:\n{result.stderr[:4000]}")
+        _write(cpp, text)
+        _compile(lib, ["-shared", str(cpp)])
     return ctypes.CDLL(str(lib))
 
 
@@ -384,7 +498,11 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
     cluster = cluster_dims(source)
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")
-    library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))
+    status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))
+    if status == 1:
+        raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
+    if status:
+        raise MemoryError(f"no room for the stacks of {source.name}'s threads")
 
 
 def error_against_reference(task, config, launches: int = 1) -> float:

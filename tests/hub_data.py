@@ -1,5 +1,5 @@
 """The FAIR autotuning benchmark hub's Kernel Tuner files, read where the project keeps real data
-(`../shared/data/benchmark_hub` beside the repository; MIT licence and SOURCE_COMMIT in that folder).
+(`benchmark_hub` in shared_data.SHARED_DATA; MIT licence and SOURCE_COMMIT in that folder).
 The project holds no copy of them."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
-HUB = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "benchmark_hub"
+from shared_data import SHARED_DATA
+
+HUB = SHARED_DATA / "benchmark_hub"
 CACHES = HUB / "cachefiles"
 KERNELS = HUB / "kernels"
 GPUS = ("A100", "A4000", "MI250X", "W6600")
@@ -19,7 +21,7 @@ MI250X = "mi250x"
 
 def cache_path(kernel: str, gpu: str) -> Path:
     path = CACHES / kernel / f"{gpu}.json.gz"
-    assert path.is_file(), f"{path} is missing: the benchmark hub data lives in ../shared/data/benchmark_hub"
+    assert path.is_file(), f"{path} is missing: the benchmark hub data lives in {HUB} (set TUNERWEB_SHARED_DATA)"
     return path
 
 

@@ -72,9 +72,11 @@ def test_a_session_post_without_csrf_is_a_json_403(alice):
     assert "CSRF" in response.json()["detail"]
 
 
-@pytest.fixture
-def server_without_database(tmp_path):
-    server = LiveServer(tmp_path / "web.log", {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{free_port()}/gone"})
+# One server for the module: its tests only send it requests, and each start is seconds.
+@pytest.fixture(scope="module")
+def server_without_database(tmp_path_factory):
+    log = tmp_path_factory.mktemp("no-database") / "web.log"
+    server = LiveServer(log, {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{free_port()}/gone"})
     yield server
     server.stop()
 

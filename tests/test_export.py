@@ -5,6 +5,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from engine.logfile import canonical_args, format_record, pick_best, read_records
+from module_rows import rows_for_the_module
 from records.exporting import ExportFilter, ExportFilterError, UnknownFilterTarget, best_lines, record_lines
 from records.importing import import_log
 from records.models import ImportBatch, MeasurementRecord, Workload
@@ -16,9 +17,12 @@ C12_ARGS = canonical_args(
 )
 
 
-@pytest.fixture
-def tophub(tophub_log):
-    return import_log(tophub_log.open(), tophub_log.name)
+# Importing the 688 records is most of this module's time; its tests only read them or change
+# them inside their own savepoints.
+@pytest.fixture(scope="module")
+def tophub(django_db_setup, django_db_blocker, tophub_log):
+    with rows_for_the_module(django_db_blocker):
+        yield import_log(tophub_log.open(), tophub_log.name)
 
 
 def bests_by_key() -> dict:

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from engine.logfile import format_record, pick_best, read_records
+from module_rows import rows_for_the_module
 from records.importing import import_log
 from records.standings import leaderboard
 from records.models import Workload
@@ -29,12 +30,14 @@ def expected() -> dict:
     return pick_best([record for path in LOGS for record in read_records(read_lines(path))])
 
 
-@pytest.fixture
-def imported(expected):
-    for path in LOGS:
-        result = import_log(read_lines(path), path.name)
-        assert result.malformed == 0
-    return expected
+# Imported once: the tests only read the records, and the imports were most of their time.
+@pytest.fixture(scope="module")
+def imported(expected, django_db_setup, django_db_blocker):
+    with rows_for_the_module(django_db_blocker):
+        for path in LOGS:
+            result = import_log(read_lines(path), path.name)
+            assert result.malformed == 0
+        yield expected
 
 
 def test_every_operator_workload_shows_the_logs_best(imported):
