@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from records.templatetags.tables import when
-from records.versions import workload_records_version
+from records.versions import workload_generation, workload_records_version
 
 from .models import Job, JobRun
 from .progress import confirmed_vendors
@@ -44,10 +44,10 @@ def progress_key(job: Job, runs: list[JobRun]) -> str:
 
 
 def page_key(job: Job, page: dict, query: dict) -> str | None:
-    """The job page's state: the job and its age as the page says it, what `job_page` read of its
-    runs, and the query (its sort); None for a query with anything else, which is made each time
+    """The job page's state: the job and its age as the page says it, its workload (staff may edit
+    it), what `job_page` read of its runs, and the query (its sort); None for a query with anything else, which is made each time
     (made-up ones must not fill the cache)."""
     if set(query) - {"confirmation_sort"}:
         return None
-    state = [_job_state(job), str(when(job.created_at)), page, sorted(query.items())]
+    state = [_job_state(job), str(when(job.created_at)), workload_generation(job.workload_id), page, sorted(query.items())]
     return f"job-page:{job.pk}:{_digest(state)}"

@@ -69,10 +69,10 @@ def test_a_repeat_in_the_same_state_is_a_cache_read_not_a_render(job, alice, dja
     last = job.runs.get().records().last()
     for url in (page_url(job), progress_url(job), progress_url(job, f"{job.runs.get().pk}:{last.pk - 5}")):
         first = alice_client.get(url)
-        # User, job, runs (with the GPU's last worker heartbeat: is the run waiting for one?) and
-        # the workload's records counted (the page holds the progress); the session is read from
-        # the cache. (Made again, the JSON would also count the records outside the run's.)
-        with django_assert_num_queries(4):
+        # Session, user, job, runs (with the GPU's last worker heartbeat: is the run waiting for
+        # one?) and the workload's records counted (the page holds the progress). (Made again, the
+        # JSON would also count the records outside the run's.)
+        with django_assert_num_queries(5):
             repeat = alice_client.get(url)
         assert repeat.status_code == 200 and repeat.content == first.content and repeat["ETag"] == first["ETag"]
         assert repeat["Content-Type"] == first["Content-Type"]
@@ -112,6 +112,22 @@ def test_what_the_answers_are_made_of_changing_makes_them_again(job, alice):
     assert ended["state"] == "done" and ended["runs"][0]["message"] == "all trials measured"
     assert 'class="state state-done"' in alice_client.get(page_url(job)).content.decode()
     assert ended != poll.json()
+
+
+def test_a_workload_edit_or_a_renamed_reader_makes_the_page_again(job, django_user_model, django_capture_on_commit_callbacks):
+    staff = django_user_model.objects.create_user("sam", password="sam-password-1", is_staff=True)
+    staff_client = logged_in(staff)  # a reader who is not the owner, whose name is in the job's state
+    staff_client.get(page_url(job))
+    assert not staff_client.get(page_url(job)).templates  # kept
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job.workload.save()  # as the admin saves an edit: the workload's generation moves
+    assert staff_client.get(page_url(job)).templates
+
+    staff.username = "sam-renamed"
+    staff.save()
+    renamed = staff_client.get(page_url(job))
+    assert renamed.templates and "sam-renamed" in renamed.content.decode()
 
 
 def test_a_private_jobs_kept_answers_reach_no_one_else(job, alice, django_user_model):

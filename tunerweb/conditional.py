@@ -80,8 +80,9 @@ def kept_answer(request, key: str | None, render, reader: str = "", seconds: int
             return None
         return {"content": response.content, "type": response["Content-Type"], "etag": answer_etag(request, response.content)}
 
-    # A reader's secrets never go to Redis, even in a key: a digest that mixes them in.
-    reader_digest = hashlib.blake2b(reader.encode(), digest_size=16).hexdigest()
+    # A reader's secrets never go to Redis, even in a key: a digest that mixes them in. The deployed
+    # code is in it too: a deploy must not serve what the old views, templates or scripts made.
+    reader_digest = hashlib.blake2b(f"{reader}:{deployed_version()}".encode(), digest_size=16).hexdigest()
     kept = cached(f"answer:{key}:{reader_digest}", answer, keep=lambda made: made is not None, seconds=seconds)
     response = rendered[0] if rendered else HttpResponse(kept["content"], content_type=kept["type"])
     if kept is not None:
@@ -91,13 +92,14 @@ def kept_answer(request, key: str | None, render, reader: str = "", seconds: int
 
 def kept_page(request, key: str | None, render) -> HttpResponse:
     """`kept_answer` for an HTML page, which holds its reader's name and CSRF tokens: kept for that
-    reader, the CSRF secret its tokens were masked from (kept tokens still post for it) and the
-    templates it was made from. A page with messages waiting is rendered, not kept: showing them
+    reader (and the name the page shows), the CSRF secret its tokens were masked from (kept tokens
+    still post for it: the same masked token is served again, safe while pages go uncompressed —
+    a compressing proxy in front would want it masked afresh, BREACH). A page with messages waiting is rendered, not kept: showing them
     uses them up."""
     if key is None or len(get_messages(request)):
         return render()
     get_token(request)  # as the render would: a reader without a secret gets one, and its cookie
-    return kept_answer(request, key, render, reader=f"{request.user.pk}:{request.META['CSRF_COOKIE']}:{templates_version()}")
+    return kept_answer(request, key, render, reader=f"{request.user.pk}:{request.user.get_username()}:{request.META['CSRF_COOKIE']}")
 
 
 # What json_script escapes: none of them can stand outside a JSON string, where the escape reads the same.
@@ -121,11 +123,14 @@ def with_json_script(page: HttpResponse, element_id: str, json_answer: HttpRespo
 
 
 @lru_cache(maxsize=1)
-def templates_version() -> str:
-    """The project's templates and template tags as deployed: a kept page is made from them too,
-    and a deploy must not serve what the old ones made."""
+def deployed_version() -> str:
+    """The web side's code as deployed, which kept answers are made by: the apps' Python, the
+    templates and the scripts that read the answers (a new job.js fed an old-shaped progress breaks)."""
     digest = hashlib.blake2b(digest_size=16)
     base = Path(settings.BASE_DIR)
-    for path in sorted([*(base / "templates").rglob("*.html"), *base.glob("*/templatetags/*.py")]):
+    apps = ("jobs", "records", "tunerweb")
+    sources = [*(base / "templates").rglob("*.html"), *(path for app in apps for path in (base / app).rglob("*.py")),
+               *(path for app in apps for path in (base / app / "static").rglob("*.js"))]
+    for path in sorted(sources):
         digest.update(str(path.relative_to(base)).encode() + path.read_bytes())
     return digest.hexdigest()

@@ -176,9 +176,8 @@ CACHES = {"default": {
     "BACKEND": "tunerweb.cache.FailOpenRedisCache", "LOCATION": envstr("TUNERWEB_CACHE_URL", REDIS_URL),
     "KEY_PREFIX": "tunerweb", "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
 }}
-# A logged-in request reads its session from the cache, not a row of its own (every page view
-# and poll is one); written through to the database, so a Redis outage or restart logs no one out.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# Sessions stay in the database (Django's default), not in the fail-open cache: a logout while Redis
+# fails would delete the row but leave the cached session valid for its whole age.
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

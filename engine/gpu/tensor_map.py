@@ -47,7 +47,13 @@ def fill_tensor_maps(module, source: KernelSource, arrays) -> None:
 
     buffers = []  # alive until the copies landed
     for spec in source.tensor_maps:
-        buffers.append(ctypes.create_string_buffer(encode(spec, arrays[spec.argument].data.ptr), TENSOR_MAP_BYTES))
+        array = arrays[spec.argument]
+        # A map is its matrix's address, shape and row pitch: a view of another layout would be read wrong.
+        if array.shape != (spec.rows, spec.columns) or not array.flags.c_contiguous or array.itemsize != spec.element_bytes:
+            raise ValueError(f"{spec.symbol} wants a C-contiguous {spec.rows}x{spec.columns} matrix of "
+                             f"{spec.element_bytes}-byte elements, not {array.shape} {array.dtype}"
+                             f"{'' if array.flags.c_contiguous else ', strided'}")
+        buffers.append(ctypes.create_string_buffer(encode(spec, array.data.ptr), TENSOR_MAP_BYTES))
         module.get_global(spec.symbol).copy_from_host(ctypes.c_void_p(ctypes.addressof(buffers[-1])),
                                                       TENSOR_MAP_BYTES)
     cupy.cuda.runtime.deviceSynchronize()

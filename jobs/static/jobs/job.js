@@ -5,7 +5,7 @@
 (function () {
   "use strict";
   const POLL_MS = 2000;
-  const { PALETTE, el, tooltipPlugin, plotWidth } = window.tunerwebCharts;
+  const { PALETTE, el, readJSON, tooltipPlugin, plotWidth } = window.tunerwebCharts;
   // One marker colour per error kind (AutoTVM's MeasureErrorNo 1..8), plotted along the top.
   const FAILURE_COLORS = { 1: "#868e96", 2: "#e8590c", 3: "#f08c00", 4: "#c92a2a", 5: "#a61e4d", 6: "#5f3dc4", 7: "#364fc7", 8: "#212529" };
 
@@ -190,14 +190,12 @@
   // run (`?since=<run>:<record>,...`); a run's answer then says `points_after` and holds the points
   // and latest trials after it.
   function sinceQuery(progress) {
-    if (!progress) return "";
     const parts = progress.runs.filter((run) => run.points.record.length)
       .map((run) => `${run.id}:${run.points.record[run.points.record.length - 1]}`);
     return parts.length ? `?since=${parts.join(",")}` : "";
   }
 
   function withEarlierPoints(progress, earlier) {
-    if (!earlier) return progress;
     const before = new Map(earlier.runs.map((run) => [run.id, run]));
     for (const run of progress.runs) {
       const old = before.get(run.id);
@@ -223,14 +221,14 @@
   function controls() {
     const metric = document.getElementById("plot-metric");
     const log = document.getElementById("plot-log");
-    metric.addEventListener("change", () => { view.metric = metric.value; if (latest) drawPlot(latest); });
-    log.addEventListener("change", () => { view.log = log.checked; if (latest) drawPlot(latest); });
+    metric.addEventListener("change", () => { view.metric = metric.value; drawPlot(latest); });
+    log.addEventListener("change", () => { view.log = log.checked; drawPlot(latest); });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    const progress = readJSON("job-progress");
+    draw(progress);  // before the controls, which redraw `latest`
     controls();
-    const progress = JSON.parse(document.getElementById("job-progress").textContent);
-    draw(progress);
     if (!progress.settled) setTimeout(() => poll(document.getElementById("runs").dataset.progressUrl), POLL_MS);
   });
 })();
