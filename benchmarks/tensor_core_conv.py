@@ -31,8 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from provenance import git_describe  # noqa: E402
-from tensor_core_gemm import median, merge_json, read_json, result_row  # noqa: E402
+from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row  # noqa: E402
 from engine.logfile import format_record  # noqa: E402
 from engine.measure import to_record  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
@@ -134,40 +133,13 @@ def run_tune(options) -> int:
 
 
 def run_confirm(options) -> int:
-    from engine.confirm import Role, confirm_contenders, contenders_for
-    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
-
-    started, rows = time.time(), []
-    stopwatch = FreshProcessStopwatch()
-    try:
-        for name, found in read_json(options.json).get("tune", {}).items():
-            if not found["top"] or time.time() - started > options.budget_s:
-                print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
-                continue
-            task = engine.create_task(TEMPLATE, found["args"])
-            best = task.config_space.get(found["top"][0]["index"])
-            try:
-                confirmation = confirm_contenders(task, contenders_for(task, [(best.index, best.to_entity())]),
-                                                  stopwatch, options.rounds)
-            except StopwatchDied as exc:
-                print(f"{name}: {exc}")
-                stopwatch.close()
-                stopwatch = FreshProcessStopwatch()
-                continue
-            row = {"workload": name, "config": best.values(), "flops": task.flops}
-            for timing in confirmation.timings:
-                role = {Role.TUNED: "ours", Role.VENDOR: "cudnn", Role.DEFAULT: "default"}[timing.contender.role]
-                row[role] = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
-                             "error": timing.error, "details": timing.details}
-            rows.append(row)
-            ours, vendor = median(row["ours"]["warm_us"]), median(row.get("cudnn", {}).get("warm_us", []))
-            print(f"confirm {name}: ours {ours} us, cuDNN {vendor or row.get('cudnn', {}).get('error')} us", flush=True)
-            merge_json(options.json, "confirm", rows)
-    finally:
-        stopwatch.close()
-    print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
-    print(table(rows))
+    print(table(confirm_tuned_bests(options, TEMPLATE, "cudnn", line_of)))
     return 0
+
+
+def line_of(row: dict) -> str:
+    ours, vendor = median(row["ours"]["warm_us"]), median(row.get("cudnn", {}).get("warm_us", []))
+    return f"confirm {row['workload']}: ours {ours} us, cuDNN {vendor or row.get('cudnn', {}).get('error')} us"
 
 
 def table(rows: list[dict]) -> str:

@@ -295,6 +295,15 @@ def run_tune(options) -> int:
 
 
 def run_confirm(options) -> int:
+    rows = confirm_tuned_bests(options, "gemm_tensorcore", "cublas", line_of)
+    print(table(rows))
+    return 0
+
+
+def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> list[dict]:
+    """Each workload's tuned best in `options.json` re-timed in a fresh process, interleaved with the
+    vendor's baseline (its timings under `vendor`) and the default config, warm and cold; the rows are
+    merged into the JSON as they come (a run cut short keeps them) and returned."""
     from engine.confirm import Role, confirm_contenders, contenders_for
     from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
 
@@ -306,7 +315,7 @@ def run_confirm(options) -> int:
             if not found["top"] or time.time() - started > options.budget_s:
                 print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
                 continue
-            task = engine.create_task("gemm_tensorcore", found["args"])
+            task = engine.create_task(template, found["args"])
             best = task.config_space.get(found["top"][0]["index"])
             try:
                 confirmation = confirm_contenders(task, contenders_for(task, [(best.index, best.to_entity())]),
@@ -318,17 +327,16 @@ def run_confirm(options) -> int:
                 continue
             row = {"workload": name, "config": best.values(), "flops": task.flops}
             for timing in confirmation.timings:
-                role = {Role.TUNED: "ours", Role.VENDOR: "cublas", Role.DEFAULT: "default"}[timing.contender.role]
+                role = {Role.TUNED: "ours", Role.VENDOR: vendor, Role.DEFAULT: "default"}[timing.contender.role]
                 row[role] = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
                              "error": timing.error, "details": timing.details}
             rows.append(row)
-            print(line_of(row), flush=True)
+            print(line_of_row(row), flush=True)
             merge_json(options.json, "confirm", rows)
     finally:
         stopwatch.close()
     print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
-    print(table(rows))
-    return 0
+    return rows
 
 
 def median(values: list[float]) -> float | None:

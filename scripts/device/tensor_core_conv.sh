@@ -14,23 +14,7 @@
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds.
 # Writes to $OUT: tensor_core_conv.txt (all output), tensor_core_conv.json (every phase's rows),
 # tensor_core_conv.log (every tuning record, AutoTVM format); prints the confirmed table last.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
-JSON="$OUT/tensor_core_conv.json"
-TXT="$OUT/tensor_core_conv.txt"
-BENCH=benchmarks/tensor_core_conv.py
-: > "$TXT"
-
-phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
-    local name=$1 limit=$2 budget=$3
-    shift 3
-    local started=$SECONDS
-    timeout -k 5 "$limit" python3 "$BENCH" "$name" --json "$JSON" --budget-s "$budget" "$@" >> "$TXT" 2>&1
-    local status=$?
-    echo "phase $name exit status $status ($((SECONDS - started)) s)$([ $status = 124 ] && echo ': timed out')" | tee -a "$TXT"
-}
+NAME=tensor_core_conv source scripts/device/phases.sh
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$TXT"
 python3 -c 'import torch, cupy; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), "cupy", cupy.__version__)' | tee -a "$TXT"

@@ -23,23 +23,7 @@
 # into $OUT/ncu.txt: speed of light, compute and memory workloads, warp stalls, occupancy.
 # Writes to $OUT: tensor_core_gemm.txt (all output), tensor_core_gemm.json (every phase's rows),
 # tensor_core_gemm.log (every tuning record, AutoTVM format); prints the confirmed table last.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPY_TF32=0 TUNERWEB_KERNEL_CACHE=/tmp/tunerweb-kernels
-JSON="$OUT/tensor_core_gemm.json"
-TXT="$OUT/tensor_core_gemm.txt"
-BENCH=benchmarks/tensor_core_gemm.py
-: > "$TXT"
-
-phase() {  # phase NAME TIMEOUT_S BUDGET_S [more args]
-    local name=$1 limit=$2 budget=$3
-    shift 3
-    local started=$SECONDS
-    timeout -k 5 "$limit" python3 "$BENCH" "$name" --json "$JSON" --budget-s "$budget" "$@" >> "$TXT" 2>&1
-    local status=$?
-    echo "phase $name exit status $status ($((SECONDS - started)) s)$([ $status = 124 ] && echo ': timed out')" | tee -a "$TXT"
-}
+NAME=tensor_core_gemm source scripts/device/phases.sh
 
 if [ "${GPU_TESTS:-0}" = 1 ]; then  # optional (adds up to 90 s): the GPU-marked tests of the family
     timeout -k 5 "${GPU_TESTS_S:-90}" python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
