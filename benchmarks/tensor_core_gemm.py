@@ -18,7 +18,9 @@
   (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
   the default config, warm and cold); prints the table last.
 
-`--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS).
+`--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
+`--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096, 16 x 4096 x 14336: issue 18's
+goal of beating cuBLAS there).
 `--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: wgmma has no tf32);
 check then also runs four wgmma configs at 4096^3 (cp_async, tma, tma in clusters, and those
 persistent), and prints each correct config's relative L2 error against the reference next to
@@ -71,8 +73,9 @@ DECODE_PICKS = [
 # The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
 # their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
-# loader, cluster and persistent may be left out (their defaults: cp_async, 1, 0)
-WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent")
+# loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
+               "split_k")
 WGMMA_FIXED = (("block_k", 64), ("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
@@ -99,6 +102,15 @@ WGMMA_CHECK_PICKS = [
     (128, 256, 4, 1, 2, 0), (256, 128, 3, 1, 4, 0), (128, 128, 4, 1, 1, 0),
     (64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 256, 4, 1, 2, 1, "tma"),
     (256, 128, 3, 1, 2, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2), (128, 256, 4, 1, 2, 1, "tma", 2),
+    (64, 64, 3, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 8),
+]
+# split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
+# at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
+WGMMA_SPLIT_DECODE_PICKS = [
+    (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2), (64, 64, 4, 1, 1, 1, "tma", 1, 0, 4), (64, 64, 4, 1, 1, 1, "tma", 1, 0, 8),
+    (64, 128, 4, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 8),
+    (64, 256, 3, 1, 1, 1, "tma", 1, 0, 4), (64, 256, 4, 1, 1, 1, "tma", 1, 0, 8), (64, 128, 3, 1, 1, 1, "tma", 1, 0, 4),
+    (128, 128, 4, 1, 2, 1, "tma", 1, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 4),
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1)]  # run at 4096^3 by check --only wgmma
@@ -143,6 +155,7 @@ def wgmma_picked(task, tiles) -> list:
 
 ONLY = "all"  # --only: all, wgmma or mma_sync
 SQUARE = False  # --square: tune the large square shapes only
+DECODE = False  # --decode: tune bf16's decode steps only
 
 
 def kept(configs: list) -> list:
@@ -168,8 +181,8 @@ def tune_configs(task) -> list:
     picks = picked(task, DECODE_PICKS if m <= 16 else [] if decode else SQUARE_PICKS)
     if decode:
         picks += picked(task, SPLIT_DECODE_PICKS[min(size for size in SPLIT_DECODE_PICKS if size >= m)], SPLIT_KNOBS)
-    wgmma = wgmma_picked(task, (WGMMA_DECODE_PICKS + (WGMMA_MORE_DECODE_PICKS if m > 16 else [])) if decode
-                         else WGMMA_SQUARE_PICKS)
+    wgmma = wgmma_picked(task, (WGMMA_DECODE_PICKS + (WGMMA_MORE_DECODE_PICKS if m > 16 else [])
+                                + WGMMA_SPLIT_DECODE_PICKS) if decode else WGMMA_SQUARE_PICKS)
     return kept(distinct([*picks, *wgmma, task.default_config(),
                           *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)]))
 
@@ -184,14 +197,17 @@ def check_tasks() -> list:
 
 
 SQUARE_GOAL = [("4096^3", 4096, 4096, 4096), ("8192^3", 8192, 8192, 8192)]  # issue 18's bf16 and fp16 goal
+DECODE_GOAL = [("16x4096x4096", 16, 4096, 4096), *MORE_BF16_SHAPES[:3]]  # issue 18's decode steps, bf16
 
 
 def tune_tasks() -> list[tuple[str, object]]:
     """Every precision but tf32 first, then the more bf16 shapes, then tf32 (its 4096^3 runs long);
-    --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS)."""
+    --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's decode steps."""
     first = [p for p in precisions() if p != "tf32"]
     if SQUARE:
         return [(f"{p} {tag}", task_of(m, n, k, p)) for tag, m, n, k in SQUARE_GOAL for p in first]
+    if DECODE:
+        return [(f"bfloat16 {tag}", task_of(m, n, k, "bfloat16")) for tag, m, n, k in DECODE_GOAL]
     tasks = [(f"{p} {tag}", task_of(m, n, k, p)) for p in first for tag, m, n, k in TUNE_SHAPES]
     tasks += [(f"bfloat16 {tag}", task_of(m, n, k, "bfloat16")) for tag, m, n, k in MORE_BF16_SHAPES]
     return tasks + [(f"tf32 {tag}", task_of(m, n, k, "tf32")) for tag, m, n, k in TUNE_SHAPES if "tf32" in precisions()]
@@ -384,9 +400,11 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=["all", "wgmma", "mma_sync"], default="all",
                         help="one mainloop's configs (and its precisions) only")
     parser.add_argument("--square", action="store_true", help="tune bf16 and fp16 at 4096^3 and 8192^3 only")
+    parser.add_argument("--decode", action="store_true",
+                        help="tune bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 only")
     options = parser.parse_args(argv)
-    global ONLY, SQUARE
-    ONLY, SQUARE = options.only, options.square
+    global ONLY, SQUARE, DECODE
+    ONLY, SQUARE, DECODE = options.only, options.square, options.decode
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -7,6 +7,8 @@ layouts (that model against the hardware: the GPU tests and
 `benchmarks/tensor_core_gemm.py check --only wgmma`)."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,9 @@ from engine.ops.base import ARCH_SPECIFIC_MARK
 from engine.ops import DeviceLimits
 from engine.space import ConfigSpace
 from engine.workloads import gemm_tc_args
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import tensor_core_gemm  # noqa: E402  (the benchmark's tune lists)
 
 MMA_SYNC_KNOBS = 8  # the knobs before wgmma came: block_m .. raster
 
@@ -84,6 +89,10 @@ def test_tf32_stays_on_mma_sync():
     (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=1, cluster=2), "it takes the tma loader"),
     (dict(block_m=128, block_n=64, stages=3, consumers=1, producer=1, loader="tma", cluster=2), "do not part among"),
     (dict(block_m=128, block_n=128, stages=3, consumers=1, producer=1, persistent=1), "take the tma loader"),
+    (dict(block_m=64, block_n=64, stages=3, consumers=1, producer=1, split_k=2), "it takes loader tma, cluster 1"),
+    (dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma", cluster=2, split_k=2),
+     "it takes loader tma, cluster 1"),
+    (dict(block_m=64, block_n=64, stages=3, consumers=1, producer=1, loader="tma", split_k=2), "few tiles of C"),
 ])
 def test_wgmma_rules_say_why(values, message):
     task = task_of(4096, 4096, 4096, "float16")
@@ -172,6 +181,51 @@ def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
     assert used * source.block[0] <= DeviceLimits().regs_per_block, log
 
 
+DECODE_SHAPES = [(16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (16, 4096, 14336)]
+
+
+def test_every_split_k_pick_of_the_benchmark_compiles_for_sm_90a_without_spills(tmp_path):
+    """The decode picks that are valid on each decode shape, each kernel once (NVRTC, ptxas -v)."""
+    sources = {}
+    for shape in DECODE_SHAPES:
+        task = task_of(*shape, "bfloat16")
+        picks = tensor_core_gemm.wgmma_picked(task, tensor_core_gemm.WGMMA_SPLIT_DECODE_PICKS)
+        assert len(picks) >= 8, shape
+        for config in picks:
+            source = task.template.kernel(task.params, config)
+            sources.setdefault(source.code, (shape, config.values()))
+    for code, what in sources.items():
+        _, log = compile_to_cubin(code, "sm_90", ("-Xptxas=-v",))
+        assert "for 'sm_90a'" in log and " 0 bytes spill stores, 0 bytes spill loads" in log, (what, log)
+        assert "serialized" not in log, (what, log)
+
+
+def test_the_decode_option_tunes_bf16_decode_steps_with_wgmma_split_k_configs(monkeypatch):
+    monkeypatch.setattr(tensor_core_gemm, "ONLY", "wgmma")
+    monkeypatch.setattr(tensor_core_gemm, "DECODE", True)
+    tasks = tensor_core_gemm.tune_tasks()
+    assert [(t.params.m, t.params.n, t.params.k, t.params.precision) for _, t in tasks] == [
+        (*shape, "bfloat16") for shape in DECODE_SHAPES]
+    for _, task in tasks:
+        configs = tensor_core_gemm.tune_configs(task)
+        assert all(c["mainloop"].val == "wgmma" for c in configs)
+        assert sum(c["split_k"].val > 1 for c in configs) >= 8
+
+
+def test_split_k_wgmma_configs_are_drawn_on_a_decode_shape():
+    task = task_of(16, 4096, 4096, "bfloat16")
+    sampled = task.config_space.sample(np.random.default_rng(7), 400)
+    assert any(c["mainloop"].val == "wgmma" and c["split_k"].val > 1 for c in sampled)
+
+
+def test_split_k_wgmma_kernels_form_a_cluster_of_the_splits():
+    task = task_of(16, 4096, 4096, "bfloat16")
+    source = task.template.kernel(task.params, config_of(task, block_m=64, block_n=128, stages=4, consumers=1,
+                                                          producer=1, loader="tma", split_k=4))
+    assert source.grid == (32, 1, 4) and "__cluster_dims__(1, 1, 4)" in source.code
+    assert source.shared_bytes == 4 * (64 + 128) * 128 + 1024 + 64 + 64 * 128 * 4
+
+
 def test_tma_configs_describe_their_tensor_maps_and_copy_nothing_themselves():
     task = task_of(200, 264, 136, "bfloat16")
     source = task.template.kernel(task.params, config_of(task, block_m=128, block_n=256, stages=4, consumers=2,
@@ -238,6 +292,12 @@ CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-ov
                                        persistent=1)),
     (1100, 1104, 136, "bfloat16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma",
                                        cluster=2, persistent=1)),
+    # split_k over a cluster (grid z): uneven splits (7 k-steps over 2 and 4, 5 over 4, 9 over 8),
+    # a K tail, rows past M (decode's M = 16 in a 64-row tile), N tails, 1 and 2 consumers.
+    (16, 200, 392, "bfloat16", dict(block_m=64, block_n=64, stages=3, consumers=1, producer=1, loader="tma", split_k=2)),
+    (16, 136, 392, "float16", dict(block_m=64, block_n=128, stages=4, consumers=1, producer=1, loader="tma", split_k=4)),
+    (70, 264, 264, "bfloat16", dict(block_m=64, block_n=256, stages=2, consumers=1, producer=1, loader="tma", split_k=4)),
+    (130, 128, 520, "float16", dict(block_m=128, block_n=128, stages=3, consumers=2, producer=1, loader="tma", split_k=8)),
 ]
 
 

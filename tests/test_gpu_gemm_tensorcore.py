@@ -52,7 +52,8 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 
 def wgmma_configs(task, tiles):
-    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent")
+    names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
+             "split_k")
     fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
              ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -84,6 +85,26 @@ def test_tma_configs_compute_the_product(measurer, precision, shape):
                               DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, TMA_TILES)
     assert len(configs) >= 3 and all(c["loader"].val == "tma" for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# wgmma split_k (TMA loads): a tile's K over a cluster of 2 to 8 blocks, uneven splits, 1 and 2
+# consumers, rows past M (M = 16 in a 64-row tile); those valid on each shape run.
+WGMMA_SPLIT_TILES = [(64, 64, 3, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4),
+                     (64, 256, 3, 1, 1, 1, "tma", 1, 0, 4), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 8),
+                     (64, 128, 4, 1, 1, 1, "tma", 1, 0, 8)]
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(16, 512, 1000), (130, 264, 520), (16, 4096, 4096), (128, 4096, 14336)])
+def test_wgmma_split_k_configs_sum_their_cluster_into_c(measurer, precision, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, WGMMA_SPLIT_TILES)
+    assert len(configs) >= 3 and all(c["split_k"].val > 1 for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

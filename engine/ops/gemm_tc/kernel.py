@@ -242,7 +242,7 @@ def _sum_warp_groups(t: GemmTcTiling) -> str:
 """
 
 
-def _k_range(t: GemmTcTiling) -> str:
+def k_range(t: GemmTcTiling) -> str:
     """split_k > 1: this block's share of the steps, blockIdx.z its rank (the first
     `k_tiles % split_k` splits one step more than the others); split_k 1 runs all of them."""
     if t.split_k == 1:
@@ -262,13 +262,6 @@ def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
     the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
     then warp group order: the same sum on every run) and writes it to C once: `quad_store`, a
     statement storing the float4 `sum` at C's `row`, `col` (`{n}`: C's row length)."""
-    tile = t.block_m * t.block_n
-    share = tile // t.split_k // 4  # float4s of the tile each split sums
-    rounds = -(-share // t.threads)
-    guard = "" if share % t.threads == 0 else f"if (i < {share}) "
-    edges = [c for c in (None if t.m % t.block_m == 0 else f"row < {t.m}",
-                         None if t.n % t.block_n == 0 else f"col < {t.n}") if c]
-    store_if = f"if ({' && '.join(edges)}) " if edges else ""
     return f"""
     copy16_wait<0>();
     __syncthreads();  // every warp is done with the stages: their memory holds the partial tiles now
@@ -282,11 +275,28 @@ def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
             *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
             *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
         }}
-    cluster_arrive_wait();  // every split's partial tiles are in its shared memory
+{sum_partials(t, quad_store)}"""
+
+
+def sum_partials(t: GemmTcTiling, quad_store: str = FLOAT4_STORE, threads: int | None = None,
+                 thread: str = "tid") -> str:
+    """cluster_sum's second half, once the block's `float* partial` holds its warp groups' partial
+    tiles (`t.warps_k` of block_m x block_n floats, row-major): the cluster barrier, then this
+    split's share summed over the cluster into C, by `threads` threads (all the block's unless
+    said) numbered by `thread`; the wgmma mainloop's consumers run it too."""
+    threads = threads or t.threads
+    tile = t.block_m * t.block_n
+    share = tile // t.split_k // 4  # float4s of the tile each split sums
+    rounds = -(-share // threads)
+    guard = "" if share % threads == 0 else f"if (i < {share}) "
+    edges = [c for c in (None if t.m % t.block_m == 0 else f"row < {t.m}",
+                         None if t.n % t.block_n == 0 else f"col < {t.n}") if c]
+    store_if = f"if ({' && '.join(edges)}) " if edges else ""
+    return f"""    cluster_arrive_wait();  // every split's partial tiles are in its shared memory
     const unsigned partial_address = shared_address(partial);
 #pragma unroll
     for (int r = 0; r < {rounds}; ++r) {{
-        const int i = r * {t.threads} + tid;
+        const int i = r * {threads} + {thread};
         {guard}{{
             const int e = (blockIdx.z * {share} + i) * 4;  // this split's share of the tile
             float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -353,7 +363,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1,
     const int wm = wmn / {t.warps_n}, wn = wmn % {t.warps_n};
 {tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-{_k_range(t)}    float acc[{t.frags_m}][{t.frags_n}][4];
+{k_range(t)}    float acc[{t.frags_m}][{t.frags_n}][4];
 #pragma unroll
     for (int mi = 0; mi < {t.frags_m}; ++mi)
 #pragma unroll

@@ -26,7 +26,7 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   `cvt.rna`). `warps_k` > 1 ("sliced K") cuts each step's K among that many warp groups, whose
   accumulators meet in shared memory at the end, summed in group order: a skinny shape (an
   LLM decode step, M = 16) gets more warps per output tile, so more loads in flight.
-* `split_k` > 1 (mma_sync; sm_90 clusters) cuts a tile's K steps over that many blocks of one
+* `split_k` > 1 (sm_90 clusters; on wgmma with the tma loader) cuts a tile's K steps over that many blocks of one
   thread block cluster (grid z, the rank): each leaves its warp groups' partial tiles in its
   shared memory, and after the cluster barrier each sums its share of the tile over the
   cluster's blocks (split, then warp group order) straight into C: C is written once, no
@@ -168,7 +168,7 @@ class GemmTcTiling:
     mainloop: str = "mma_sync"
     consumers: int = 1  # wgmma: consumer warpgroups
     producer: int = 0  # wgmma: 1 adds a warpgroup that only loads (warp specialisation)
-    split_k: int = 1  # mma_sync: a tile's K over this many blocks of one cluster
+    split_k: int = 1  # a tile's K over this many blocks of one cluster (wgmma: with the tma loader)
     loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
     cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
     persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
@@ -188,6 +188,12 @@ class GemmTcTiling:
     @property
     def wgmma(self) -> bool:
         return self.mainloop == "wgmma"
+
+    @property
+    def wgmma_partial_offset(self) -> int:
+        """wgmma: bytes of shared memory before split_k's partial tile (the aligned ring and its
+        barriers): the consumers write it while the other consumer's last products may still read the ring."""
+        return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
 
     @property
     def consumer_rows(self) -> int:
@@ -321,7 +327,7 @@ class GemmTcTiling:
     @property
     def shared_bytes(self) -> int:
         if self.wgmma:  # the ring, slack to align it to a swizzle atom, a full and an empty barrier per stage
-            return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
+            return self.wgmma_partial_offset + self.partial_bytes
         return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes, self.partial_bytes)
 
     @property
@@ -395,6 +401,10 @@ class GemmTcTiling:
         if self.block_k % self.warps_k or self.slice_k % self.mma_k:
             return (f"block_k {self.block_k} over warps_k {self.warps_k} is not a whole number of "
                     f"{self.mma_k}-deep mma steps")
+        return self._why_not_split()
+
+    def _why_not_split(self) -> str | None:
+        """split_k's rules, either mainloop's."""
         if self.split_k > 1 and self.tiles_m * self.tiles_n >= SPLIT_K_MAX_TILES:
             return (f"split_k is for shapes of few tiles of C: {self.tiles_m * self.tiles_n} tiles "
                     f"({SPLIT_K_MAX_TILES} or more) fill the GPU without it")
@@ -409,8 +419,6 @@ class GemmTcTiling:
         if self.precision == "tf32":
             return ("wgmma takes TF32 operands K-major only and this B is row-major (N-major): "
                     "tf32 runs on the mma_sync mainloop")
-        if self.split_k != 1:
-            return "split_k is the mma_sync mainloop's knob: wgmma configs leave it at 1"
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         if self.block_k != WGMMA_BLOCK_K:
@@ -430,7 +438,10 @@ class GemmTcTiling:
         if self.b_panels % self.cluster:
             return (f"B's {self.b_panels} 64-column panel(s) do not part among a cluster of {self.cluster} "
                     "(each block multicasts its share)")
-        return None
+        if self.split_k > 1 and (not self.tma or self.cluster > 1 or self.persistent):
+            return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
+                    "it takes loader tma, cluster 1 and persistent 0")
+        return self._why_not_split()
 
 
 def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:

@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 from ..base import TensorMap
-from .kernel import tile_of_block
+from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
 
 A_TENSOR_MAP, B_TENSOR_MAP = "a_tensor_map", "b_tensor_map"
@@ -87,13 +87,20 @@ def _tile_origin(t: GemmTcTiling) -> str:
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};"""
 
 
+def _steps(t: GemmTcTiling) -> tuple[str, str]:
+    """The block's step count and the K step of its step `kt`: all of them, or (split_k > 1)
+    its split's share (k_range); split_k 1 keeps the count a literal, as before split_k came."""
+    return (str(t.k_tiles), "kt") if t.split_k == 1 else ("k_count", "(k_first + kt)")
+
+
 def _producer(t: GemmTcTiling) -> str:
     """One thread fills step `step`'s buffer once the step `stages` before it was released."""
     s, stage_bytes, panel_bytes = t.stages, t.wgmma_stage_bytes, t.block_k * SWIZZLE_BYTES
+    count, k_step = _steps(t)
     share = t.b_panels // t.cluster
     first = f"rank * {share} + " if t.cluster > 1 else ""
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
-    b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, kt * {t.block_k}, bar"
+    b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, {k_step} * {t.block_k}, bar"
     load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
               else f"tma_load_2d({b_address}, {b_box})")
     return f"""
@@ -103,12 +110,12 @@ def _producer(t: GemmTcTiling) -> str:
             {_tiles(t)} {{
 {_tile_origin(t)}
 #pragma unroll 1
-                for (int kt = 0; kt < {t.k_tiles}; ++kt, ++step) {{
+                for (int kt = 0; kt < {count}; ++kt, ++step) {{
                     const int s = step % {s};
                     const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
                     if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
                     barrier_arrive_expect_tx(bar, {stage_bytes});
-                    tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {t.block_k}, row0, bar);
+                    tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b};
                 }}
@@ -129,13 +136,17 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     """The kernel's body after its shared memory and thread indexes: barriers, the producer and
     the consumers, each consumer storing its rows of every tile with `store`."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
+    count, _ = _steps(t)
     start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
     leave = "\n    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers" \
         if t.cluster > 1 else ""
+    # split_k > 1: the producers meet the consumers at the split-K sum's two cluster barriers
+    producer_leave = ("\n    cluster_sync();  // the splits' partial tiles are in place\n    cluster_sync();  // and summed"
+                      if t.split_k > 1 else leave)
     last_release = (f"\n        {_release(t, 'step - 1')}  // the tile's last stage: its group retired"
                     if pending else "")
     return f"""
-    if (tid == 0) {{
+{k_range(t)}    if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + 8 * s, 1);
@@ -145,7 +156,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
     {start}
     if (warpgroup == 0) {{
-{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}{_producer(t)}{leave.replace(chr(10), chr(10) + "    ")}
+{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}{_producer(t)}{producer_leave.replace(chr(10), chr(10) + "    ")}
         return;
     }}
 {f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}
@@ -160,7 +171,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
 #pragma unroll
         for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
 #pragma unroll 1
-    for (int kt = 0; kt < {t.k_tiles}; ++kt, ++step) {{
+    for (int kt = 0; kt < {count}; ++kt, ++step) {{
         const int s = step % {s};
         barrier_wait(full + 8 * s, (step / {s}) & 1);
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned

@@ -42,7 +42,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma
-from .kernel import ENTRY, tile_of_block, tiled_source
+from .kernel import CLUSTER_HELPERS, ENTRY, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -303,10 +303,29 @@ def _store(t: GemmTcTiling) -> str:
         }}"""
 
 
+def _split_sum(t: GemmTcTiling) -> str:
+    """split_k > 1 (tma): each consumer leaves its rows of the partial tile past the ring and its
+    barriers (the other consumer may still be reading the ring), then the split-K sum of the
+    mma_sync kernel (engine.ops.gemm_tc.kernel) by the consumers' threads."""
+    return f"""
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
+    float* partial = reinterpret_cast<float*>(smem + {t.wgmma_partial_offset});
+#pragma unroll
+    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+#pragma unroll
+        for (int j = 0; j < {t.block_n // 8}; ++j) {{
+            const int row = consumer * {t.consumer_rows} + mt * {WGMMA_M} + warp * 16 + g;
+            const int col = j * 8 + 2 * q;
+            *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+        }}
+{sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})")}"""
+
+
 def generate(t: GemmTcTiling) -> KernelSource:
     ring_bytes = t.stages * t.wgmma_stage_bytes
     if t.tma:  # the TMA schedule walks its tiles itself
-        body = tma.mainloop(t, _store(t))
+        body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t))
     else:
         body = f"""{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
@@ -318,12 +337,15 @@ def generate(t: GemmTcTiling) -> KernelSource:
 {_mainloop_specialised(t) if t.producer else _mainloop_shared(t)}
 {_store(t)}"""
     schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
+    schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
+    cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
+               else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{_HELPERS}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""}
+{_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
+extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
