@@ -18,6 +18,10 @@
 * `persistent` 1: PERSISTENT_BLOCKS blocks walk the tiles (a cluster's blocks the same ones),
   the stage ring and its barrier phases running on from tile to tile, so the producer loads a
   tile's first stages while the consumers still store the last one. Otherwise one tile a block.
+* `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
+  cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
+  k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
+  the producer warpgroup meeting them at its two cluster barriers before it leaves.
 """
 from __future__ import annotations
 

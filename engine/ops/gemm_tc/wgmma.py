@@ -20,7 +20,8 @@ tensor cores fast enough. The schedule:
   the writing thread after its copies completed, before the barrier that hands the stage over.
 * `loader` tma (producer 1 only): the tensor memory accelerator copies each stage, issued by
   one producer thread; with it, 2-block clusters that multicast B and persistent blocks
-  (engine.ops.gemm_tc.tma says how).
+  (engine.ops.gemm_tc.tma says how), and split_k: a tile's K over a cluster of 2 to 8 blocks whose
+  partial tiles the mma_sync kernel's cluster sum adds into C (decode shapes' few tiles of C).
 * `producer` 0: every consumer thread loads, a `__syncthreads` per step hands stages over
   (the mma_sync kernel's ring). `producer` 1 (warp specialisation): warpgroup 0 only loads,
   `stages - 1` steps ahead, and the stages are handed over by mbarriers: `full[s]` (the 128
