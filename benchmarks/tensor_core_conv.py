@@ -31,9 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row  # noqa: E402
-from engine.logfile import format_record  # noqa: E402
-from engine.measure import to_record  # noqa: E402
+from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row, tune_listed  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
@@ -108,28 +106,7 @@ def run_check(options) -> int:
 
 
 def run_tune(options) -> int:
-    from engine.gpu.measurer import GpuMeasurer
-
-    started, bests = time.time(), {}
-    with GpuMeasurer(build_timeout=30) as measurer, open(options.log, "a") as log:
-        for name, task in layer_tasks(["float16", "bfloat16"]):
-            if time.time() - started > options.budget_s:
-                print(f"budget spent: {name} not tuned")
-                break
-            configs = tune_configs(task)
-            results = measurer.measure(task, configs)
-            for config, result in zip(configs, results):
-                log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
-            rows = [result_row(task, c, r) for c, r in zip(configs, results)]
-            good = sorted((r for r in rows if r["ok"]), key=lambda r: r["us"])
-            bests[name] = {"args": task.args, "trials": len(rows), "failures": [r for r in rows if not r["ok"]],
-                           "top": good[:3]}
-            best = good[0] if good else None
-            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
-                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
-            merge_json(options.json, "tune", bests)
-    print(f"tune: {time.time() - started:.0f} s")
-    return 0
+    return tune_listed(options, layer_tasks(["float16", "bfloat16"]), tune_configs)
 
 
 def run_confirm(options) -> int:

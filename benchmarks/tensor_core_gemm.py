@@ -286,15 +286,21 @@ def run_check(options) -> int:
 
 
 def run_tune(options) -> int:
+    return tune_listed(options, tune_tasks(), tune_configs)
+
+
+def tune_listed(options, named_tasks, configs_of) -> int:
+    """Each (name, task)'s listed configs (`configs_of(task)`) timed by the GPU measurer, every record
+    logged; each workload's three fastest merged into the JSON as it is done."""
     from engine.gpu.measurer import GpuMeasurer
 
     started, bests = time.time(), {}
     with GpuMeasurer(build_timeout=30) as measurer, open(options.log, "a") as log:
-        for name, task in tune_tasks():
+        for name, task in named_tasks:
             if time.time() - started > options.budget_s:
                 print(f"budget spent: {name} not tuned")
                 break
-            configs = tune_configs(task)
+            configs = configs_of(task)
             results = measurer.measure(task, configs)
             for config, result in zip(configs, results):
                 log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
