@@ -212,9 +212,14 @@ class WorkerQuerySet(models.QuerySet):
     def online(self) -> "WorkerQuerySet":
         return self.filter(last_heartbeat__gte=stale_before())
 
+    def last_heartbeat_of(self, queue) -> "WorkerQuerySet":
+        """The last heartbeat of any worker of `queue` (a name or an OuterRef), as a one-value query."""
+        return self.filter(queue=queue).order_by().values("queue").annotate(seen=Max("last_heartbeat")).values("seen")
+
     def last_seen(self, queue: str):
         """The last heartbeat of any worker of `queue`, or None if none ever beat."""
-        return self.filter(queue=queue).aggregate(seen=Max("last_heartbeat"))["seen"]
+        row = self.last_heartbeat_of(queue).first()
+        return row["seen"] if row else None
 
 
 class Worker(models.Model):
@@ -283,8 +288,7 @@ class JobRunQuerySet(models.QuerySet):
     def with_worker_seen(self) -> "JobRunQuerySet":
         """Runs with the last heartbeat of any worker of their GPU model, in this one query:
         `waiting_for_worker` then reads no more (a job page asks it of every run, each request)."""
-        seen = Worker.objects.filter(queue=OuterRef("device__model")).order_by().values("queue")
-        return self.annotate(worker_last_seen=Subquery(seen.annotate(seen=Max("last_heartbeat")).values("seen")))
+        return self.annotate(worker_last_seen=Subquery(Worker.objects.last_heartbeat_of(OuterRef("device__model"))))
 
     def waiting_for_workers(self) -> list[tuple["JobRun", str]]:
         """Active runs waiting for a worker of their GPU model, with what they wait for."""
