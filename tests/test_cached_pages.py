@@ -109,7 +109,8 @@ def test_the_progress_of_a_run_shows_a_record_stored_after_it_was_cached(finishe
 def test_the_progress_of_a_run_shows_a_record_edited_in_place_by_staff(finished_run, alice_client,
                                                                        django_capture_on_commit_callbacks):
     url = reverse("jobs:progress", args=[finished_run.job_id])
-    assert alice_client.get(url).json()["runs"][0]["trials"][0]["error_msg"] == ""
+    # The newest trial of a random search may be one the recording says failed ("too many registers").
+    assert alice_client.get(url).json()["runs"][0]["trials"][0]["error_msg"] != "noted by staff"
     last = finished_run.records().last()
 
     with django_capture_on_commit_callbacks(execute=True):
