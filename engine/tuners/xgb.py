@@ -14,7 +14,11 @@ one-knob moves from the best configs measured (`local_share` of the batch, a qua
 local search, which a model that underrates a narrow optimum's surroundings misses), the
 best config of each of `basins` basins (configs `basin_distance` knobs apart) in turn;
 each slot is, with probability `epsilon`, a uniform random config instead, so the model
-keeps seeing parts of the space it underrates. Earlier records of other workloads or
+keeps seeing parts of the space it underrates. A share of each batch after the first
+(`extreme_share`, an eighth) goes to the model's favourite extreme configs (every ordered knob
+at its smallest or largest value, `extremes`), a region fast on many kernel spaces that a model
+fitted elsewhere rates low, and the best extreme config measured is one more incumbent of the
+local moves. Earlier records of other workloads or
 GPUs (`transfer_from`) give it a base model, and then a plan before the first trial.
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 from ..logfile import Record
 from .base import Tuner, score_of
 from .cost_model import XGBoostCostModel
+from .extremes import ExtremeConfigs
 from .features import FeatureTable
 from .sa import SimulatedAnnealingOptimizer
 
@@ -55,13 +60,15 @@ class XGBTuner(Tuner):
         local_share: float = 0.25,
         basins: int = 4,
         basin_distance: int = 2,
+        extreme_share: float = 0.125,
     ):
         super().__init__(task, seed)
         if (plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1
-                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1 or basins < 1 or basin_distance < 1):
+                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1 or basins < 1 or basin_distance < 1 or not 0 <= extreme_share <= 1):
             raise ValueError(
                 "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1, "
-                "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1, basins >= 1, basin_distance >= 1"
+                "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1, basins >= 1, basin_distance >= 1, "
+                "0 <= extreme_share <= 1"
             )
         self.plan_size = plan_size
         self.refit_every = refit_every
@@ -72,6 +79,8 @@ class XGBTuner(Tuner):
         self.local_share = local_share
         self.basins = basins
         self.basin_distance = basin_distance
+        self.extreme_share = extreme_share
+        self.extremes = ExtremeConfigs(self.space)
         self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
         self.features = FeatureTable(task)
         self.model = XGBoostCostModel(
@@ -101,9 +110,31 @@ class XGBTuner(Tuner):
         # A batch mixes the model's plan with the model's best one-knob moves from the best
         # configs measured (local search, what basin hopping exploits), best of each first;
         # each slot is a uniform random config with probability epsilon, so exploration
-        # happens in every batch.
+        # happens in every batch. After the first batch a share goes to extreme configs.
+        extreme = self._extreme_picks(self._share_of(self.extreme_share, n)) if self._measured else []
+        return self._model_picks(n - len(extreme), {c.index for c in extreme}) + extreme
+
+    def _share_of(self, share: float, n: int) -> int:
+        """`share` of `n` slots, the fraction rounded up or down at random: an eighth of a
+        batch of 4 is one slot every other batch, not none or one in every batch."""
+        whole, part = divmod(share * n, 1.0)
+        return int(whole) + int(self.rng.random() < part)
+
+    def _extreme_picks(self, n: int) -> list:
+        """The model's `n` favourite unvisited extreme configs (random ones before any model); on
+        a space too large to enumerate, among the extreme versions of the plan's configs."""
+        pool = self.extremes.unvisited(self.rng, self.visited, near=self._plan or self._measured) if n else []
+        if not pool:
+            return []
+        if self.model.booster is not None or self.model.base is not None:
+            order = np.argsort(-self.model.predict(self.features.of(pool)), kind="stable")
+        else:
+            order = self.rng.permutation(len(pool))
+        return [pool[int(k)] for k in order[:n]]
+
+    def _model_picks(self, n, taken: set[int]):
         local = iter(self._local_moves(round(self.local_share * n)) if self._measured else ())
-        proposed, taken = [], set()
+        proposed, taken = [], set(taken)
         for slot in range(n):
             pick = None
             if self.rng.random() < self.epsilon:
@@ -158,7 +189,8 @@ class XGBTuner(Tuner):
     def _incumbents(self) -> list[tuple[int, ...]]:
         """The digits of the best measured configs, `basins` of them, each at least
         `basin_distance` knobs from every better one taken: a cluster of near-duplicates of
-        one optimum counts once, and the second-best basin gets its own local moves."""
+        one optimum counts once, and the second-best basin gets its own local moves. Then the
+        best extreme config measured, which a better basin elsewhere would leave unexplored."""
         order = np.argsort(-np.asarray(self._scores), kind="stable")
         chosen: list[tuple[int, ...]] = []
         for i in order:
@@ -167,6 +199,10 @@ class XGBTuner(Tuner):
                 chosen.append(digits)
                 if len(chosen) == self.basins:
                     break
+        extreme = next((self._measured[i] for i in order if self._scores[i] > 0
+                        and self.extremes.is_extreme(self._measured[i])), None)
+        if extreme is not None and extreme.digits not in chosen:
+            chosen.append(extreme.digits)
         return chosen
 
     def _one_knob_moves(self, digits: tuple[int, ...]) -> list[tuple[int, ...]]:

@@ -1,0 +1,64 @@
+"""Extreme configs: every ordered knob at its smallest or its largest value.
+
+An ordered knob is a list of numbers with more than two values (threads, a tile size, a block
+height); a split knob's factorisations and yes/no knobs are left free. Kernel spaces often keep
+their fastest configs there (the largest tile a thread can hold with the smallest block height),
+where a model fitted on the rest of the space rates them low: on the Kernel Tuner hub's
+convolution spaces of the A4000, MI250X and W6600 the configs within 95 % of the best stand at
+an extreme on 70-81 % of these knobs, against 37 % of all configs; Kernel Tuner's bounded
+optimizers get there by clamping to the bounds. The XGBoost tuner gives them a share of its slots.
+"""
+from __future__ import annotations
+
+from numbers import Real
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ..space import ENUMERATE_LIMIT, OtherKnob
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..space import ConfigEntity, ConfigSpace
+
+class ExtremeConfigs:
+    """The extreme configs of one space: all of them on a space of at most ENUMERATE_LIMIT
+    configs, on a larger one those near given configs."""
+
+    def __init__(self, space: "ConfigSpace"):
+        self.space = space
+        # (position, the options it may take): an ordered knob's smallest and largest used values.
+        self.ends: list[tuple[int, tuple[int, ...]]] = []
+        for position, knob in enumerate(space.knobs):
+            used = space.used_options(position)
+            if isinstance(knob, OtherKnob) and len(used) > 2 and all(_is_number(knob.options[o]) for o in used):
+                ordered = sorted(used, key=lambda o: knob.options[o])
+                self.ends.append((position, (ordered[0], ordered[-1])))
+        self._all: list[ConfigEntity] | None = None
+
+    def is_extreme(self, config: "ConfigEntity") -> bool:
+        digits = config.digits
+        return bool(self.ends) and all(digits[p] in ends for p, ends in self.ends)
+
+    def unvisited(self, rng: np.random.Generator, visited, near: Sequence["ConfigEntity"]) -> list["ConfigEntity"]:
+        """Valid extreme configs not in `visited`: every one on an enumerable space; on a larger
+        one, those that `near`'s configs become with their ordered knobs moved to random ends
+        (random draws of a full space cost a validity check each, mostly failed)."""
+        if not self.ends:
+            return []
+        if len(self.space) <= ENUMERATE_LIMIT:
+            if self._all is None:
+                self._all = [c for c in self.space.sample(rng, len(self.space)) if self.is_extreme(c)]
+            return [c for c in self._all if c.index not in visited]
+        found: dict[int, ConfigEntity] = {}
+        for start in near:
+            digits = list(start.digits)
+            for position, ends in self.ends:
+                digits[position] = ends[int(rng.integers(2))]
+            config = self.space.get(self.space.index_from_digits(digits))
+            if config.index not in visited and config.index not in found and self.space.is_valid(config):
+                found[config.index] = config
+        return list(found.values())
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
