@@ -48,7 +48,7 @@ class XGBTuner(Tuner):
         sa_iterations: int = 500,
         sa_chains: int = 128,
         num_boost_round: int = 80,
-        nthread: int | None = None,
+        nthread: int | None = 1,
         transfer_from: Iterable[Record] = (),
         first_batch: int = 4,
         batch_growth: float = 0.25,
@@ -74,6 +74,10 @@ class XGBTuner(Tuner):
         self.basin_distance = basin_distance
         self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
         self.features = FeatureTable(task)
+        # One XGBoost thread by default: the model fits tens to thousands of rows and the
+        # annealer predicts 128 at a time, work smaller than OpenMP's start and spin-wait; on a
+        # busy host (compile workers, other jobs) more threads made planning 20-50x slower
+        # (issue 17), and the model and its scores are the same for any thread count.
         self.model = XGBoostCostModel(
             seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round, nthread=nthread
         )
