@@ -23,6 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..columns import ConfigColumns, valid_mask
 from ..logfile import Record
 from .base import Tuner, score_of
 from .cost_model import XGBoostCostModel
@@ -134,11 +135,14 @@ class XGBTuner(Tuner):
         seen: set[int] = set()
         for digits in self._incumbents():
             moves = []
-            for new in self._one_knob_moves(digits):
-                candidate = self.space.get(self.space.index_from_digits(new))
-                if candidate.index not in self.visited and candidate.index not in seen and self.space.is_valid(candidate):
-                    seen.add(candidate.index)
-                    moves.append(candidate)
+            steps = self._one_knob_moves(digits)
+            columns = ConfigColumns(self.space, np.array(steps, dtype=np.int64).reshape(len(steps), len(digits)))
+            valid = valid_mask(self.space, columns) if steps else []  # in bulk: 64 moves an incumbent
+            for row in np.flatnonzero(valid).tolist():
+                index = int(columns.indexes[row])
+                if index not in self.visited and index not in seen:
+                    seen.add(index)
+                    moves.append(columns.config(row))
             per_incumbent.append(moves)
         every = [c for moves in per_incumbent for c in moves]
         if not every:
