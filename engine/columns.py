@@ -207,7 +207,7 @@ def valid_mask(space: "ConfigSpace", columns: ConfigColumns) -> np.ndarray:
         rows = np.flatnonzero(ok)
         if not len(rows):
             break
-        broken = mask(columns.take(rows))
+        broken = mask(columns if len(rows) == len(columns) else columns.take(rows))
         if broken is None:  # the rule's template has no batch path after all
             ok[rows] = [space.is_valid(columns.config(int(row))) for row in rows]
             return ok
