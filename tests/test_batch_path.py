@@ -9,6 +9,7 @@ templates without a batch path go through the per-config fallback and must agree
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 import engine
 from engine.columns import ConfigColumns, random_neighbours, valid_mask
 from engine.ops import Template
+from engine.space import ConfigSpace, OtherKnob, SplitKnob
 from engine.tuners.features import FeatureTable
 from engine.tuners.sa import SimulatedAnnealingOptimizer, _TopK
 from engine.workloads import PRESETS
@@ -158,3 +160,16 @@ def test_the_top_k_walked_best_first_keeps_what_walking_in_order_kept():
         got = [top.offer(ConfigColumns.of_indexes(space, i), s) for i, s in offers]
         assert [c.index for c in top.ranked()] == expected, trial
         assert got == changes, trial
+
+
+def test_columns_of_text_and_tuple_valued_knobs_hold_the_values_themselves():
+    space = ConfigSpace([SplitKnob("s", 12, 3), OtherKnob("pipeline", ["ring", "tree"]),
+                         OtherKnob("shape", [(1, 2), (3, 4), (5, 6)]), OtherKnob("flag", [False, True])])
+    columns = ConfigColumns.of_indexes(space, range(space.total))
+    configs = list(columns)
+    assert columns["shape"].val.tolist() == [c["shape"].val for c in configs]
+    assert columns["pipeline"].val.tolist() == [c["pipeline"].val for c in configs]
+    # What knob_features makes of them: a text value's position, a bool as a number, log2 of parts.
+    assert columns["pipeline"].number.tolist() == [float(c.digits[1]) for c in configs]
+    assert columns["flag"].number.tolist() == [float(c["flag"].val) for c in configs]
+    assert columns["s"].log2[1].tolist() == [math.log2(c["s"].size[1]) for c in configs]
