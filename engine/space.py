@@ -321,6 +321,7 @@ class ConfigSpace:
             if bad:
                 raise SpaceError(f"indexes {bad[:5]} are outside the space (0..{self.total - 1})")
             self._allowed, self._allowed_set = tuple(kept), frozenset(kept)
+        self._kept_array: np.ndarray | None = None
         self._valid_cache: list[int] | None = None
         self._used_options: list[list[int]] | None = None
         self._kept_digits: tuple[np.ndarray, np.ndarray] | None = None
@@ -369,6 +370,15 @@ class ConfigSpace:
         if self._allowed_set is not None:
             return index in self._allowed_set
         return 0 <= index < self.total
+
+    def kept_indexes(self) -> np.ndarray | None:
+        """A restricted view's indexes as an ascending int64 array (None in a full space), for
+        checking many configs at once (engine.columns)."""
+        if self._allowed is None:
+            return None
+        if self._kept_array is None:
+            self._kept_array = np.array(self._allowed, dtype=np.int64 if self.total < 2**62 else object)
+        return self._kept_array
 
     def iter_indexes(self) -> Iterator[int]:
         """Every index of this view, ascending (valid or not)."""

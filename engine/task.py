@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from . import jsontext
 from .logfile import canonical_args
+from .columns import ConfigColumns
 from .space import ConfigEntity, ConfigSpace
 from .ops import BadArgs, DeviceLimits, Template, get_template
 
@@ -56,12 +56,27 @@ def args_from_json(text: str) -> list:
     return args
 
 
+class TemplateRule:
+    """The space's rule a template's `why_invalid` makes on a device's limits: called on one
+    config it gives the reason (or None), and `invalid_mask` asks the template's batch path
+    about many configs at once (engine.columns.valid_mask), None where it has none."""
+
+    def __init__(self, template: Template, params: Any, limits: DeviceLimits):
+        self.template, self.params, self.limits = template, params, limits
+
+    def __call__(self, config: ConfigEntity) -> str | None:
+        return self.template.why_invalid(self.params, config, limits=self.limits)
+
+    def invalid_mask(self, columns: ConfigColumns):
+        return self.template.invalid_of_columns(self.params, columns, self.limits)
+
+
 def create_task(name: str, args: list, limits: DeviceLimits | None = None) -> Task:
     """The task for a log's task name and args; UnknownTemplate or BadArgs when there is none."""
     template = get_template(name)
     params = template.parse_args(args)
     limits = limits or DeviceLimits()
     space = template.define_space(params)
-    space = space.with_rules([partial(template.why_invalid, params, limits=limits)])
+    space = space.with_rules([TemplateRule(template, params, limits)])
     return Task(name=name, args=args, params=params, template=template, config_space=space,
                 flops=template.flops(params), limits=limits)

@@ -13,11 +13,12 @@ import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
 from ..baselines import DEFAULT_CONFIG_BASELINE
+from ..columns import ConfigColumns, SplitColumn
 from ..space import ConfigEntity, ConfigSpace, SplitValue
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -184,33 +185,63 @@ class LaunchShape:
         return math.prod(self.block)
 
 
-def why_launch_fails(launch: LaunchShape, limits: DeviceLimits) -> str | None:
-    """Launch limits every CUDA template shares: threads, block and grid sizes, shared memory, registers."""
-    if launch.threads > limits.max_threads_per_block:
-        return f"{launch.threads} threads per block exceed the limit of {limits.max_threads_per_block}"
+def _launch_checks(launch: LaunchShape, limits: DeviceLimits) -> Iterator[tuple[Any, Callable[[], str]]]:
+    """(broken, reason) for every launch limit in the order they are reported: `broken` is a
+    bool for one launch and a bool array for a batch of them (`LaunchShape` of arrays), so
+    `why_launch_fails` and `launch_fails` read the same rules."""
+    threads = launch.threads
+    yield threads > limits.max_threads_per_block, \
+        lambda: f"{threads} threads per block exceed the limit of {limits.max_threads_per_block}"
     for axis, size, most in zip("xyz", launch.block, limits.max_block_dims):
-        if size > most:
-            return f"block dimension {axis} of {size} threads exceeds the limit of {most}"
+        yield size > most, lambda axis=axis, size=size, most=most: \
+            f"block dimension {axis} of {size} threads exceeds the limit of {most}"
     for axis, size, most in zip("xyz", launch.grid, limits.max_grid_dims):
-        if size > most:
-            return f"grid dimension {axis} of {size} blocks exceeds the limit of {most}"
-    if launch.shared_bytes > limits.max_shared_memory_per_block:
+        yield size > most, lambda axis=axis, size=size, most=most: \
+            f"grid dimension {axis} of {size} blocks exceeds the limit of {most}"
+
+    def shared() -> str:
         detail = f" ({launch.shared_detail})" if launch.shared_detail else ""
         return (f"shared memory of {launch.shared_bytes} bytes per block exceeds the limit of "
                 f"{limits.max_shared_memory_per_block}{detail}")
-    if launch.registers > limits.max_registers_per_thread:
-        return (f"about {launch.registers} registers per thread exceed the limit of "
-                f"{limits.max_registers_per_thread}")
-    if launch.registers * launch.threads > limits.regs_per_block:
-        return (f"about {launch.registers} registers x {launch.threads} threads exceed the "
-                f"{limits.regs_per_block} registers of a block")
+
+    yield launch.shared_bytes > limits.max_shared_memory_per_block, shared
+    yield launch.registers > limits.max_registers_per_thread, \
+        lambda: f"about {launch.registers} registers per thread exceed the limit of {limits.max_registers_per_thread}"
+    yield launch.registers * threads > limits.regs_per_block, \
+        lambda: (f"about {launch.registers} registers x {threads} threads exceed the "
+                 f"{limits.regs_per_block} registers of a block")
+
+
+def why_launch_fails(launch: LaunchShape, limits: DeviceLimits) -> str | None:
+    """Launch limits every CUDA template shares: threads, block and grid sizes, shared memory, registers."""
+    for broken, reason in _launch_checks(launch, limits):
+        if broken:
+            return reason()
     return None
 
 
-def knob_features(config: ConfigEntity) -> dict[str, float]:
+def launch_fails(launch: LaunchShape, limits: DeviceLimits) -> np.ndarray:
+    """`why_launch_fails(...) is not None` for a batch of launches (a `LaunchShape` of arrays)."""
+    failed = np.zeros(np.shape(launch.threads), dtype=bool)
+    for broken, _ in _launch_checks(launch, limits):
+        failed |= broken
+    return failed
+
+
+def knob_features(config: "ConfigEntity | ConfigColumns") -> dict[str, Any]:
     """Every knob as numbers, in knob order: log2 of each split part, plain numbers as they
-    are, a text value (a pipeline, a tactic) as its option's position."""
-    out: dict[str, float] = {}
+    are, a text value (a pipeline, a tactic) as its option's position. For `ConfigColumns`,
+    the same numbers as arrays, read from tables built with the same rule."""
+    out: dict[str, Any] = {}
+    if isinstance(config, ConfigColumns):
+        for knob in config.space.knobs:
+            value = config[knob.name]
+            if isinstance(value, SplitColumn):
+                for part, log2 in enumerate(value.log2):
+                    out[f"{knob.name}.{part}"] = log2
+            else:
+                out[knob.name] = value.number
+        return out
     for knob, digit in zip(config.space.knobs, config.digits):
         value = config[knob.name]
         if isinstance(value, SplitValue):
@@ -265,6 +296,19 @@ class Template(ABC):
     @abstractmethod
     def features(self, params: Any, config: ConfigEntity) -> dict[str, float]:
         """Numbers describing a config for the cost model; same keys, same order, for every config."""
+
+    # -- the batch path (engine.columns): many configs at once, for the tuners' search --------
+    def features_of_columns(self, params: Any, columns: ConfigColumns) -> dict[str, Any] | None:
+        """`features` of many configs at once: the same names, each an array over the configs
+        (or one number where it is the same for all); None where the template has no batch
+        path, and callers ask `features` config by config. A template whose `features` code is
+        plain arithmetic on knob values returns `self.features(params, columns)`: one definition."""
+        return None
+
+    def invalid_of_columns(self, params: Any, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray | None:
+        """Where `why_invalid` would give a reason, for many configs at once (a bool array);
+        None where the template has no batch path."""
+        return None
 
     @abstractmethod
     def default_config(self, params: Any, space: ConfigSpace) -> ConfigEntity:

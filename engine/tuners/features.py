@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
+from ..columns import ConfigColumns
 from ..logfile import Record
 from ..measure import result_of
+from ..ops.base import Template
 from .base import config_from_entity, score_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +36,14 @@ class FeatureTable:
         values = task.template.features(task.params, config)
         return np.array([values.get(name, np.nan) for name in self.names], dtype=np.float32)
 
-    def of(self, configs: Sequence["ConfigEntity"]) -> np.ndarray:
+    def of(self, configs: "Sequence[ConfigEntity] | ConfigColumns") -> np.ndarray:
+        """Feature rows of these configs: through the template's batch path where it has one
+        (numpy over all of them at once), else one config at a time, each remembered."""
+        if len(configs) and type(self.task.template).features_of_columns is not Template.features_of_columns:
+            columns = configs if isinstance(configs, ConfigColumns) else ConfigColumns.of_configs(self.task.config_space, configs)
+            values = self.task.template.features_of_columns(self.task.params, columns)
+            if values is not None:
+                return self._rows(values, len(columns))
         rows = []
         for config in configs:
             row = self._cache.get(config.index)
@@ -42,6 +51,16 @@ class FeatureTable:
                 row = self._cache[config.index] = self.vector(self.task, config)
             rows.append(row)
         return np.vstack(rows) if rows else np.empty((0, len(self.names)), dtype=np.float32)
+
+    def _rows(self, values: dict, count: int) -> np.ndarray:
+        """Columns by name laid out as rows; a number the same for every config fills its column,
+        a name the template lacks is missing (NaN), as `vector` lays out one config."""
+        out = np.empty((count, len(self.names)), dtype=np.float32)
+        for j, name in enumerate(self.names):
+            column = values.get(name, np.nan)
+            # float64 first, then float32: the per-config row rounds Python floats the same way.
+            out[:, j] = np.asarray(column, dtype=np.float64)
+        return out
 
     def of_records(self, records: Iterable[Record]) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """Features, scores and group sizes of records of any workloads and GPUs.

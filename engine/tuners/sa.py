@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Callable, Container, Sequence
 
 import numpy as np
 
-from ..space import ENUMERATE_LIMIT, SamplingError
+from ..columns import ConfigColumns, random_neighbours
+from ..space import ENUMERATE_LIMIT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..space import ConfigEntity
 
-ScoreFn = Callable[[Sequence["ConfigEntity"]], np.ndarray]
+ScoreFn = Callable[[ConfigColumns], np.ndarray]
 
 
 class SimulatedAnnealingOptimizer:
@@ -47,12 +48,18 @@ class SimulatedAnnealingOptimizer:
         self._points: list[ConfigEntity] | None = None
 
     def find_maximums(self, score: ScoreFn, num: int, exclude: Container[int]) -> list["ConfigEntity"]:
-        """Up to `num` distinct configs not in `exclude`, best predicted first."""
+        """Up to `num` distinct configs not in `exclude`, best predicted first.
+
+        `score` gets a `ConfigColumns` (a sequence of configs that also offers its knobs as
+        numpy columns): every step hands it all chains' neighbours at once."""
         if len(self.space) <= self.exhaustive_limit:
             return self._score_all(score, num, exclude)
-        points = self._points or self.space.sample(self.rng, min(self.parallel_size, len(self.space)))
-        if not points:
-            return []
+        points = self._points
+        if points is None:
+            sampled = self.space.sample(self.rng, min(self.parallel_size, len(self.space)))
+            if not sampled:
+                return []
+            points = ConfigColumns.of_configs(self.space, sampled)
         scores = np.asarray(score(points), dtype=np.float64)
         best = _TopK(num, exclude)
         best.offer(points, scores)
@@ -63,32 +70,35 @@ class SimulatedAnnealingOptimizer:
         for step in range(1, self.n_iter + 1):
             if step - last_change > self.early_stop:
                 break
-            candidates = [self._neighbour(p) for p in points]
+            # Every chain's neighbour in one go: drawn together, checked for validity in bulk,
+            # only the chains whose draw was invalid drawing again (engine.columns).
+            candidates = random_neighbours(self.space, points, self.rng)
             new_scores = np.asarray(score(candidates), dtype=np.float64)
             if best.offer(candidates, new_scores):
                 last_change = step
             with np.errstate(over="ignore", divide="ignore"):
                 accept_prob = np.exp((new_scores - scores) / max(temp, 1e-9))
             accept = self.rng.random(len(points)) < accept_prob
-            points = [c if a else p for p, c, a in zip(points, candidates, accept)]
+            points = ConfigColumns(self.space, np.where(accept[:, None], candidates.digits, points.digits),
+                                   np.where(accept, candidates.indexes, points.indexes))
             scores = np.where(accept, new_scores, scores)
             temp -= cool
         self._points = points
         return best.ranked()
 
-    def _neighbour(self, config: "ConfigEntity") -> "ConfigEntity":
-        try:
-            return self.space.neighbour(config, self.rng)
-        except SamplingError:  # a config with no valid neighbour: the chain stays put
-            return config
-
     def _score_all(self, score: ScoreFn, num: int, exclude: Container[int]) -> list["ConfigEntity"]:
         configs = self.space.sample(self.rng, len(self.space), exclude=exclude)
         if not configs:
             return []
+        columns = ConfigColumns.of_indexes(self.space, [c.index for c in configs])
         best = _TopK(num, ())
-        best.offer(configs, np.asarray(score(configs), dtype=np.float64))
+        best.offer(columns, np.asarray(score(columns), dtype=np.float64))
         return best.ranked()
+
+
+# Offers a top-k walks between two looks at its threshold (a step offers 128; scoring a view
+# whole offers up to 20,000 at once).
+_CHUNK = 256
 
 
 class _TopK:
@@ -100,21 +110,31 @@ class _TopK:
         self.heap: list[tuple[float, int]] = []
         self.configs: dict[int, ConfigEntity] = {}
 
-    def offer(self, configs: Sequence["ConfigEntity"], scores: np.ndarray) -> bool:
+    def offer(self, configs: ConfigColumns, scores: np.ndarray) -> bool:
+        """Take what beats the k-th best so far, in the order offered; True when the kept set
+        changed. A full heap's k-th best only rises, so a score not above it at the start of a
+        chunk of offers can never get in: numpy drops those, and Python walks the rest."""
         changed = False
-        for config, value in zip(configs, scores):
-            index = config.index
-            if index in self.configs or index in self.exclude:
-                continue
+        indexes = configs.indexes
+        for start in range(0, len(scores), _CHUNK):
+            stop = min(len(scores), start + _CHUNK)
             if len(self.heap) < self.k:
-                heapq.heappush(self.heap, (float(value), index))
-            elif value > self.heap[0][0]:
-                _, dropped = heapq.heapreplace(self.heap, (float(value), index))
-                del self.configs[dropped]
+                rows = range(start, stop)
             else:
-                continue
-            self.configs[index] = config
-            changed = True
+                rows = (start + np.flatnonzero(scores[start:stop] > self.heap[0][0])).tolist()
+            for row in rows:
+                value, index = scores[row], int(indexes[row])
+                if index in self.configs or index in self.exclude:
+                    continue
+                if len(self.heap) < self.k:
+                    heapq.heappush(self.heap, (float(value), index))
+                elif value > self.heap[0][0]:
+                    _, dropped = heapq.heapreplace(self.heap, (float(value), index))
+                    del self.configs[dropped]
+                else:
+                    continue
+                self.configs[index] = configs.config(row)
+                changed = True
         return changed
 
     def ranked(self) -> list["ConfigEntity"]:

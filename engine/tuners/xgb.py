@@ -27,6 +27,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..columns import ConfigColumns, valid_mask
 from ..logfile import Record
 from .base import Tuner, score_of
 from .cost_model import XGBoostCostModel
@@ -53,7 +54,7 @@ class XGBTuner(Tuner):
         sa_iterations: int = 500,
         sa_chains: int = 128,
         num_boost_round: int = 80,
-        nthread: int | None = None,
+        nthread: int | None = 1,
         transfer_from: Iterable[Record] = (),
         first_batch: int = 4,
         batch_growth: float = 0.25,
@@ -83,6 +84,10 @@ class XGBTuner(Tuner):
         self.extremes = ExtremeConfigs(self.space)
         self._options = [self.space.used_options(p) for p in range(len(self.space.knobs))]
         self.features = FeatureTable(task)
+        # One XGBoost thread by default: the model fits tens to thousands of rows and the
+        # annealer predicts 128 at a time, work smaller than OpenMP's start and spin-wait; on a
+        # busy host (compile workers, other jobs) more threads made planning 20-50x slower
+        # (issue 17), and the model and its scores are the same for any thread count.
         self.model = XGBoostCostModel(
             seed=int(self.rng.integers(2**31)), num_boost_round=num_boost_round, nthread=nthread
         )
@@ -161,11 +166,14 @@ class XGBTuner(Tuner):
         seen: set[int] = set()
         for digits in self._incumbents():
             moves = []
-            for new in self._one_knob_moves(digits):
-                candidate = self.space.get(self.space.index_from_digits(new))
-                if candidate.index not in self.visited and candidate.index not in seen and self.space.is_valid(candidate):
-                    seen.add(candidate.index)
-                    moves.append(candidate)
+            steps = self._one_knob_moves(digits)
+            columns = ConfigColumns(self.space, np.array(steps, dtype=np.int64).reshape(len(steps), len(digits)))
+            valid = valid_mask(self.space, columns) if steps else []  # in bulk: 64 moves an incumbent
+            for row in np.flatnonzero(valid).tolist():
+                index = int(columns.indexes[row])
+                if index not in self.visited and index not in seen:
+                    seen.add(index)
+                    moves.append(columns.config(row))
             per_incumbent.append(moves)
         every = [c for moves in per_incumbent for c in moves]
         if not every:

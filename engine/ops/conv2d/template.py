@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...columns import ConfigColumns
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, launch_fails, why_launch_fails
 from . import kernel
 from .tiling import ConvParams, conv2d_tiling, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
 
@@ -53,6 +54,14 @@ class _DirectConv2d(Template):
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, conv2d_tiling(params, config), DeviceLimits())
+
+    # The batch path is the per-config code on columns: `conv2d_tiling` and `spatial_features` are
+    # arithmetic on knob values, which numpy does for many configs at once.
+    def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
+        return self.features(params, columns)
+
+    def invalid_of_columns(self, params: ConvParams, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
+        return launch_fails(conv2d_tiling(params, columns).launch(detail=False), limits)
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About DEFAULT_THREADS threads (x, then y, then f), 4 outputs of f per thread,

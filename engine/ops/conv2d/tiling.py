@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from ...columns import ConfigColumns, as_int
 from ...space import ConfigEntity
 from ..args import as_padding, as_pair, conv2d_output_size, tensor_shape
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, BadArgs,
@@ -109,7 +111,10 @@ def three_way(split: tuple[int, ...]) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class ConvTiling:
-    """The launch and staging a direct-conv config implies (see the module docstring)."""
+    """The launch and staging a direct-conv config implies (see the module docstring).
+
+    The tiles rules and features read several times are computed once (`cached_property`):
+    over a batch of configs each is a few numpy operations, repeated dozens of times a step."""
 
     f: tuple[int, int, int, int]  # blocks, vthreads, threads, inner
     y: tuple[int, int, int, int]
@@ -138,12 +143,12 @@ class ConvTiling:
     def vthreads(self) -> int:
         return self.f[1] * self.y[1] * self.x[1]
 
-    @property
+    @cached_property
     def block_tile(self) -> tuple[int, int, int]:
         """Output extents (f, y, x) one block computes."""
         return (self.f[1] * self.f[2] * self.f[3], self.y[1] * self.y[2] * self.y[3], self.x[1] * self.x[2] * self.x[3])
 
-    @property
+    @cached_property
     def thread_tile(self) -> tuple[int, int, int]:
         """Output extents (f, y, x) one thread computes (vthreads folded in)."""
         return (self.f[1] * self.f[3], self.y[1] * self.y[3], self.x[1] * self.x[3])
@@ -152,7 +157,7 @@ class ConvTiling:
     def accumulators(self) -> int:
         return math.prod(self.thread_tile)
 
-    @property
+    @cached_property
     def reduction_step(self) -> tuple[int, int, int]:
         """Reduction extents (rc, ry, rx) staged per outer step."""
         return (math.prod(self.rc[1:]), math.prod(self.ry[1:]), math.prod(self.rx[1:]))
@@ -161,7 +166,7 @@ class ConvTiling:
     def outer_steps(self) -> int:
         return self.rc[0] * self.ry[0] * self.rx[0]
 
-    @property
+    @cached_property
     def input_tile(self) -> tuple[int, int, int]:
         src, sry, srx = self.reduction_step
         bf, by, bx = self.block_tile
@@ -171,7 +176,7 @@ class ConvTiling:
     def weight_tile(self) -> tuple[int, int, int, int]:
         return (self.block_tile[0], *self.reduction_step)
 
-    @property
+    @cached_property
     def stage_floats(self) -> int:
         """Floats of one shared-memory stage: the input tile and the weight tile."""
         return math.prod(self.input_tile) + math.prod(self.weight_tile)
@@ -186,19 +191,21 @@ class ConvTiling:
         tf, ty, tx = self.thread_tile
         return self.accumulators + tf + ty * tx + REGISTER_OVERHEAD
 
-    def launch(self) -> LaunchShape:
-        detail = ("input tile {} + weight tile {} floats".format(
-            "x".join(map(str, self.input_tile)), "x".join(map(str, self.weight_tile))))
-        return LaunchShape(self.block, self.grid, self.shared_bytes, self.registers, detail)
+    def launch(self, detail: bool = True) -> LaunchShape:
+        """The launch; `detail` off where no reason is written (features, a batch of configs)."""
+        text = ("input tile {} + weight tile {} floats".format(
+            "x".join(map(str, self.input_tile)), "x".join(map(str, self.weight_tile)))) if detail else ""
+        return LaunchShape(self.block, self.grid, self.shared_bytes, self.registers, text)
 
 
-def conv2d_tiling(params: ConvParams, config: ConfigEntity) -> ConvTiling:
+def conv2d_tiling(params: ConvParams, config: "ConfigEntity | ConfigColumns") -> ConvTiling:
+    """The tiling of one config, or of many at once (`ConfigColumns`: every field an array)."""
     return ConvTiling(
         f=config["tile_f"].size, y=config["tile_y"].size, x=config["tile_x"].size,
         rc=config["tile_rc"].size, ry=config["tile_ry"].size, rx=config["tile_rx"].size,
         batch=params.n, stride=params.stride,
-        auto_unroll_max_step=int(config["auto_unroll_max_step"].val),
-        unroll_explicit=int(config["unroll_explicit"].val),
+        auto_unroll_max_step=as_int(config["auto_unroll_max_step"].val),
+        unroll_explicit=as_int(config["unroll_explicit"].val),
     )
 
 
@@ -206,10 +213,11 @@ def largest_divisor_at_most(n: int, bound: int) -> int:
     return max(d for d in range(1, max(1, min(n, bound)) + 1) if n % d == 0)
 
 
-def spatial_features(params: ConvParams, config: ConfigEntity, tiling: ConvTiling,
+def spatial_features(params: ConvParams, config: "ConfigEntity | ConfigColumns", tiling: ConvTiling,
                      limits: DeviceLimits) -> dict[str, float]:
-    """Features both direct-conv templates and depthwise share: knobs, then launch shape, then intensity."""
-    launch = tiling.launch()
+    """Features both direct-conv templates and depthwise share: knobs, then launch shape, then
+    intensity. Plain arithmetic, so it runs on one config or on `ConfigColumns` alike."""
+    launch = tiling.launch(detail=False)
     warps = -(-tiling.threads // limits.warp_size)
     blocks = math.prod(launch.grid)
     staged_floats = tiling.shared_bytes / FLOAT_BYTES

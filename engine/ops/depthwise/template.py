@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...columns import ConfigColumns
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, launch_fails, why_launch_fails
 from ..conv2d.tiling import ConvParams, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
 from . import kernel
 from .tiling import depthwise_tiling
@@ -43,6 +44,14 @@ class DepthwiseConv2dNCHW(Template):
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, depthwise_tiling(params, config), DeviceLimits())
+
+    # The batch path is the per-config code on columns: `depthwise_tiling` and `spatial_features` are
+    # arithmetic on knob values, which numpy does for many configs at once.
+    def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
+        return self.features(params, columns)
+
+    def invalid_of_columns(self, params: ConvParams, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
+        return launch_fails(depthwise_tiling(params, columns).launch(detail=False), limits)
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About 128 threads (x up to 16, then y, then f), one output per thread."""

@@ -18,14 +18,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ...columns import ConfigColumns, as_int
 from ...space import ConfigEntity
 from ..conv2d.tiling import ConvParams, ConvTiling
 
 
-def input_channels_per_block(block_f: int, multiplier: int, blocks: int) -> int:
-    """Most distinct input channels that `block_f` consecutive output channels read, over all blocks."""
-    return max((b * block_f + block_f - 1) // multiplier - (b * block_f) // multiplier + 1
-               for b in range(min(blocks, multiplier)))
+def input_channels_per_block(block_f, multiplier: int, blocks):
+    """Most distinct input channels that `block_f` consecutive output channels read, over all
+    blocks (ints, or arrays over many configs: the blocks past a config's own count skipped)."""
+    def read(b):
+        return (b * block_f + block_f - 1) // multiplier - (b * block_f) // multiplier + 1
+
+    if not isinstance(block_f, np.ndarray):
+        return max(read(b) for b in range(min(blocks, multiplier)))
+    most = read(0)
+    for b in range(1, min(int(np.max(blocks)), multiplier)):
+        most = np.where(b < blocks, np.maximum(most, read(b)), most)
+    return most
 
 
 @dataclass(frozen=True)
@@ -38,12 +49,12 @@ class DepthwiseTiling(ConvTiling):
         return (input_channels_per_block(self.block_tile[0], self.multiplier, self.f[0]), rows, cols)
 
 
-def depthwise_tiling(params: ConvParams, config: ConfigEntity) -> DepthwiseTiling:
+def depthwise_tiling(params: ConvParams, config: "ConfigEntity | ConfigColumns") -> DepthwiseTiling:
     return DepthwiseTiling(
         f=config["tile_f"].size, y=config["tile_y"].size, x=config["tile_x"].size,
         rc=(1, 1), ry=(1, params.kh), rx=(1, params.kw),
         batch=params.n, stride=params.stride,
-        auto_unroll_max_step=int(config["auto_unroll_max_step"].val),
-        unroll_explicit=int(config["unroll_explicit"].val),
+        auto_unroll_max_step=as_int(config["auto_unroll_max_step"].val),
+        unroll_explicit=as_int(config["unroll_explicit"].val),
         multiplier=params.multiplier,
     )
