@@ -18,8 +18,8 @@ keeps seeing parts of the space it underrates. A share of each batch after the f
 (`extreme_share`, an eighth) goes to the model's favourite extreme configs (every ordered knob
 at its smallest or largest value, `extremes`), a region fast on many kernel spaces that a model
 fitted elsewhere rates low, and the best extreme config measured is one more incumbent of the
-local moves. Earlier records of other workloads or
-GPUs (`transfer_from`) give it a base model, and then a plan before the first trial.
+local moves. Earlier records of other workloads or GPUs (`transfer_from`) give it a base
+model, and then a plan before the first trial.
 """
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ class XGBTuner(Tuner):
     ):
         super().__init__(task, seed)
         if (plan_size < 1 or refit_every < 1 or diversity_filter_ratio < 1 or not 0 <= epsilon < 1
-                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1 or basins < 1 or basin_distance < 1 or not 0 <= extreme_share <= 1):
+                or first_batch < 1 or batch_growth < 0 or not 0 <= local_share <= 1 or basins < 1 or basin_distance < 1
+                or not 0 <= extreme_share <= 1):
             raise ValueError(
                 "XGB tuner needs plan_size >= 1, refit_every >= 1, diversity_filter_ratio >= 1, 0 <= epsilon < 1, "
                 "first_batch >= 1, batch_growth >= 0, 0 <= local_share <= 1, basins >= 1, basin_distance >= 1, "
