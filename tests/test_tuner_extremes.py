@@ -1,74 +1,111 @@
 """Extreme configs (every ordered knob at an end) and the share of the XGBoost tuner's batches
-they get: on the C12 recording (a restricted space, enumerated) and the full C12 space (sampled)."""
+they get: on the H200 broadcast recording (160 configs, enumerated), the full G1 GEMM space
+(sampled near given configs) and C12 (no ordered knob: the tuner without them)."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from engine.synthetic import synthetic_result
+import engine
+from engine.replay import ReplayMeasurer
 from engine.tuners import get_tuner
 from engine.tuners.extremes import ExtremeConfigs
+from engine.workloads import get_preset
 
-from synthetic_fixtures import c12_task, replayed_c12
+from synthetic_fixtures import c12_task
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import tuner_spaces  # noqa: E402
 
 
-def ordered_ends(space):
-    """By hand: (position, smallest, largest option) of each knob of numbers with more than two used values."""
+def broadcast():
+    """(the broadcast task restricted to its recording, a replay measurer of it)."""
+    space = tuner_spaces.broadcast_space()
+    return space.task, ReplayMeasurer(space.records)
+
+
+def by_hand(space):
+    """(position, smallest, largest option) of each knob of at least four numbers."""
     ends = []
     for position, knob in enumerate(space.knobs):
         used = space.used_options(position)
-        values = [knob.value(o).val for o in used] if knob.kind == "ot" else []
-        if knob.kind == "ot" and len(used) > 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        if knob.kind != "ot" or len(used) < 4:
+            continue
+        values = [knob.value(o).val for o in used]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             ends.append((position, used[int(np.argmin(values))], used[int(np.argmax(values))]))
     return ends
 
 
-def test_only_knobs_of_more_than_two_numbers_have_ends():
-    space = c12_task().config_space
-    extremes = ExtremeConfigs(space)
-    assert [(p, *e) for p, e in extremes.ends] == ordered_ends(space)
-    names = [space.knobs[p].name for p, _ in extremes.ends]
-    assert names == ["auto_unroll_max_step"]  # the tile splits and unroll_explicit (0/1) are free
+def test_only_knobs_of_four_or_more_numbers_have_ends():
+    task, _ = broadcast()
+    extremes = ExtremeConfigs(task.config_space)
+    assert [(p, *e) for p, e in extremes.ends] == by_hand(task.config_space)
+    assert [task.config_space.knobs[p].name for p, _ in extremes.ends] == ["threads", "elems_per_thread", "vector"]
+    # the direct convolution's splits are no order, and auto_unroll_max_step's three values are mostly ends
+    assert ExtremeConfigs(c12_task().config_space).ends == []
 
 
-def test_a_restricted_space_gives_every_unvisited_extreme_config():
-    task, _ = replayed_c12()
+def test_an_enumerable_space_gives_every_unvisited_extreme_config():
+    task, _ = broadcast()
     space = task.config_space
-    ((position, ends),) = ExtremeConfigs(space).ends
-    every = {i for i in space.iter_indexes() if space.get(i).digits[position] in ends and space.is_valid(space.get(i))}
-    visited = set(list(every)[:10])
-    found = ExtremeConfigs(space).unvisited(np.random.default_rng(0), visited, near=[])
+    extremes = ExtremeConfigs(space)
+    every = {i for i in space.iter_indexes()
+             if space.is_valid(space.get(i)) and all(space.get(i).digits[p] in e for p, e in extremes.ends)}
+    assert 0 < len(every) < len(space)
+    visited = set(sorted(every)[:3])
+    found = extremes.unvisited(np.random.default_rng(0), visited, near=[])
     assert {c.index for c in found} == every - visited
 
 
 def test_a_full_space_gives_the_extreme_versions_of_the_configs_it_is_asked_about():
-    space = c12_task().config_space
+    preset = get_preset("G1")
+    space = engine.create_task(preset.task_name, preset.args).config_space
     extremes = ExtremeConfigs(space)
-    (position, ends), = extremes.ends
+    ordered = {p for p, _ in extremes.ends}
+    assert len(ordered) >= 4
     rng = np.random.default_rng(1)
-    near = space.sample(rng, 60)
-    visited = {near[0].index}
-    found = extremes.unvisited(rng, visited, near)
-    assert 20 <= len(found) <= 60 and len({c.index for c in found}) == len(found)
-    assert all(space.is_valid(c) and extremes.is_extreme(c) and c.index not in visited for c in found)
-    # each one is a config of `near` with the ordered knob moved to an end, the rest unchanged
-    others = {tuple(d for p, d in enumerate(c.digits) if p != position) for c in near}
-    assert all(tuple(d for p, d in enumerate(c.digits) if p != position) in others for c in found)
+    near = space.sample(rng, 400)
+    found = extremes.unvisited(rng, {near[0].index}, near)
+    assert found and len({c.index for c in found}) == len(found)
+    assert all(space.is_valid(c) and extremes.is_extreme(c) and c.index != near[0].index for c in found)
+    # each one is a config of `near` with its ordered knobs moved to ends, the rest unchanged
+    rest = {tuple(d for p, d in enumerate(c.digits) if p not in ordered) for c in near}
+    assert all(tuple(d for p, d in enumerate(c.digits) if p not in ordered) in rest for c in found)
 
 
 def test_after_the_first_batch_an_eighth_of_each_batch_is_the_models_favourite_extreme_configs():
-    task, measurer = replayed_c12()
+    task, measurer = broadcast()
     tuner = get_tuner("xgb", task, seed=4)
-    first = tuner.next_batch(tuner.batch_size(16))
+    first = tuner.next_batch(4)
     tuner.update(first, measurer.measure(task, first))
     picks = tuner._extreme_picks(tuner._share_of(tuner.extreme_share, 16))
     assert len(picks) == 2 and all(tuner.extremes.is_extreme(c) for c in picks)
     rest = [c for c in tuner.extremes.unvisited(tuner.rng, tuner.visited, near=[]) if c not in picks]
     predicted = lambda configs: tuner.model.predict(tuner.features.of(configs))  # noqa: E731
     assert predicted(picks).min() >= predicted(rest).max()
+    batch = tuner.next_batch(16)
+    assert sum(tuner.extremes.is_extreme(c) for c in batch) >= 2
 
-    none = get_tuner("xgb", task, seed=4, extreme_share=0.0)
-    none.update(first, measurer.measure(task, first))
-    assert none._extreme_picks(none._share_of(none.extreme_share, 16)) == []
+
+def test_no_share_or_no_ordered_knob_is_the_tuner_without_extreme_configs_seed_for_seed():
+    task, measurer = broadcast()
+    plain = get_tuner("xgb", task, seed=3, extreme_share=0.0)
+    bare = get_tuner("xgb", task, seed=3)
+    bare.extremes.ends = []  # as on a space without an ordered knob
+    with_them = get_tuner("xgb", task, seed=3)
+    runs = []
+    for tuner in (plain, bare, with_them):
+        proposed = []
+        for _ in range(5):
+            batch = tuner.next_batch(tuner.batch_size(16))
+            tuner.update(batch, measurer.measure(task, batch))
+            proposed += [c.index for c in batch]
+        runs.append(proposed)
+    assert runs[0] == runs[1] and runs[2] != runs[0]
+    assert len(plain._incumbents()) <= plain.basins and len(with_them._incumbents()) <= with_them.basins + 1
 
 
 def test_a_share_of_a_slot_is_a_slot_that_often():
@@ -78,12 +115,16 @@ def test_a_share_of_a_slot_is_a_slot_that_often():
 
 
 def test_the_best_extreme_config_measured_is_an_incumbent_of_the_local_moves():
-    task = c12_task()
-    tuner = get_tuner("xgb", task, seed=1, basins=1)  # the best config measured is not an extreme one
-    batch = tuner.next_batch(16)
-    tuner.update(batch, [synthetic_result(task, config) for config in batch])
-    best = max(zip(tuner._measured, tuner._scores), key=lambda pair: pair[1])[0]
-    ran = [(c, s) for c, s in zip(tuner._measured, tuner._scores) if s > 0 and tuner.extremes.is_extreme(c)]
+    task, measurer = broadcast()
+    for seed in range(20):
+        tuner = get_tuner("xgb", task, seed=seed, basins=1)
+        batch = tuner.next_batch(16)
+        tuner.update(batch, measurer.measure(task, batch))
+        best = max(zip(tuner._measured, tuner._scores), key=lambda pair: pair[1])[0]
+        ran = [(c, s) for c, s in zip(tuner._measured, tuner._scores) if s > 0 and tuner.extremes.is_extreme(c)]
+        if ran and not tuner.extremes.is_extreme(best):
+            break
+    else:
+        raise AssertionError("no seed measured an extreme config below a better other one")
     best_extreme = max(ran, key=lambda pair: pair[1])[0]
-    assert not tuner.extremes.is_extreme(best)
     assert tuner._incumbents() == [best.digits, best_extreme.digits]

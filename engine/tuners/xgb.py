@@ -117,7 +117,10 @@ class XGBTuner(Tuner):
         # configs measured (local search, what basin hopping exploits), best of each first;
         # each slot is a uniform random config with probability epsilon, so exploration
         # happens in every batch. After the first batch a share goes to extreme configs.
-        extreme = self._extreme_picks(self._share_of(self.extreme_share, n)) if self._measured else []
+        # No draw where there are no extreme picks to make: extreme_share=0, or a space without
+        # an ordered knob, is the tuner without them, seed for seed.
+        wants_extremes = self._measured and self.extreme_share > 0 and self.extremes.ends
+        extreme = self._extreme_picks(self._share_of(self.extreme_share, n)) if wants_extremes else []
         return self._model_picks(n - len(extreme), {c.index for c in extreme}) + extreme
 
     def _share_of(self, share: float, n: int) -> int:
@@ -199,7 +202,8 @@ class XGBTuner(Tuner):
         """The digits of the best measured configs, `basins` of them, each at least
         `basin_distance` knobs from every better one taken: a cluster of near-duplicates of
         one optimum counts once, and the second-best basin gets its own local moves. Then the
-        best extreme config measured, which a better basin elsewhere would leave unexplored."""
+        best extreme config measured, which a better basin elsewhere would leave unexplored
+        (however near it is to the basins taken)."""
         order = np.argsort(-np.asarray(self._scores), kind="stable")
         chosen: list[tuple[int, ...]] = []
         for i in order:
@@ -209,7 +213,7 @@ class XGBTuner(Tuner):
                 if len(chosen) == self.basins:
                     break
         extreme = next((self._measured[i] for i in order if self._scores[i] > 0
-                        and self.extremes.is_extreme(self._measured[i])), None)
+                        and self.extremes.is_extreme(self._measured[i])), None) if self.extreme_share > 0 else None
         if extreme is not None and extreme.digits not in chosen:
             chosen.append(extreme.digits)
         return chosen
