@@ -10,9 +10,10 @@ After each refit simulated annealing over the space finds the
 `plan_size * diversity_filter_ratio` configs the model likes best, of which a diverse
 `plan_size` are kept (greedy: predicted rank plus one point per knob value not yet in the
 plan). A batch takes, in turn, the plan's next config and one of the model's favourite
-one-knob moves from the best configs measured (`local_share` of the batch, a quarter:
-local search, which a model that underrates a narrow optimum's surroundings misses), the
-best config of each of `basins` basins (configs `basin_distance` knobs apart) in turn;
+one-knob moves from the best configs measured (`local_share`, a quarter of the slots the
+extreme configs below leave: local search, which a model that underrates a narrow optimum's
+surroundings misses), the best config of each of `basins` basins (configs `basin_distance`
+knobs apart) in turn;
 each slot is, with probability `epsilon`, a uniform random config instead, so the model
 keeps seeing parts of the space it underrates. A share of each batch after the first
 (`extreme_share`, an eighth) goes to the model's favourite extreme configs (every ordered knob
