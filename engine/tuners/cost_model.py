@@ -74,6 +74,11 @@ class XGBoostCostModel:
         return self.booster.inplace_predict(x, predict_type="margin", missing=np.nan, base_margin=base,
                                             validate_features=False)
 
+    @property
+    def can_predict(self) -> bool:
+        """Fitted, or started from a base model (transfer): `predict` has something to say."""
+        return self.booster is not None or self.base is not None
+
     def use_base(self, base: "XGBoostCostModel") -> None:
         """Start from a model fitted on earlier records (transfer learning)."""
         self.base = base

@@ -136,7 +136,7 @@ class XGBTuner(Tuner):
         pool = self.extremes.unvisited(self.rng, self.visited, near=self._plan or self._measured) if n else []
         if not pool:
             return []
-        if self.model.booster is not None or self.model.base is not None:
+        if self.model.can_predict:
             order = np.argsort(-self.model.predict(self.features.of(pool)), kind="stable")
         else:
             order = self.rng.permutation(len(pool))
@@ -183,7 +183,7 @@ class XGBTuner(Tuner):
         every = [c for moves in per_incumbent for c in moves]
         if not every:
             return []
-        if self.model.booster is not None or self.model.base is not None:
+        if self.model.can_predict:
             scores = self.model.predict(self.features.of(every))
         else:
             scores = self.rng.random(len(every))
