@@ -118,15 +118,37 @@ def test_a_10_mb_line_is_read_in_bounded_memory(tmp_path):
     assert peak < 3 * MAX_LINE_BYTES, f"{peak / 1e6:.1f} MB at the peak"
 
 
+def large_args_log(size: int) -> tuple[bytes, list]:
+    big_args = [*C12.args, {"note": "n" * size}]
+    lines = [line_with(task="some_task.cuda", args=big_args), *good_lines(2)]
+    return b"\n".join(lines) + b"\n", big_args
+
+
 @pytest.mark.parametrize("size", [10_000, 300_000])
 def test_a_line_with_large_args_imports(size, tmp_path):
     """Workloads are told apart by a digest of their args, so args of any length store."""
-    big_args = [*C12.args, {"note": "n" * size}]
-    lines = [line_with(task="some_task.cuda", args=big_args), *good_lines(2)]
+    content, big_args = large_args_log(size)
     path = tmp_path / "large.log"
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    path.write_bytes(content)
 
     call_command("import_records", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+
+    batch = ImportBatch.objects.get()
+    assert (batch.imported, batch.malformed) == (3, 0)
+    assert Workload.objects.get(task_name="some_task.cuda").args == big_args
+
+
+@pytest.mark.parametrize("through", ["upload page", "api"])
+def test_a_line_with_large_args_imports_through_the_upload_page_and_the_api(through, alice_client):
+    content, big_args = large_args_log(300_000)
+    upload = {"file": SimpleUploadedFile("large.log", content)}
+
+    if through == "api":
+        response = alice_client.post("/api/imports/", upload)
+        assert response.status_code == 201, response.content
+        assert (response.json()["imported"], response.json()["malformed"]) == (3, 0)
+    else:
+        assert alice_client.post(reverse("records:upload"), upload).status_code == 302
 
     batch = ImportBatch.objects.get()
     assert (batch.imported, batch.malformed) == (3, 0)

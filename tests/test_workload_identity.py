@@ -1,6 +1,7 @@
 """Workloads are told apart by a digest of their canonical args and keep the args whole, so
 args of any length store on PostgreSQL as on SQLite: a custom kernel with a 150 KB source
-and the migration that brought the digest in over existing rows."""
+(stored directly, through the staff form and through the API) and the migration that
+brought the digest in over existing rows."""
 import hashlib
 import random
 
@@ -11,8 +12,10 @@ from django.urls import reverse
 
 from engine.logfile import canonical_args
 from jobs.custom_kernels import add_custom_kernel, stored_kernel_for
+from jobs.models import CustomKernel
+from jobs.tokens import issue_token
 from records.models import Workload
-from test_custom_kernel_pages import SOURCE, full_spec, staff  # noqa: F401
+from test_custom_kernel_pages import SOURCE, form_data, full_spec, staff  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +41,22 @@ def test_a_custom_kernel_with_a_150_kb_source_is_stored_found_and_shown(staff, c
     assert kernel.workload.args == [spec]
     client.force_login(staff)
     assert client.get(reverse("jobs:custom_kernel", args=[kernel.pk])).status_code == 200
+
+
+@pytest.mark.parametrize("through", ["form", "api"])
+def test_staff_add_a_150_kb_kernel_through_the_form_and_the_api(staff, client, through):
+    source = large_source(150_000)
+    if through == "form":
+        client.force_login(staff)
+        response = client.post(reverse("jobs:custom_kernel_add"), form_data(name="big", source=source))
+        assert response.status_code == 302, response.content[-2000:]
+    else:
+        response = client.post("/api/custom-kernels/", {"name": "big", "spec": full_spec(source=source)},
+                               content_type="application/json", HTTP_AUTHORIZATION=f"Token {issue_token(staff)}")
+        assert response.status_code == 201, response.content[-2000:]
+
+    kernel = CustomKernel.objects.get()
+    assert kernel.workload.args[0]["source"] == source
 
 
 def test_workloads_that_differ_only_in_long_args_are_two(db):
