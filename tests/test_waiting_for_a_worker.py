@@ -67,3 +67,28 @@ def test_others_see_that_a_job_waits_but_not_which(running_job, client, settings
     page = client.get(reverse("jobs:workers")).content.decode()
 
     assert "a job is waiting for a worker" in page and job.get_absolute_url() not in page
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_real_worker_was_killed_says_it_waits_for_one(start_worker, alice_client, settings):
+    """The same through a real replay worker killed mid-job (SIGKILL, no goodbye), after the
+    page, the API and the workers page were read (and cached) while it ran."""
+    from jobs_fixtures import wait_for
+
+    settings.TUNERWEB_WORKER_STALE_SECONDS, settings.TUNERWEB_WORKER_WAIT_SECONDS = 4, 2  # the worker beats every 1 s
+    worker = start_worker(pace=0.1)
+    body = {"template": "conv2d_nchw.cuda", "preset": "C12", "tuner": "random", "n_trial": 200, "gpus": [REPLAY_QUEUE]}
+    job = Job.objects.get(pk=alice_client.post("/api/jobs/", body, content_type="application/json").json()["id"])
+    wait_for(lambda: job.runs.get().trials_done >= 8, what="two batches")
+    for url in (f"/api/jobs/{job.pk}/", job.get_absolute_url(), reverse("jobs:workers")):
+        assert "waiting for a worker" not in alice_client.get(url).content.decode()
+
+    worker.kill()
+    waiting = wait_for(lambda: alice_client.get(f"/api/jobs/{job.pk}/").json()["runs"][0]["waiting_for_worker"],
+                       timeout=30, what="the API to say the run waits")
+
+    assert waiting.startswith(f"waiting for a worker of model {REPLAY_QUEUE}; none online since ")
+    assert job.runs.get().state == State.RUNNING  # nothing else has changed: no worker is left to finish it
+    assert waiting in alice_client.get(job.get_absolute_url()).content.decode()
+    assert waiting in alice_client.get(reverse("jobs:workers")).content.decode()
