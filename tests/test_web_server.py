@@ -15,7 +15,7 @@ from django.db import connection
 
 from jobs_fixtures import database_url
 from live_server import LiveServer
-from tunerweb.up import ROOT, free_port, web_server_argv
+from tunerweb.up import ROOT, free_port, web_server_argv, web_server_sizes
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 APP_NAME = "tunerweb-test-web"
@@ -49,6 +49,17 @@ def test_tw_up_serves_with_gunicorn_and_whitenoise_and_prints_the_url_and_login(
 def test_the_development_server_only_behind_its_flag():
     assert "gunicorn" in web_server_argv("127.0.0.1", 8000)
     assert web_server_argv("127.0.0.1", 8000, dev_server=True)[2:4] == ["runserver", "--noreload"]
+
+
+def test_gunicorn_s_workers_follow_the_cpu_count_and_the_environment_overrides_them(monkeypatch):
+    monkeypatch.delenv("TUNERWEB_WEB_WORKERS", raising=False)
+    monkeypatch.delenv("TUNERWEB_WEB_THREADS", raising=False)
+    assert [web_server_sizes(cpus) for cpus in (1, 2, 4, 64)] == [(2, 8), (2, 8), (4, 8), (8, 8)]
+    monkeypatch.setenv("TUNERWEB_WEB_WORKERS", "3")
+    monkeypatch.setenv("TUNERWEB_WEB_THREADS", "5")
+    assert web_server_sizes(2) == (3, 5)
+    argv = web_server_argv("127.0.0.1", 8000)
+    assert argv[argv.index("--workers") + 1] == "3" and argv[argv.index("--threads") + 1] == "5"
 
 
 def connections_held(server: LiveServer) -> int:
