@@ -21,7 +21,9 @@
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
 `--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096, 16 x 4096 x 14336: issue 18's
 goal of beating cuBLAS there).
-`--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: wgmma has no tf32);
+`--tf32` checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90 of cuBLAS), with the
+wgmma configs of engine.ops.gemm_tc.wgmma_tf32 (C's transpose, B^T from registers) beside mma_sync's.
+`--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: tf32's wgmma runs with `--tf32`);
 check then also runs four wgmma configs at 4096^3 (cp_async, tma, tma in clusters, and those
 persistent), and prints each correct config's relative L2 error against the reference next to
 the tolerance.
@@ -47,6 +49,7 @@ import engine  # noqa: E402
 from provenance import git_describe  # noqa: E402
 from engine.logfile import format_record  # noqa: E402
 from engine.measure import to_record  # noqa: E402
+from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K  # noqa: E402
 from engine.workloads import GEMM_TC_PRECISIONS, gemm_tc_args  # noqa: E402
 
 PRECISIONS = list(GEMM_TC_PRECISIONS.values())  # bfloat16, float16, tf32
@@ -75,8 +78,8 @@ DECODE_PICKS = [
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
 # loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k")
-WGMMA_FIXED = (("block_k", 64), ("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))
+               "split_k", "turns")
+WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
 # clusters that multicast B (raster then counts rows of clusters); persistent (132 blocks walk the tiles).
@@ -114,6 +117,28 @@ WGMMA_SPLIT_DECODE_PICKS = [
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1)]  # run at 4096^3 by check --only wgmma
+# tf32 on wgmma (tma loader, producer 1, split_k 1): a consumer's tile is block_m rows (the
+# instruction's N, up to 256) by 64 or 128 of the block's columns; 2 consumers with and without
+# turns, 3 and 4 stages (4 of a 256x128 tile fill 192 KB), raster groups, clusters, persistent.
+TF32_SQUARE_PICKS = [
+    (256, 128, 4, 8, 2, 1, "tma"), (256, 128, 4, 8, 2, 1, "tma", 1, 0, 1, 1), (256, 128, 3, 8, 2, 1, "tma", 1, 0, 1, 1),
+    (256, 128, 4, 16, 2, 1, "tma", 1, 0, 1, 1), (256, 128, 4, 4, 2, 1, "tma", 1, 0, 1, 1),
+    (256, 128, 4, 8, 2, 1, "tma", 2, 0, 1, 1), (256, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 1),
+    (256, 128, 4, 8, 2, 1, "tma", 2, 1, 1, 1), (256, 128, 4, 8, 2, 1, "tma", 2, 1, 1, 0),
+    (256, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0),
+    (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 1, 0, 1, 1), (128, 256, 4, 8, 2, 1, "tma", 1, 1, 1, 1),
+    (128, 256, 4, 8, 2, 1, "tma", 2, 1, 1, 1), (128, 256, 3, 8, 2, 1, "tma", 1, 0, 1, 1),
+    (128, 128, 4, 8, 2, 1, "tma", 1, 0, 1, 1), (256, 64, 4, 8, 1, 1, "tma"), (128, 128, 4, 8, 1, 1, "tma"),
+]
+# The tf32 check's wgmma configs on the small shapes: 1 and 2 consumers, turns, narrow and wide
+# instructions, clusters, persistent (with tails in M, N and K there).
+TF32_CHECK_PICKS = [
+    (64, 64, 2, 1, 1, 1, "tma"), (128, 128, 3, 4, 2, 1, "tma", 1, 0, 1, 1), (256, 128, 4, 1, 2, 1, "tma", 1, 0, 1, 1),
+    (16, 128, 2, 1, 1, 1, "tma"), (64, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 1), (128, 256, 4, 1, 2, 1, "tma", 1, 1, 1, 1),
+    (256, 128, 4, 1, 2, 1, "tma", 2, 1, 1, 0),
+]
+TF32_SQUARE_CHECKS = [(256, 128, 4, 8, 2, 1, "tma"), (256, 128, 4, 8, 2, 1, "tma", 1, 0, 1, 1),
+                      (256, 128, 4, 8, 2, 1, "tma", 2, 1, 1, 1)]  # run at 4096^3 by check --tf32
 # split_k (mma_sync): a tile's K over a cluster of that many blocks, so a decode step's few
 # tiles of C keep every SM streaming B. Per decode M, the mma_sync knobs then split_k.
 SPLIT_KNOBS = (*KNOBS, "split_k")
@@ -150,12 +175,13 @@ def picked(task, tiles, knobs=KNOBS, fixed=()) -> list:
 
 
 def wgmma_picked(task, tiles) -> list:
-    return picked(task, tiles, WGMMA_KNOBS, WGMMA_FIXED)
+    return picked(task, tiles, WGMMA_KNOBS, (*WGMMA_FIXED, ("block_k", WGMMA_BLOCK_K[task.params.precision])))
 
 
 ONLY = "all"  # --only: all, wgmma or mma_sync
 SQUARE = False  # --square: tune the large square shapes only
 DECODE = False  # --decode: tune bf16's decode steps only
+TF32 = False  # --tf32: check and tune tf32 only, at 4096^3 and 8192^3
 
 
 def kept(configs: list) -> list:
@@ -167,10 +193,12 @@ def distinct(configs: list) -> list:
 
 
 def check_configs(task) -> list:
-    if task.params.m == task.params.n == task.params.k == 4096:  # check --only wgmma's one large shape
-        return wgmma_picked(task, WGMMA_SQUARE_CHECKS)
+    tf32 = task.params.precision == "tf32"
+    if task.params.m == task.params.n == task.params.k == 4096:  # check --only wgmma's (or --tf32's) one large shape
+        return wgmma_picked(task, TF32_SQUARE_CHECKS if tf32 else WGMMA_SQUARE_CHECKS)
     picks = picked(task, DECODE_PICKS if task.params.m <= 16 else SQUARE_PICKS)[:3]
-    return kept(distinct([task.default_config(), *picks, *wgmma_picked(task, WGMMA_CHECK_PICKS),
+    wgmma = wgmma_picked(task, TF32_CHECK_PICKS) if tf32 and TF32 else wgmma_picked(task, WGMMA_CHECK_PICKS)
+    return kept(distinct([task.default_config(), *picks, *wgmma,
                           *picked(task, SPLIT_CHECK_PICKS, SPLIT_KNOBS),
                           *task.config_space.sample(np.random.default_rng(task.params.m + task.params.k), RANDOM_CHECKS)]))
 
@@ -182,18 +210,22 @@ def tune_configs(task) -> list:
     if decode:
         picks += picked(task, SPLIT_DECODE_PICKS[min(size for size in SPLIT_DECODE_PICKS if size >= m)], SPLIT_KNOBS)
     wgmma = wgmma_picked(task, (WGMMA_DECODE_PICKS + (WGMMA_MORE_DECODE_PICKS if m > 16 else [])
-                                + WGMMA_SPLIT_DECODE_PICKS) if decode else WGMMA_SQUARE_PICKS)
+                                + WGMMA_SPLIT_DECODE_PICKS) if decode
+                         else TF32_SQUARE_PICKS if TF32 else WGMMA_SQUARE_PICKS)
     return kept(distinct([*picks, *wgmma, task.default_config(),
                           *task.config_space.sample(np.random.default_rng(18), RANDOM_TUNES)]))
 
 
 def precisions() -> list[str]:
+    if TF32:
+        return ["tf32"]
     return [p for p in PRECISIONS if not (ONLY == "wgmma" and p == "tf32")]
 
 
 def check_tasks() -> list:
     tasks = [task_of(m, n, k, p) for p in precisions() for m, n, k in CHECK_SHAPES]
-    return tasks + ([task_of(4096, 4096, 4096, "bfloat16")] if ONLY == "wgmma" else [])
+    large = "tf32" if TF32 else "bfloat16"
+    return tasks + ([task_of(4096, 4096, 4096, large)] if ONLY == "wgmma" or TF32 else [])
 
 
 SQUARE_GOAL = [("4096^3", 4096, 4096, 4096), ("8192^3", 8192, 8192, 8192)]  # issue 18's bf16 and fp16 goal
@@ -204,6 +236,8 @@ def tune_tasks() -> list[tuple[str, object]]:
     """Every precision but tf32 first, then the more bf16 shapes, then tf32 (its 4096^3 runs long);
     --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's decode steps."""
     first = [p for p in precisions() if p != "tf32"]
+    if TF32:
+        return [(f"tf32 {tag}", task_of(m, n, k, "tf32")) for tag, m, n, k in SQUARE_GOAL]
     if SQUARE:
         return [(f"{p} {tag}", task_of(m, n, k, p)) for tag, m, n, k in SQUARE_GOAL for p in first]
     if DECODE:
@@ -273,7 +307,7 @@ def run_check(options) -> int:
             for config, result in zip(configs, measurer.measure(task, configs)):
                 rows.append(result_row(task, config, result))
                 r = rows[-1]
-                if r["ok"] and ONLY == "wgmma":
+                if r["ok"] and (ONLY == "wgmma" or TF32):
                     r["relative_error"] = relative_error(builder, task, config)
                     r["error"] = f"relative L2 error {r['relative_error']:.3g} (tolerance {task.template.tolerance(task.params):g})"
                 print(f"check {task.params.precision:9} {task.params.m}x{task.params.n}x{task.params.k} "
@@ -408,9 +442,10 @@ def main(argv=None) -> int:
     parser.add_argument("--square", action="store_true", help="tune bf16 and fp16 at 4096^3 and 8192^3 only")
     parser.add_argument("--decode", action="store_true",
                         help="tune bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 only")
+    parser.add_argument("--tf32", action="store_true", help="check and tune tf32 only, at 4096^3 and 8192^3")
     options = parser.parse_args(argv)
-    global ONLY, SQUARE, DECODE
-    ONLY, SQUARE, DECODE = options.only, options.square, options.decode
+    global ONLY, SQUARE, DECODE, TF32
+    ONLY, SQUARE, DECODE, TF32 = options.only, options.square, options.decode, options.tf32
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

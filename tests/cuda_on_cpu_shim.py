@@ -9,6 +9,7 @@ SHIM = r"""
 #include <math.h>
 #include <sys/mman.h>
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -61,6 +62,7 @@ struct CudaThread {
     const unsigned* waits_on = nullptr;  // a barrier's phase count it waits to see move on
     unsigned waits_while = 0;
     bool done = false;
+    bool spinning = false;  // it yielded in an mbarrier wait that found the phase not done
     // wgmma's commit groups of products not run yet (see wgmma_commit).
     std::vector<std::vector<std::function<void()>>> wgmma_groups;
     std::vector<std::function<void()>> wgmma_open;
@@ -205,7 +207,11 @@ inline void barrier_init(unsigned bar, unsigned count) {
     Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.bytes = 0; m.completed = 0;
 }
 inline void barrier_init_fence() {}
+// Counts mbarrier updates: a round of the scheduler in which every thread it resumed spun again
+// and no mbarrier moved is a deadlock (nothing left can complete a phase they wait for).
+static unsigned long long mbarrier_updates;
 inline void barrier_update(Mbarrier& m, int arrivals, long long expected, long long landed) {
+    ++mbarrier_updates;
     m.pending -= arrivals; m.bytes += expected - landed;
     if (m.pending == 0 && m.bytes == 0) { m.pending = m.count; m.completed.fetch_add(1); }
 }
@@ -218,7 +224,11 @@ inline void barrier_arrive(unsigned bar) { barrier_update(bar, 1, 0, 0); }
 inline void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) { barrier_update(bar, 1, bytes, 0); }
 // try_wait.parity P: true once the phase of parity P completed, i.e. the current phase's is not P.
 inline void barrier_wait(unsigned bar, unsigned parity) {
-    while ((mbarrier_at(bar).completed.load() & 1u) == parity) yield_thread();
+    while ((mbarrier_at(bar).completed.load() & 1u) == parity) {
+        self->spinning = true;
+        yield_thread();
+    }
+    self->spinning = false;
 }
 // The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
 // row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
@@ -300,6 +310,48 @@ template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long 
     inline void wgmma_##P##_m64n256(float (&d)[128], unsigned long long a, unsigned long long b) { wgmma_lanes<256, KIND>(d, a, b); }
 WGMMA_SHAPES(float16, Mma::f16)
 WGMMA_SHAPES(bfloat16, Mma::bf16)
+// tf32 (engine.ops.gemm_tc.wgmma_tf32): A from registers, B K-major from shared memory.
+// Named barriers (bar.sync / bar.arrive with a thread count), the block's by id.
+static Barrier* named_barriers;
+inline void turn_wait(unsigned id) { named_barriers[id].count = 256; arrive_and_wait(named_barriers[id]); }
+inline void turn_arrive(unsigned id) {
+    Barrier& b = named_barriers[id];
+    b.count = 256;
+    if (++b.arrived == b.count) { b.arrived = 0; ++b.phase; }
+}
+inline unsigned load_shared_word(unsigned address) { unsigned w; memcpy(&w, dynamic_smem + address, 4); return w; }
+inline unsigned round_tf32(unsigned bits) { float f; memcpy(&f, &bits, 4); return to_tf32(f); }
+inline float operand_tf32(unsigned address) { float f; memcpy(&f, dynamic_smem + swizzled(address), 4); return f; }
+// m64nNk8: the warp's A is 16 rows of 8 k over its lanes (lane 4g + q: a[0] row g, k q; a[1] row
+// g + 8; a[2], a[3] k q + 4), so at issue each lane takes its warp's fragments (the warp meets);
+// B K-major (8-column groups SBO apart, a column's 8 k contiguous from the start address).
+template <int N> inline void wgmma_tf32_lanes(float* d, const unsigned* a, unsigned long long b) {
+    const unsigned lane = linear_thread() % 32;
+    WarpSlots& slots = warp_slots[linear_thread() / 32];
+    memcpy(slots.a[lane], a, 4 * sizeof(unsigned));
+    warp_meet();
+    std::array<unsigned, 128> warp_a;
+    memcpy(warp_a.data(), slots.a, sizeof warp_a);
+    warp_meet();
+    self->wgmma_open.push_back([=] {
+        const unsigned b_start = descriptor_field(b, 0), b_stride = descriptor_field(b, 32);
+        const unsigned g = lane / 4, q = lane % 4;
+        for (int j = 0; j < N / 8; ++j)
+            for (int i = 0; i < 4; ++i) {
+                const unsigned row = g + (i >= 2 ? 8 : 0), col = 8 * j + 2 * q + i % 2;
+                float sum = d[4 * j + i];
+                for (unsigned k = 0; k < 8; ++k) {
+                    const unsigned word = warp_a[4 * ((row % 8) * 4 + k % 4) + (row >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)];
+                    float value; memcpy(&value, &word, 4);
+                    sum += value * operand_tf32(b_start + (col / 8) * b_stride + (col % 8) * 128 + 4 * k);
+                }
+                d[4 * j + i] = sum;
+            }
+    });
+}
+#define WGMMA_TF32(N) \
+    inline void wgmma_tf32_m64n##N(float (&d)[N / 2], const unsigned* a, unsigned long long b) { wgmma_tf32_lanes<N>(d, a, b); }
+WGMMA_TF32(16) WGMMA_TF32(32) WGMMA_TF32(64) WGMMA_TF32(128) WGMMA_TF32(256)
 """
 
 DRIVER = r"""
@@ -317,6 +369,7 @@ constexpr size_t STACK_BYTES = 512 * 1024, GUARD_BYTES = 4096;
 // that no other thread will reach (a deadlock on the GPU too).
 struct Block {
     Barrier barrier;
+    Barrier named[16];
     std::vector<Barrier> meetings;
     std::vector<WarpSlots> slots;
 };
@@ -356,7 +409,8 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
             t.sp = top - 6;
         }
         for (size_t left = fibers; left && !status;) {
-            bool resumed = false;
+            bool resumed = false, progressed = false;
+            const unsigned long long updates = mbarrier_updates;
             for (CudaThread& t : threads) {
                 if (t.done || (t.waits_on && *t.waits_on == t.waits_while)) continue;
                 t.waits_on = nullptr;
@@ -364,15 +418,17 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
                 block_barrier = &b.barrier;
                 warp_barriers = b.meetings.data();
                 warp_slots = b.slots.data();
+                named_barriers = b.named;
                 dynamic_smem = shared_pool[t.rank];
                 mbarriers = mbarrier_pool[t.rank];
                 cluster_barrier = &cluster;
                 self = &t;
                 fiber_switch(&scheduler_sp, t.sp);
                 resumed = true;
+                progressed |= !t.spinning;
                 left -= t.done;
             }
-            if (!resumed) status = 1;
+            if (!resumed || (!progressed && updates == mbarrier_updates)) status = 1;
         }
     }
     munmap(stacks, fibers * STACK_BYTES);

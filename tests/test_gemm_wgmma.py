@@ -41,11 +41,12 @@ def config_of(task, **values):
 def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
     task = task_of(4096, 4096, 4096, "bfloat16")
     old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
-    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2
+    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2 * 2
     for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
         new = task.config_space.get(index).values()
         assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k"),
-                new.pop("loader"), new.pop("cluster"), new.pop("persistent")) == ("mma_sync", 1, 0, 1, "cp_async", 1, 0)
+                new.pop("loader"), new.pop("cluster"), new.pop("persistent"), new.pop("turns")) == \
+            ("mma_sync", 1, 0, 1, "cp_async", 1, 0, 0)
         assert new == old.get(index).values()
     assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
 
@@ -72,15 +73,37 @@ def test_wgmma_configs_are_valid_on_hopper_only():
     assert [DeviceLimits.for_device(device(c)).wgmma for c in ("9.0", "8.0", "10.0", "")] == [True, False, False, True]
 
 
-def test_tf32_stays_on_mma_sync():
+TF32_BASE = dict(block_k=32, stages=4, producer=1, loader="tma")
+
+
+def test_tf32_has_wgmma_configs_among_the_sampled_and_valid_ones():
     task = task_of(4096, 4096, 4096, "tf32")
-    assert "tf32 runs on the mma_sync mainloop" in task.why_invalid(config_of(task, block_m=128, block_n=128, stages=3))
-    assert all(c["mainloop"].val == "mma_sync" for c in task.config_space.sample(np.random.default_rng(0), 40))
+    assert task.why_invalid(config_of(task, **TF32_BASE, block_m=256, block_n=128, consumers=2)) is None
+    sampled = task.config_space.sample(np.random.default_rng(0), 400)
+    wgmma = [c for c in sampled if c["mainloop"].val == "wgmma"]
+    assert wgmma and all(c["block_k"].val == 32 and c["loader"].val == "tma" for c in wgmma)
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(TF32_BASE, block_m=128, block_n=128, loader="cp_async"), "takes loader tma and producer 1"),
+    (dict(TF32_BASE, block_m=128, block_n=128, block_k=64), "stages K 32 tf32 elements"),
+    (dict(TF32_BASE, block_m=128, block_n=64, consumers=2), "not a multiple of 64 columns for each of 2"),
+    (dict(TF32_BASE, block_m=256, block_n=256, consumers=2, stages=2), "more than the 232 setmaxnreg gives it"),
+    (dict(TF32_BASE, block_m=256, block_n=64, consumers=1, turns=1), "turns are taken by 2 consumer warpgroups"),
+])
+def test_tf32_wgmma_rules_say_why(values, message):
+    task = task_of(4096, 4096, 4096, "tf32")
+    assert message in task.why_invalid(config_of(task, **values))
+
+
+def test_tf32_wgmma_has_no_split_k():
+    task = task_of(16, 4096, 4096, "tf32")
+    assert "no split_k" in task.why_invalid(config_of(task, **TF32_BASE, block_m=64, block_n=64, split_k=2))
 
 
 @pytest.mark.parametrize("values, message", [
     (dict(block_m=128, block_n=128, stages=3, warp_m=64), "wgmma configs leave them at 16, 16, 1"),
-    (dict(block_m=128, block_n=128, stages=3, block_k=32), "stages K 64 elements at a time"),
+    (dict(block_m=128, block_n=128, stages=3, block_k=32), "stages K 64 float16 elements at a time"),
     (dict(block_m=128, block_n=32, stages=3), "block_n is a multiple of 64"),
     (dict(block_m=64, block_n=128, stages=3, consumers=2), "not a multiple of 64 rows for each of 2"),
     (dict(block_m=256, block_n=256, stages=4, consumers=1), "shared memory of"),
@@ -177,6 +200,41 @@ def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
     _, log = compile_to_cubin(source.code, "sm_90", ("-Xptxas=-v",))
     assert "for 'sm_90a'" in log and " 0 bytes spill stores, 0 bytes spill loads" in log, log
     assert "serialized" not in log, log  # ptxas would serialise wgmmas whose accumulators it cannot keep in flight
+    used = int(log.split("Used ")[1].split(" registers")[0])
+    assert used * source.block[0] <= DeviceLimits().regs_per_block, log
+
+
+def tf32_wgmma_sample(task, count, seed):
+    """`count` random valid tf32 wgmma configs (tma, producer 1) of a task, drawn from all of them."""
+    valid = [config for bm in (16, 32, 64, 128, 256) for bn in (64, 128, 256) for stages in (2, 3, 4)
+             for raster in (1, 4, 8, 16) for consumers in (1, 2) for cluster in (1, 2) for persistent in (0, 1)
+             for turns in (0, 1)
+             if task.why_invalid(config := config_of(task, **{**TF32_BASE, "stages": stages}, block_m=bm, block_n=bn,
+                                                     raster=raster, consumers=consumers, cluster=cluster,
+                                                     persistent=persistent, turns=turns)) is None]
+    picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
+    return [valid[int(i)] for i in picks]
+
+
+def test_random_valid_tf32_wgmma_configs_compile_for_sm_90(tmp_path):
+    picked = [(task, config) for shape in [(4096, 4096, 4096), (200, 264, 136)]
+              for task in [task_of(*shape, "tf32")] for config in tf32_wgmma_sample(task, 6, seed=shape[0])]
+    assert len(picked) == 12
+    with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
+    assert [(config.values(), r.message[:400]) for (task, config), r in zip(picked, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("tile", tensor_core_gemm.TF32_SQUARE_PICKS, ids=lambda tile: "-".join(map(str, tile)))
+def test_the_benchmarks_tf32_wgmma_tiles_compile_unserialised_without_spills(tile):
+    """ptxas serialises wgmmas whose register operands are written while a group is in flight (C7513):
+    tf32's fragments are loaded only once the last stage's group retired."""
+    task = task_of(4096, 4096, 4096, "tf32")
+    (config,) = tensor_core_gemm.wgmma_picked(task, [tile])
+    source = task.template.kernel(task.params, config)
+    _, log = compile_to_cubin(source.code, "sm_90", ("-Xptxas=-v",))
+    assert "for 'sm_90a'" in log and " 0 bytes spill stores, 0 bytes spill loads" in log, log
+    assert "serialized" not in log and "injected" not in log, log
     used = int(log.split("Used ")[1].split(" registers")[0])
     assert used * source.block[0] <= DeviceLimits().regs_per_block, log
 
@@ -310,3 +368,43 @@ def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(m, n, k, precision, 
     config = config_of(task, **values)
     assert task.why_invalid(config) is None
     assert cuda_on_cpu.error_against_reference(task, config) < 1e-6  # fp16, bf16 products are exact in fp32
+
+
+TF32_CPU_CASES = [  # (M, N, K, values): tails in M, N and K; 1 and 2 consumers of 1 and 2 column tiles; narrow
+    # and wide instructions (block_m 16 to 256); 2 to 4 stages; a cluster multicasting B; persistent blocks
+    (37, 72, 40, dict(block_m=64, block_n=64, stages=2, consumers=1)),
+    (70, 136, 200, dict(block_m=128, block_n=128, stages=3, consumers=2)),
+    (40, 260, 136, dict(block_m=32, block_n=256, stages=4, consumers=2)),
+    (20, 128, 72, dict(block_m=16, block_n=128, stages=2, consumers=1)),
+    (260, 64, 100, dict(block_m=256, block_n=64, stages=3, consumers=1)),
+    (130, 136, 200, dict(block_m=64, block_n=128, stages=3, consumers=1, cluster=2)),
+    (1100, 600, 68, dict(block_m=64, block_n=64, stages=2, consumers=1, persistent=1, raster=4)),
+    # turns: the two consumers issue each stage in turn, over tiles of one and of several K steps
+    (70, 136, 200, dict(block_m=128, block_n=128, stages=3, consumers=2, turns=1)),
+    (130, 264, 40, dict(block_m=64, block_n=128, stages=2, consumers=2, turns=1, cluster=2)),
+    (1100, 600, 100, dict(block_m=64, block_n=128, stages=4, consumers=2, turns=1, persistent=1)),
+]
+
+
+def tf32(x: np.ndarray) -> np.ndarray:
+    """float32 -> the nearest TF32 (ties away from zero, as cvt.rna), as float32."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("m, n, k, values", TF32_CPU_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}" for c in TF32_CPU_CASES])
+def test_the_tf32_wgmma_kernel_computes_the_reference_on_the_cpu(m, n, k, values):
+    """C = A · tf32(B): the emulator reads A's tile where the descriptors say, in full float32 (the
+    tensor core drops its low bits; the tolerance covers that), and B^T's fragments as the
+    registers the kernel loaded and rounded; so the sharp check is against A times B rounded."""
+    task = task_of(m, n, k, "tf32")
+    config = config_of(task, **{**TF32_BASE, **values})
+    assert task.why_invalid(config) is None
+    a, b, c = task.template.make_inputs(task.params, np.random.default_rng(1))
+    c[:] = np.nan
+    cuda_on_cpu.run(task.template.kernel(task.params, config), [a, b, c])
+    rounded = a.astype(np.float64) @ tf32(b).astype(np.float64)
+    assert np.linalg.norm(c - rounded) / np.linalg.norm(rounded) < 1e-6
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - exact) / np.linalg.norm(exact) > 1e-5  # B was rounded to TF32

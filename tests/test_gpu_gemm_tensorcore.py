@@ -11,6 +11,7 @@ import pytest
 
 import engine
 from engine.ops import DeviceLimits
+from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K
 from engine.workloads import PRESETS, gemm_tc_args
 
 from gpu_only import GPU_ONLY
@@ -53,9 +54,9 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k")
-    fixed = [["block_k", "ot", 64], ["warp_m", "ot", 16], ["warp_n", "ot", 16], ["warps_k", "ot", 1],
-             ["mainloop", "ot", "wgmma"]]
+             "split_k", "turns")
+    fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
+             ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
     return [c for c in configs if task.why_invalid(c) is None]
 
@@ -105,6 +106,26 @@ def test_wgmma_split_k_configs_sum_their_cluster_into_c(measurer, precision, sha
                               DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, WGMMA_SPLIT_TILES)
     assert len(configs) >= 3 and all(c["split_k"].val > 1 for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# tf32 on wgmma (C's transpose, B^T's fragments from registers): 1 and 2 consumers of 64 and 128
+# columns, turns, narrow (16) to wide (256) instructions over A's rows, clusters, persistent blocks.
+TF32_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (128, 128, 3, 4, 2, 1, "tma", 1, 0, 1, 1), (16, 128, 2, 1, 1, 1, "tma"),
+              (256, 128, 4, 1, 2, 1, "tma", 1, 0, 1, 1), (128, 256, 4, 1, 2, 1, "tma", 1, 1, 1, 1),
+              (64, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 1), (256, 128, 4, 1, 2, 1, "tma", 2, 1, 1, 0),
+              (256, 64, 4, 1, 1, 1, "tma")]
+
+
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1024), (130, 64, 520), (1100, 1104, 136),
+                                   (4096, 4096, 4096)])
+def test_tf32_wgmma_configs_compute_the_product(measurer, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "tf32"), DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, TF32_TILES)
+    assert len(configs) >= 4 and all(c["mainloop"].val == "wgmma" for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

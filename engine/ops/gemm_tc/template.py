@@ -9,8 +9,8 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
-from . import kernel, wgmma
-from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K, GemmTcParams, GemmTcTiling,
+from . import kernel, wgmma, wgmma_tf32
+from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, TF32_MODE, WGMMA_BLOCK_K, GemmTcParams, GemmTcTiling,
                      gemm_tc_shapes, gemm_tc_tiling)
 
 
@@ -18,10 +18,14 @@ from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, WGMMA_BLOCK_K,
 # why otherwise): random draws keep them there, so they land on valid configs of either
 # mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
 # split_k is both mainloops' (wgmma's with the tma loader on shapes of few tiles), so it is not pinned.
-MAINLOOP_PINS = ("mainloop", {
-    "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0},
-    "wgmma": {"block_k": WGMMA_BLOCK_K, "warp_m": 16, "warp_n": 16, "warps_k": 1},
-})
+# wgmma's block_k is one 128-byte row of the precision's elements.
+# turns are tf32's alone, so the 16-bit precisions pin them at 0 on both mainloops.
+def mainloop_pins(precision: str) -> tuple[str, dict]:
+    wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
+    return ("mainloop", {
+        "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0},
+        "wgmma": wgmma if precision == TF32_MODE else {**wgmma, "turns": 0},
+    })
 
 
 class GemmTensorCore(Template):
@@ -56,7 +60,9 @@ class GemmTensorCore(Template):
             OtherKnob("loader", list(LOADERS), default=LOADERS[0]),
             OtherKnob("cluster", list(CLUSTERS), default=1),
             OtherKnob("persistent", [0, 1], default=0),
-        ], pins=MAINLOOP_PINS)
+            # After persistent, for the same reason: tf32's two consumers issue each stage in turn.
+            OtherKnob("turns", [0, 1], default=0),
+        ], pins=mainloop_pins(params.precision))
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_tiling_invalid(gemm_tc_tiling(params, config), limits)
@@ -82,7 +88,9 @@ class GemmTensorCore(Template):
     # -- GPU half
     def kernel(self, params: GemmTcParams, config: ConfigEntity) -> KernelSource:
         tiling = gemm_tc_tiling(params, config)
-        return wgmma.generate(tiling) if tiling.wgmma else kernel.generate(tiling)
+        if not tiling.wgmma:
+            return kernel.generate(tiling)
+        return wgmma_tf32.generate(tiling) if tiling.precision == TF32_MODE else wgmma.generate(tiling)
 
     def make_inputs(self, params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
         return kernel.make_inputs(params, rng)

@@ -38,7 +38,8 @@ The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
   are refused), since no config could run another.
 
 `mainloop` picks the schedule: "mma_sync" (the above; sm_80 and newer) or "wgmma" (Hopper's
-warpgroup MMA, sm_90a only: engine.ops.gemm_tc.wgmma says how). The knobs of one mainloop
+warpgroup MMA, sm_90a only: engine.ops.gemm_tc.wgmma says how; tf32's, which computes C's
+transpose, engine.ops.gemm_tc.wgmma_tf32). The knobs of one mainloop
 stand at their first value in the other's configs (a rule), so each kernel has one config
 and the mma_sync configs keep the indexes they had before wgmma came.
 """
@@ -68,13 +69,16 @@ B_PAD_ELEMENTS = 8
 TC_REGISTER_OVERHEAD = 56
 MAINLOOPS = ("mma_sync", "wgmma")
 # wgmma: one warpgroup (4 warps) issues each instruction; a consumer warpgroup owns a multiple
-# of 64 rows (m64 instructions) of the block's tile; K is staged 64 16-bit elements at a time,
-# one 128-byte row of the 128B swizzle; the instruction's N is the block's, up to 256.
+# of 64 rows (m64 instructions) of the block's tile (tf32: of its columns, engine.ops.gemm_tc.wgmma_tf32);
+# K is staged one 128-byte row of the 128B swizzle at a time (64 16-bit elements, 32 tf32);
+# the instruction's N is the block's, up to 256 (tf32: its rows).
 WARPGROUP = 128
 WGMMA_M = 64
-WGMMA_BLOCK_K = 64
 WGMMA_MAX_N = 256
 SWIZZLE_BYTES = 128
+WGMMA_BLOCK_K = {precision: SWIZZLE_BYTES // size for precision, size in ELEMENT_BYTES.items()}
+# tf32's B^T fragments: 4 words per k8 slice of each 64-column tile, 4 slices a stage.
+TF32_FRAGMENT_WORDS = 16
 SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: what the swizzle permutes within, its alignment
 MBARRIER_BYTES = 8
 # Registers a wgmma thread needs besides accumulators: descriptors, addresses, loop counters.
@@ -172,6 +176,7 @@ class GemmTcTiling:
     loader: str = "cp_async"  # wgmma: cp_async or tma (LOADERS)
     cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
     persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
+    turns: int = 0  # wgmma tf32, 2 consumers: 1 has them issue each stage's instructions in turn
 
     @property
     def tma(self) -> bool:
@@ -201,6 +206,16 @@ class GemmTcTiling:
         return self.block_m // self.consumers
 
     @property
+    def consumer_cols(self) -> int:
+        """wgmma tf32: columns of the block's tile one consumer warpgroup owns (all its rows)."""
+        return self.block_n // self.consumers
+
+    @property
+    def n_tiles(self) -> int:
+        """wgmma tf32: m64 instructions (64 columns of C each) per consumer per k8 slice."""
+        return self.consumer_cols // WGMMA_M
+
+    @property
     def m_tiles(self) -> int:
         """wgmma: m64 instructions per consumer per k16 step."""
         return self.consumer_rows // WGMMA_M
@@ -213,8 +228,18 @@ class GemmTcTiling:
     @property
     def wgmma_pending(self) -> int:
         """wgmma groups a consumer leaves in flight after issuing a step (CUTLASS keeps one):
-        its stage is released a step later, so it takes a ring of 3 or more."""
-        return 1 if self.stages >= 3 else 0
+        its stage is released a step later, so it takes a ring of 3 or more. tf32 keeps none:
+        its fragments come from registers, and ptxas serialises every wgmma whose fragments are
+        loaded while an earlier group is in flight (C7513)."""
+        return 1 if self.stages >= 3 and self.precision != TF32_MODE else 0
+
+    @property
+    def accumulator_tiles(self) -> tuple[int, int]:
+        """wgmma: a consumer's accumulators, as instructions x registers of each (m64 tiles of its
+        rows x block_n / 2; tf32: 64-column tiles of its columns x block_m / 2)."""
+        if self.precision == TF32_MODE:
+            return self.n_tiles, self.block_m // 2
+        return self.m_tiles, self.block_n // 2
 
     @property
     def wgmma_lag(self) -> int:
@@ -255,7 +280,9 @@ class GemmTcTiling:
     @property
     def warp_tile(self) -> tuple[int, int]:
         """The C tile one warp (mma_sync) or one consumer warpgroup (wgmma) computes."""
-        return (self.consumer_rows, self.block_n) if self.wgmma else (self.warp_m, self.warp_n)
+        if not self.wgmma:
+            return (self.warp_m, self.warp_n)
+        return (self.block_m, self.consumer_cols) if self.precision == TF32_MODE else (self.consumer_rows, self.block_n)
 
     @property
     def element_bytes(self) -> int:
@@ -316,7 +343,7 @@ class GemmTcTiling:
     @property
     def accumulators(self) -> int:
         if self.wgmma:
-            return self.consumer_rows * self.block_n // WARPGROUP
+            return self.block_m * self.block_n // (self.consumers * WARPGROUP)
         return self.frags_m * self.frags_n * 4
 
     @property
@@ -368,9 +395,20 @@ class GemmTcTiling:
     def registers(self) -> int:
         """Accumulators, one k-step's fragments (A: 4 words per m16, B: 2 per n8), plus overhead
         (wgmma reads both operands from shared memory: accumulators and overhead only)."""
+        if self.precision == TF32_MODE and self.wgmma:
+            if not self.producer_registers:
+                return self.consumer_register_estimate
+            # setmaxnreg moves registers from the producer to the consumers: the block's average
+            held = self.producer_registers * WARPGROUP + self.consumer_register_estimate * self.consumers * WARPGROUP
+            return -(-held // self.threads)
         if self.wgmma:
             return self.accumulators + WGMMA_REGISTER_OVERHEAD
         return self.accumulators + 4 * self.frags_m + 2 * self.frags_n + TC_REGISTER_OVERHEAD
+
+    @property
+    def consumer_register_estimate(self) -> int:
+        """wgmma tf32: a consumer thread's accumulators, one stage's B^T fragments and overhead."""
+        return self.accumulators + TF32_FRAGMENT_WORDS * self.n_tiles + WGMMA_REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:
         if self.wgmma:
@@ -392,9 +430,10 @@ class GemmTcTiling:
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent) != (1, 0, LOADERS[0], 1, 0):
-            return ("consumers, producer, loader, cluster and persistent are the wgmma mainloop's knobs: mma_sync "
-                    f"configs leave them at 1, 0, {LOADERS[0]}, 1 and 0")
+        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns) != \
+                (1, 0, LOADERS[0], 1, 0, 0):
+            return ("consumers, producer, loader, cluster, persistent and turns are the wgmma mainloop's knobs: "
+                    f"mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -416,14 +455,16 @@ class GemmTcTiling:
         return None
 
     def _why_not_wgmma(self) -> str | None:
-        if self.precision == "tf32":
-            return ("wgmma takes TF32 operands K-major only and this B is row-major (N-major): "
-                    "tf32 runs on the mma_sync mainloop")
+        if self.turns and self.precision != TF32_MODE:
+            return "turns are tf32's (its consumers wait for each stage's products): 16-bit configs leave it at 0"
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
-        if self.block_k != WGMMA_BLOCK_K:
-            return (f"the wgmma mainloop stages K {WGMMA_BLOCK_K} elements at a time (one 128-byte swizzled row), "
-                    f"not {self.block_k}")
+        block_k = WGMMA_BLOCK_K[self.precision]
+        if self.block_k != block_k:
+            return (f"the wgmma mainloop stages K {block_k} {self.precision} elements at a time "
+                    f"(one 128-byte swizzled row), not {self.block_k}")
+        if self.precision == TF32_MODE:
+            return self._why_not_wgmma_tf32()
         if self.block_n % (SWIZZLE_BYTES // self.element_bytes) or self.block_n > WGMMA_MAX_N:
             return f"wgmma's block_n is a multiple of 64 up to {WGMMA_MAX_N} (B's 128-byte swizzled rows), not {self.block_n}"
         if self.block_m % (self.consumers * WGMMA_M):
@@ -443,6 +484,25 @@ class GemmTcTiling:
                     "it takes loader tma, cluster 1 and persistent 0")
         return self._why_not_split()
 
+    def _why_not_wgmma_tf32(self) -> str | None:
+        """tf32 computes C's transpose (engine.ops.gemm_tc.wgmma_tf32): B^T's fragments from
+        registers, A's tile the instruction's N; only with the tma loader, one tile a block's K."""
+        if not (self.tma and self.producer):
+            return ("tf32 on wgmma takes loader tma and producer 1 (wgmma reads TF32 from shared memory K-major "
+                    "only: this row-major B reaches it through registers, A through TMA)")
+        if self.split_k > 1:
+            return "tf32 on wgmma has no split_k: it takes split_k 1"
+        if self.turns and self.consumers != 2:
+            return f"turns are taken by 2 consumer warpgroups, not {self.consumers}"
+        if self.block_n % (self.consumers * WGMMA_M):
+            return (f"block_n {self.block_n} is not a multiple of {WGMMA_M} columns for each of "
+                    f"{self.consumers} consumer warpgroup(s) (tf32's consumers share out C's columns; "
+                    "so B's 32-column panels part among a cluster of 2)")
+        if self.producer_registers and self.consumer_register_estimate > self.consumer_registers:
+            return (f"a consumer thread needs about {self.consumer_register_estimate} registers (accumulators and "
+                    f"fragments), more than the {self.consumer_registers} setmaxnreg gives it")
+        return None
+
 
 def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
     v = config.values()
@@ -452,5 +512,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
-        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"],
+        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
     )

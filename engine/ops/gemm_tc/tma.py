@@ -79,6 +79,13 @@ def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
             TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
 
 
+# turns (tf32's two consumers, engine.ops.gemm_tc.wgmma_tf32): consumer 0 issues a stage once
+# consumer 1 issued the last (named barrier 2), consumer 1 once consumer 0 issued this one (1).
+# Consumer 1's first arrival lets consumer 0 start; consumer 0's last wait takes its last one.
+_TURNS_START = "\n    if (consumer == 1) turn_arrive(2);  // consumer 0 goes first"
+_TURNS_END = "\n    if (consumer == 0) turn_wait(2);  // consumer 1's last turn, so both barriers end empty"
+
+
 def _tiles(t: GemmTcTiling) -> str:
     """The loop over this block's tiles (clusters' tiles: a cluster's blocks walk the same)."""
     first = "blockIdx.x" if t.cluster == 1 else f"blockIdx.x / {t.cluster}"
@@ -141,6 +148,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     the consumers, each consumer storing its rows of every tile with `store`."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     count, _ = _steps(t)
+    tiles, per_tile = t.accumulator_tiles
     start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
     leave = "\n    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers" \
         if t.cluster > 1 else ""
@@ -165,15 +173,15 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
 {f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}
     const int consumer = warpgroup - 1;
-    int step = 0;
+    int step = 0;{_TURNS_START if t.turns else ""}
 #pragma unroll 1
     {_tiles(t)} {{
 {_tile_origin(t)}
-    float acc[{t.m_tiles}][{t.block_n // 2}];
+    float acc[{tiles}][{per_tile}];
 #pragma unroll
-    for (int mt = 0; mt < {t.m_tiles}; ++mt)
+    for (int mt = 0; mt < {tiles}; ++mt)
 #pragma unroll
-        for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
+        for (int i = 0; i < {per_tile}; ++i) acc[mt][i] = 0.0f;
 #pragma unroll 1
     for (int kt = 0; kt < {count}; ++kt, ++step) {{
         const int s = step % {s};
@@ -184,4 +192,4 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
     wgmma_wait<0>();{last_release}
 {store}
-    }}{leave}"""
+    }}{_TURNS_END if t.turns else ""}{leave}"""

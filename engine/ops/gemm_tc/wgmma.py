@@ -34,8 +34,8 @@ tensor cores fast enough. The schedule:
   move registers from the producer to the consumers (`setmaxnreg`). Accumulators start at
   zero; the epilogue stores them to the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
 
-TF32 is not offered: wgmma reads TF32 operands K-major only, and this workload's B is
-row-major (N-major); those configs are refused by the validity rules.
+TF32 is engine.ops.gemm_tc.wgmma_tf32's: wgmma reads TF32 operands from shared memory K-major
+only, and this workload's B is row-major (N-major).
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ A_LEADING_BYTES = 16
 # The PTX sits behind __CUDA_ARCH__: without it (tests/cuda_on_cpu.py's host build) that
 # emulator supplies these functions, and the wgmma's per thread from the descriptors' layout as
 # the PTX ISA defines it, so CI checks the loader's swizzle, the descriptors and the epilogue.
-_HELPERS = r"""
+HELPERS = r"""
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_tensorcore's wgmma mainloop needs sm_90a (wgmma.mma_async exists on Hopper only)"
 #endif
@@ -345,7 +345,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
+{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
