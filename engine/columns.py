@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from .space import ConfigEntity, SamplingError, SplitKnob
+from .space import INT64_INDEXES, ConfigEntity, SamplingError, SplitKnob
 
 if TYPE_CHECKING:  # pragma: no cover
     from .space import ConfigSpace
 
-# Indexes up to this fit an int64 dot product of digits and strides; beyond, Python ints.
-_INT64_INDEXES = 2**62
 # Bulk draws per chain before a chain falls back to `ConfigSpace.neighbour` (its own 32 random
 # tries, then every one-knob move): the same bound the per-config walk uses.
 NEIGHBOUR_TRIES = 32
@@ -88,7 +86,7 @@ class _KnobTables:
             else:
                 self.values[position] = _value_array(knob.options)
                 self.numbers[position] = np.array([_number(i, v) for i, v in enumerate(knob.options)])
-        self.int64 = space.total < _INT64_INDEXES
+        self.int64 = space.total < INT64_INDEXES
         strides = [math.prod(space.radixes[:p]) for p in range(len(space.radixes))]
         self.strides = np.array(strides, dtype=np.int64) if self.int64 else None
         self.radixes = np.array(space.radixes, dtype=np.int64)  # each knob's radix is small

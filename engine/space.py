@@ -39,6 +39,11 @@ DRAWS_PER_CONFIG = 200
 DRAWS_FLOOR = 10_000
 # Validity answers a space remembers (one dict entry each, about 100 bytes).
 VALIDITY_MEMO = 2_000_000
+# A space with fewer configs than this computes indexes in numpy int64 (sampling, a restricted
+# view's kept indexes, engine.columns' digits . strides); a larger one in Python ints. Every index,
+# stride and partial sum of digit * stride is below the space's total, so int64's 2**63 - 1 would
+# hold them; 2**62 keeps a factor of two to spare, so that no sum has to be argued to the last bit.
+INT64_INDEXES = 2**62
 
 
 class SpaceError(ValueError):
@@ -377,7 +382,7 @@ class ConfigSpace:
         if self._allowed is None:
             return None
         if self._kept_array is None:
-            self._kept_array = np.array(self._allowed, dtype=np.int64 if self.total < 2**62 else object)
+            self._kept_array = np.array(self._allowed, dtype=np.int64 if self.total < INT64_INDEXES else object)
         return self._kept_array
 
     def iter_indexes(self) -> Iterator[int]:
@@ -529,7 +534,7 @@ class ConfigSpace:
                 chosen = columns[position] == option
                 for knob, value in pinned:
                     columns[knob][chosen] = value
-        if self.total < 2**62:
+        if self.total < INT64_INDEXES:
             index = np.zeros(count, dtype=np.int64)
             stride = 1
             for column, radix in zip(columns, self.radixes):
