@@ -59,7 +59,7 @@ class SplitColumn:
 
 class OtherColumn:
     """A plain knob's values over many configs: `val` (an array of the values), `number` (what
-    `knob_features` makes of each: the value as a float, a text value's option position)."""
+    `knob_features` makes of each: `knob_number`, NaN where that raises)."""
 
     __slots__ = ("val", "number")
 
@@ -85,7 +85,7 @@ class _KnobTables:
                 self.split_log2_parts[position] = tuple(np.ascontiguousarray(log2.T))
             else:
                 self.values[position] = _value_array(knob.options)
-                self.numbers[position] = np.array([_number(i, v) for i, v in enumerate(knob.options)])
+                self.numbers[position] = np.array([_table_number(i, v) for i, v in enumerate(knob.options)])
         self.int64 = space.total < INT64_INDEXES
         strides = [math.prod(space.radixes[:p]) for p in range(len(space.radixes))]
         self.strides = np.array(strides, dtype=np.int64) if self.int64 else None
@@ -93,13 +93,21 @@ class _KnobTables:
         self.movable = np.array([p for p, r in enumerate(space.radixes) if r > 1], dtype=np.int64)
 
 
-def _number(option: int, value: Any) -> float:
-    """What `knob_features` makes of a plain knob's value (NaN for one it cannot read, where the
-    per-config features raise: no tuner reads those)."""
-    if isinstance(value, str):
-        return float(option)
+def knob_number(option: int, value: Any) -> float:
+    """A plain knob's value as a number, the one rule `knob_features` uses (per config and, through
+    the tables here, on columns): a text value (a pipeline, a tactic) is its option's position,
+    anything else `float(value)` (TypeError or ValueError where it has none, e.g. a tuple)."""
+    return float(option) if isinstance(value, str) else float(value)
+
+
+def _table_number(option: int, value: Any) -> float:
+    """`knob_number`, NaN where it raises. The one place the batch path differs on purpose: the
+    tables are built for every knob of a space as soon as columns are made, and validity and
+    neighbours (which never read numbers) must work on a space with, say, a tuple-valued knob;
+    per config, `knob_features` still raises for such a value. Only the batch path's templates read
+    these numbers (`knob_features` on columns), and their plain knobs are all numbers."""
     try:
-        return float(value)
+        return knob_number(option, value)
     except (TypeError, ValueError):
         return math.nan
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from ..baselines import DEFAULT_CONFIG_BASELINE
-from ..columns import ConfigColumns, SplitColumn
+from ..columns import ConfigColumns, SplitColumn, knob_number
 from ..space import ConfigEntity, ConfigSpace, SplitValue
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -229,9 +229,9 @@ def launch_fails(launch: LaunchShape, limits: DeviceLimits) -> np.ndarray:
 
 
 def knob_features(config: "ConfigEntity | ConfigColumns") -> dict[str, Any]:
-    """Every knob as numbers, in knob order: log2 of each split part, plain numbers as they
-    are, a text value (a pipeline, a tactic) as its option's position. For `ConfigColumns`,
-    the same numbers as arrays, read from tables built with the same rule."""
+    """Every knob as numbers, in knob order: log2 of each split part, a plain knob's value as
+    `engine.columns.knob_number` makes it (a text value is its option's position). For
+    `ConfigColumns`, the same numbers as arrays, read from tables built with that function."""
     out: dict[str, Any] = {}
     if isinstance(config, ConfigColumns):
         for knob in config.space.knobs:
@@ -248,7 +248,7 @@ def knob_features(config: "ConfigEntity | ConfigColumns") -> dict[str, Any]:
             for part, size in enumerate(value.size):
                 out[f"{knob.name}.{part}"] = math.log2(size)
         else:
-            out[knob.name] = float(digit) if isinstance(value.val, str) else float(value.val)
+            out[knob.name] = knob_number(digit, value.val)
     return out
 
 
