@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...columns import ConfigColumns
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, launch_fails, why_launch_fails
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
 from . import kernel
-from .tiling import ConvParams, conv2d_tiling, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
+from .tiling import (ConvParams, TiledConvBatchPath, conv2d_tiling, conv_params, largest_divisor_at_most, nchw_shape,
+                     spatial_features)
 
 DEFAULT_THREADS = 128
 
 
-class _DirectConv2d(Template):
-    """Space, rules, features and default shared by both direct conv2d tasks."""
+class _DirectConv2d(TiledConvBatchPath, Template):
+    """Space, rules, features and default shared by both direct conv2d tasks; the batch path is
+    `conv2d_tiling` and `spatial_features` on columns (TiledConvBatchPath)."""
 
     baseline_provider = "cudnn"
     reduction_parts = 2
     legacy_swaps: tuple[tuple[str, str], ...] = ()
     unroll_steps = (0, 512, 1500)
+    tiling = staticmethod(conv2d_tiling)
 
     def define_space(self, params: ConvParams) -> ConfigSpace:
         knobs = [
@@ -54,14 +56,6 @@ class _DirectConv2d(Template):
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, conv2d_tiling(params, config), DeviceLimits())
-
-    # The batch path is the per-config code on columns: `conv2d_tiling` and `spatial_features` are
-    # arithmetic on knob values, which numpy does for many configs at once.
-    def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
-        return self.features(params, columns)
-
-    def invalid_of_columns(self, params: ConvParams, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
-        return launch_fails(conv2d_tiling(params, columns).launch(detail=False), limits)
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About DEFAULT_THREADS threads (x, then y, then f), 4 outputs of f per thread,

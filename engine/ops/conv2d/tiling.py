@@ -22,12 +22,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Callable
+
+import numpy as np
 
 from ...columns import ConfigColumns, as_int
 from ...space import ConfigEntity
 from ..args import as_padding, as_pair, conv2d_output_size, tensor_shape
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, REGISTER_OVERHEAD, BadArgs,
-                    DeviceLimits, LaunchShape, knob_features)
+                    DeviceLimits, LaunchShape, knob_features, launch_fails)
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,21 @@ def conv2d_tiling(params: ConvParams, config: "ConfigEntity | ConfigColumns") ->
         auto_unroll_max_step=as_int(config["auto_unroll_max_step"].val),
         unroll_explicit=as_int(config["unroll_explicit"].val),
     )
+
+
+class TiledConvBatchPath:
+    """The batch path of a template whose rules and features are its tiling's arithmetic (the direct
+    and depthwise convs): `tiling(params, config)` on `ConfigColumns` gives the tilings of many
+    configs at once, every field an array, so the per-config code runs unchanged on columns.
+    Mixed in before `Template`: `class T(TiledConvBatchPath, Template)`, with `tiling` set."""
+
+    tiling: Callable[[ConvParams, Any], ConvTiling]  # conv2d_tiling, depthwise_tiling (a staticmethod)
+
+    def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
+        return self.features(params, columns)
+
+    def invalid_of_columns(self, params: ConvParams, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
+        return launch_fails(self.tiling(params, columns).launch(detail=False), limits)
 
 
 def largest_divisor_at_most(n: int, bound: int) -> int:

@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...columns import ConfigColumns
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, launch_fails, why_launch_fails
-from ..conv2d.tiling import ConvParams, conv_params, largest_divisor_at_most, nchw_shape, spatial_features
+from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..conv2d.tiling import (ConvParams, TiledConvBatchPath, conv_params, largest_divisor_at_most, nchw_shape,
+                             spatial_features)
 from . import kernel
 from .tiling import depthwise_tiling
 
 
-class DepthwiseConv2dNCHW(Template):
+class DepthwiseConv2dNCHW(TiledConvBatchPath, Template):
+    """The batch path is `depthwise_tiling` and `spatial_features` on columns (TiledConvBatchPath)."""
+
     name = "depthwise_conv2d_nchw.cuda"
     baseline_provider = "cudnn"
+    tiling = staticmethod(depthwise_tiling)
 
     def parse_args(self, args: list) -> ConvParams:
         if not isinstance(args, list) or len(args) != 6:
@@ -44,14 +47,6 @@ class DepthwiseConv2dNCHW(Template):
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, depthwise_tiling(params, config), DeviceLimits())
-
-    # The batch path is the per-config code on columns: `depthwise_tiling` and `spatial_features` are
-    # arithmetic on knob values, which numpy does for many configs at once.
-    def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
-        return self.features(params, columns)
-
-    def invalid_of_columns(self, params: ConvParams, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
-        return launch_fails(depthwise_tiling(params, columns).launch(detail=False), limits)
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
         """About 128 threads (x up to 16, then y, then f), one output per thread."""
