@@ -9,9 +9,10 @@ unchanged on whole columns: the per-config answer stays the one definition, and 
 one is the same code on arrays. It is also a sequence of `ConfigEntity` (iterating builds
 them), so code that wants configs one by one still works on it.
 
-`valid_mask` checks many configs against a space's rules at once: a rule that offers
-`invalid_mask(columns)` (a template with a batch path, see `engine.task.TemplateRule`) is
-asked once; any other rule is asked config by config, as `ConfigSpace.is_valid` would.
+`valid_mask` checks many configs against a space's rules at once: where every rule's
+`invalid_mask` is a function of columns (a template with a batch path, see
+`engine.task.TemplateRule`), each is asked once; where any rule has none (a plain callable, or
+`invalid_mask` None), the configs are asked config by config, as `ConfigSpace.is_valid` would.
 `random_neighbours` draws one-knob moves for many configs at once.
 """
 from __future__ import annotations
@@ -214,9 +215,6 @@ def valid_mask(space: "ConfigSpace", columns: ConfigColumns) -> np.ndarray:
         if not len(rows):
             break
         broken = mask(columns if len(rows) == len(columns) else columns.take(rows))
-        if broken is None:  # the rule's template has no batch path after all
-            ok[rows] = [space.is_valid(columns.config(int(row))) for row in rows]
-            return ok
         ok[rows[np.asarray(broken, dtype=bool)]] = False
     return ok
 

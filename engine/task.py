@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
 
 from . import jsontext
 from .logfile import canonical_args
@@ -58,8 +61,8 @@ def args_from_json(text: str) -> list:
 
 class TemplateRule:
     """The space's rule a template's `why_invalid` makes on a device's limits: called on one
-    config it gives the reason (or None), and `invalid_mask` asks the template's batch path
-    about many configs at once (engine.columns.valid_mask), None where it has none."""
+    config it gives the reason (or None); `invalid_mask` is the template's batch check of many
+    configs at once (engine.columns.valid_mask), None where the template has no batch path."""
 
     def __init__(self, template: Template, params: Any, limits: DeviceLimits):
         self.template, self.params, self.limits = template, params, limits
@@ -67,8 +70,11 @@ class TemplateRule:
     def __call__(self, config: ConfigEntity) -> str | None:
         return self.template.why_invalid(self.params, config, limits=self.limits)
 
-    def invalid_mask(self, columns: ConfigColumns):
-        return self.template.invalid_of_columns(self.params, columns, self.limits)
+    @property
+    def invalid_mask(self) -> Callable[[ConfigColumns], np.ndarray] | None:
+        if not self.template.has_batch_path:
+            return None
+        return partial(self.template.invalid_of_columns, self.params, limits=self.limits)
 
 
 def create_task(name: str, args: list, limits: DeviceLimits | None = None) -> Task:

@@ -17,7 +17,6 @@ import pytest
 
 import engine
 from engine.columns import ConfigColumns, random_neighbours, valid_mask
-from engine.ops import Template
 from engine.ops.base import knob_features
 from engine.space import ConfigSpace, OtherKnob, SplitKnob
 from engine.tuners.features import FeatureTable
@@ -31,10 +30,6 @@ WORKLOADS = [(name, args, "small") for name, args in sorted(SMALL_WORKLOADS.item
 BATCH_TEMPLATES = {"conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"}
 
 
-def has_batch_path(task) -> bool:
-    return type(task.template).features_of_columns is not Template.features_of_columns
-
-
 @pytest.mark.parametrize("name, args, label", WORKLOADS, ids=[label for _, _, label in WORKLOADS])
 def test_batch_validity_and_features_equal_the_per_config_ones(name, args, label):
     task = engine.create_task(name, args)
@@ -44,7 +39,7 @@ def test_batch_validity_and_features_equal_the_per_config_ones(name, args, label
     columns = ConfigColumns.of_indexes(space, rng.integers(0, space.total, size=300))
     expected = [space.why_invalid(config) is None for config in columns]
     assert valid_mask(space, columns).tolist() == expected
-    if has_batch_path(task):
+    if task.template.has_batch_path:
         broken = task.template.invalid_of_columns(task.params, columns, task.limits)
         assert (~broken).tolist() == expected
     # Features on valid configs, as the tuner asks for them; every row as the per-config one.
@@ -58,7 +53,7 @@ def test_batch_validity_and_features_equal_the_per_config_ones(name, args, label
 
 
 def test_the_direct_and_depthwise_convolutions_have_a_batch_path():
-    have = {name for name in engine.TEMPLATES if has_batch_path(engine.create_task(name, SMALL_WORKLOADS[name]))}
+    have = {name for name in engine.TEMPLATES if engine.create_task(name, SMALL_WORKLOADS[name]).template.has_batch_path}
     assert have == BATCH_TEMPLATES
 
 

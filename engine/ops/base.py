@@ -298,17 +298,20 @@ class Template(ABC):
         """Numbers describing a config for the cost model; same keys, same order, for every config."""
 
     # -- the batch path (engine.columns): many configs at once, for the tuners' search --------
-    def features_of_columns(self, params: Any, columns: ConfigColumns) -> dict[str, Any] | None:
-        """`features` of many configs at once: the same names, each an array over the configs
-        (or one number where it is the same for all); None where the template has no batch
-        path, and callers ask `features` config by config. A template whose `features` code is
-        plain arithmetic on knob values returns `self.features(params, columns)`: one definition."""
-        return None
+    # The one way a template says it has one: `has_batch_path` True, and both methods below
+    # defined (the convs: engine.ops.conv2d.tiling.TiledConvBatchPath). Callers check the flag
+    # and, where it is False, ask `features` and `why_invalid` config by config.
+    has_batch_path: bool = False
 
-    def invalid_of_columns(self, params: Any, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray | None:
-        """Where `why_invalid` would give a reason, for many configs at once (a bool array);
-        None where the template has no batch path."""
-        return None
+    def features_of_columns(self, params: Any, columns: ConfigColumns) -> dict[str, Any]:
+        """`features` of many configs at once: the same names, each an array over the configs
+        (or one number where it is the same for all). A template whose `features` code is
+        plain arithmetic on knob values returns `self.features(params, columns)`: one definition."""
+        raise NotImplementedError(f"{self.name} has no batch path (has_batch_path is False)")
+
+    def invalid_of_columns(self, params: Any, columns: ConfigColumns, limits: DeviceLimits) -> np.ndarray:
+        """Where `why_invalid` would give a reason, for many configs at once (a bool array)."""
+        raise NotImplementedError(f"{self.name} has no batch path (has_batch_path is False)")
 
     @abstractmethod
     def default_config(self, params: Any, space: ConfigSpace) -> ConfigEntity:

@@ -16,7 +16,6 @@ import numpy as np
 from ..columns import ConfigColumns
 from ..logfile import Record
 from ..measure import result_of
-from ..ops.base import Template
 from .base import config_from_entity, score_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,11 +38,9 @@ class FeatureTable:
     def of(self, configs: "Sequence[ConfigEntity] | ConfigColumns") -> np.ndarray:
         """Feature rows of these configs: through the template's batch path where it has one
         (numpy over all of them at once), else one config at a time, each remembered."""
-        if len(configs) and type(self.task.template).features_of_columns is not Template.features_of_columns:
+        if len(configs) and self.task.template.has_batch_path:
             columns = configs if isinstance(configs, ConfigColumns) else ConfigColumns.of_configs(self.task.config_space, configs)
-            values = self.task.template.features_of_columns(self.task.params, columns)
-            if values is not None:
-                return self._rows(values, len(columns))
+            return self._rows(self.task.template.features_of_columns(self.task.params, columns), len(columns))
         rows = []
         for config in configs:
             row = self._cache.get(config.index)

@@ -218,6 +218,7 @@ class TiledConvBatchPath:
     configs at once, every field an array, so the per-config code runs unchanged on columns.
     Mixed in before `Template`: `class T(TiledConvBatchPath, Template)`, with `tiling` set."""
 
+    has_batch_path = True
     tiling: Callable[[ConvParams, Any], ConvTiling]  # conv2d_tiling, depthwise_tiling (a staticmethod)
 
     def features_of_columns(self, params: ConvParams, columns: ConfigColumns) -> dict[str, np.ndarray]:
