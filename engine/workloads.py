@@ -28,10 +28,11 @@ def conv2d_args(size: int, ci: int, co: int, kernel: int, stride: int, pad: int)
     ]
 
 
-def depthwise_args(size: int, channels: int, stride: int) -> list:
+def depthwise_args(size: int, channels: int, stride: int, multiplier: int = 1) -> list:
+    """K3 p1, batch 1; `multiplier` output channels per input channel (MobileNet's: 1)."""
     return [
         ["TENSOR", [1, channels, size, size], "float32"],
-        ["TENSOR", [channels, 1, 3, 3], "float32"],
+        ["TENSOR", [channels, multiplier, 3, 3], "float32"],
         [stride, stride],
         [1, 1, 1, 1],
         [1, 1],

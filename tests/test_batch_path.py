@@ -21,12 +21,15 @@ from engine.ops.base import knob_features
 from engine.space import ConfigSpace, OtherKnob, SplitKnob
 from engine.tuners.features import FeatureTable
 from engine.tuners.sa import SimulatedAnnealingOptimizer, _TopK
-from engine.workloads import PRESETS
+from engine.workloads import PRESETS, depthwise_args
 from test_template_contract import SMALL_WORKLOADS
 
-# Every template's small contract workload and every preset (a full space each).
+# Every template's small contract workload, every preset (a full space each), and a depthwise
+# channel multiplier > 1, which no preset has (MobileNet's is 1): 3 output channels per input
+# channel, so a block of f channels may start inside a channel's group (input_channels_per_block).
 WORKLOADS = [(name, args, "small") for name, args in sorted(SMALL_WORKLOADS.items())] + [
-    (preset.task_name, preset.args, key) for key, preset in sorted(PRESETS.items())]
+    (preset.task_name, preset.args, key) for key, preset in sorted(PRESETS.items())] + [
+    ("depthwise_conv2d_nchw.cuda", depthwise_args(10, 8, 1, multiplier=3), "depthwise-multiplier-3")]
 BATCH_TEMPLATES = {"conv2d_nchw.cuda", "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"}
 
 
@@ -55,6 +58,34 @@ def test_batch_validity_and_features_equal_the_per_config_ones(name, args, label
 def test_the_direct_and_depthwise_convolutions_have_a_batch_path():
     have = {name for name in engine.TEMPLATES if engine.create_task(name, SMALL_WORKLOADS[name]).template.has_batch_path}
     assert have == BATCH_TEMPLATES
+
+
+@pytest.mark.parametrize("restricted", [False, True], ids=["full", "restricted"])
+def test_valid_mask_asks_config_by_config_where_a_rule_is_a_plain_callable(restricted):
+    """A plain function rule has no `invalid_mask`: with it, every rule is asked config by config
+    (the template's batch check too), in a full space and in a restricted view."""
+    task = engine.create_task(PRESETS["C12"].task_name, PRESETS["C12"].args)
+    calls = []
+
+    def odd_unroll(config):  # a plain callable, as ConfigSpace's rules are
+        calls.append(config.index)
+        return "odd" if config["unroll_explicit"].val == 1 and config.index % 3 == 0 else None
+
+    rng = np.random.default_rng(13)
+    # Random indexes (most invalid) and valid ones, so that the plain rule has some to reject.
+    indexes = [*rng.integers(0, task.config_space.total, size=150).tolist(),
+               *(c.index for c in task.config_space.sample(rng, 150))]
+    space = task.config_space.with_rules([*task.config_space.rules, odd_unroll])
+    if restricted:  # a view keeping two in three of them
+        space = space.restrict(indexes[::3] + indexes[1::3])
+    columns = ConfigColumns.of_indexes(space, indexes)
+    mask = valid_mask(space, columns)
+    assert calls  # valid_mask asked the plain rule
+    assert mask.tolist() == [space.why_invalid(config) is None for config in columns]
+    # The template's rule alone goes in bulk; the plain rule rejects some configs it passes.
+    alone = space.with_rules(task.config_space.rules)
+    assert alone.rules[0].invalid_mask is not None
+    assert (valid_mask(alone, ConfigColumns.of_indexes(alone, indexes)) & ~mask).any()
 
 
 def test_columns_are_the_configs_they_stand_for():
