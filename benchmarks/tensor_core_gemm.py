@@ -78,11 +78,17 @@ DECODE_PICKS = [
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
 # loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k", "turns")
+               "split_k", "turns", "pingpong")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
 # clusters that multicast B (raster then counts rows of clusters); persistent (132 blocks walk the tiles).
+PINGPONG_SQUARE_PICKS = [
+    (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1), (128, 128, 4, 16, 2, 1, "tma", 1, 1, 1, 0, 1),
+    (128, 128, 4, 4, 2, 1, "tma", 1, 1, 1, 0, 1), (128, 128, 3, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
+    (128, 128, 4, 8, 2, 1, "tma", 2, 1, 1, 0, 1), (64, 256, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
+    (64, 256, 4, 8, 2, 1, "tma", 2, 1, 1, 0, 1), (64, 256, 3, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
+]
 WGMMA_SQUARE_PICKS = [
     (128, 256, 4, 8, 2, 1), (128, 256, 3, 8, 2, 1), (128, 256, 4, 8, 2, 0), (256, 128, 4, 8, 2, 1),
     (128, 128, 4, 8, 1, 1), (128, 128, 4, 8, 1, 0),
@@ -96,6 +102,8 @@ WGMMA_SQUARE_PICKS = [
     # around the best of the first TMA run (128x256, 4 stages, raster 8, persistent): raster, stages, 256x128
     (128, 256, 4, 4, 2, 1, "tma", 1, 1), (128, 256, 4, 16, 2, 1, "tma", 1, 1), (128, 256, 3, 8, 2, 1, "tma", 1, 1),
     (256, 128, 4, 8, 2, 1, "tma", 1, 1), (256, 128, 4, 16, 2, 1, "tma", 1, 1),
+    # pingpong: each consumer a whole 128x128 or 64x256 tile (128 accumulators a thread), the two in turn
+    *PINGPONG_SQUARE_PICKS,
 ]
 WGMMA_DECODE_PICKS = [(64, 64, 4, 1, 1, 1), (64, 128, 4, 1, 1, 1), (64, 64, 4, 1, 1, 0), (64, 256, 3, 1, 1, 1),
                       (64, 64, 4, 1, 1, 1, "tma"), (64, 128, 4, 1, 1, 1, "tma")]
@@ -116,7 +124,8 @@ WGMMA_SPLIT_DECODE_PICKS = [
     (128, 128, 4, 1, 2, 1, "tma", 1, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 4),
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
-                       (128, 256, 4, 8, 2, 1, "tma", 2, 1)]  # run at 4096^3 by check --only wgmma
+                       (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
+                       (64, 256, 4, 8, 2, 1, "tma", 2, 1, 1, 0, 1)]  # run at 4096^3 by check --only wgmma
 # tf32 on wgmma (tma loader, producer 1, split_k 1): a consumer's tile is block_m rows (the
 # instruction's N, up to 256) by 64 or 128 of the block's columns; 2 consumers with and without
 # turns, 3 and 4 stages (4 of a 256x128 tile fill 192 KB), raster groups, clusters, persistent.

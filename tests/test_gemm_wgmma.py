@@ -41,12 +41,12 @@ def config_of(task, **values):
 def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
     task = task_of(4096, 4096, 4096, "bfloat16")
     old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
-    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2 * 2
+    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2 * 2 * 2
     for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
         new = task.config_space.get(index).values()
         assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k"),
-                new.pop("loader"), new.pop("cluster"), new.pop("persistent"), new.pop("turns")) == \
-            ("mma_sync", 1, 0, 1, "cp_async", 1, 0, 0)
+                new.pop("loader"), new.pop("cluster"), new.pop("persistent"), new.pop("turns"), new.pop("pingpong")) == \
+            ("mma_sync", 1, 0, 1, "cp_async", 1, 0, 0, 0)
         assert new == old.get(index).values()
     assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
 
@@ -90,6 +90,7 @@ def test_tf32_has_wgmma_configs_among_the_sampled_and_valid_ones():
     (dict(TF32_BASE, block_m=128, block_n=64, consumers=2), "not a multiple of 64 columns for each of 2"),
     (dict(TF32_BASE, block_m=256, block_n=256, consumers=2, stages=2), "more than the 232 setmaxnreg gives it"),
     (dict(TF32_BASE, block_m=256, block_n=64, consumers=1, turns=1), "turns are taken by 2 consumer warpgroups"),
+    (dict(TF32_BASE, block_m=128, block_n=128, consumers=2, persistent=1, pingpong=1), "pingpong is the 16-bit"),
 ])
 def test_tf32_wgmma_rules_say_why(values, message):
     task = task_of(4096, 4096, 4096, "tf32")
@@ -116,6 +117,10 @@ def test_tf32_wgmma_has_no_split_k():
     (dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma", cluster=2, split_k=2),
      "it takes loader tma, cluster 1"),
     (dict(block_m=64, block_n=64, stages=3, consumers=1, producer=1, loader="tma", split_k=2), "few tiles of C"),
+    (dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1, loader="tma", pingpong=1),
+     "it takes loader tma, persistent 1, consumers 2 and split_k 1"),
+    (dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1, loader="tma", persistent=1, turns=1),
+     "turns are tf32's"),
 ])
 def test_wgmma_rules_say_why(values, message):
     task = task_of(4096, 4096, 4096, "float16")
@@ -125,7 +130,8 @@ def test_wgmma_rules_say_why(values, message):
 def test_mma_sync_configs_leave_the_wgmma_knobs_at_their_first_value():
     task = task_of(4096, 4096, 4096, "float16")
     default = task.default_config().values()
-    for extra in (dict(consumers=2), dict(producer=1), dict(loader="tma"), dict(cluster=2), dict(persistent=1)):
+    for extra in (dict(consumers=2), dict(producer=1), dict(loader="tma"), dict(cluster=2), dict(persistent=1),
+                  dict(pingpong=1)):
         config = task.config_space.from_entity([[name, "ot", v] for name, v in {**default, **extra}.items()])
         assert "wgmma mainloop's knobs" in task.why_invalid(config)
 
@@ -225,11 +231,14 @@ def test_random_valid_tf32_wgmma_configs_compile_for_sm_90(tmp_path):
     assert [(config.values(), r.message[:400]) for (task, config), r in zip(picked, results) if not r.ok] == []
 
 
-@pytest.mark.parametrize("tile", tensor_core_gemm.TF32_SQUARE_PICKS, ids=lambda tile: "-".join(map(str, tile)))
-def test_the_benchmarks_tf32_wgmma_tiles_compile_unserialised_without_spills(tile):
+@pytest.mark.parametrize("precision, tile", [("tf32", tile) for tile in tensor_core_gemm.TF32_SQUARE_PICKS]
+                         + [("bfloat16", tile) for tile in tensor_core_gemm.PINGPONG_SQUARE_PICKS],
+                         ids=lambda value: value if isinstance(value, str) else "-".join(map(str, value)))
+def test_the_benchmarks_tf32_and_pingpong_tiles_compile_unserialised_without_spills(precision, tile):
     """ptxas serialises wgmmas whose register operands are written while a group is in flight (C7513):
-    tf32's fragments are loaded only once the last stage's group retired."""
-    task = task_of(4096, 4096, 4096, "tf32")
+    tf32's fragments are loaded only once the last stage's group retired. Pingpong's consumers each
+    hold a whole tile's accumulators."""
+    task = task_of(4096, 4096, 4096, precision)
     (config,) = tensor_core_gemm.wgmma_picked(task, [tile])
     source = task.template.kernel(task.params, config)
     _, log = compile_to_cubin(source.code, "sm_90", ("-Xptxas=-v",))
@@ -350,6 +359,14 @@ CPU_CASES = [  # (M, N, K, precision, values): tails in M, N and K; both hand-ov
                                        persistent=1)),
     (1100, 1104, 136, "bfloat16", dict(block_m=64, block_n=128, stages=3, consumers=1, producer=1, loader="tma",
                                        cluster=2, persistent=1)),
+    # pingpong: each consumer takes whole tiles in turn, the ring filled in tile order; blocks of 1, 2 and
+    # 3 tiles (so the first consumer comes back after the second), clusters, the ring wrapping within a tile.
+    (1100, 1104, 136, "float16", dict(block_m=64, block_n=64, stages=3, consumers=2, producer=1, loader="tma",
+                                      persistent=1, pingpong=1, raster=4)),
+    (1700, 1304, 200, "bfloat16", dict(block_m=128, block_n=128, stages=4, consumers=2, producer=1, loader="tma",
+                                       persistent=1, pingpong=1)),
+    (1100, 1104, 136, "bfloat16", dict(block_m=64, block_n=128, stages=2, consumers=2, producer=1, loader="tma",
+                                       cluster=2, persistent=1, pingpong=1)),
     # split_k over a cluster (grid z): uneven splits (7 k-steps over 2 and 4, 5 over 4, 9 over 8),
     # a K tail, rows past M (decode's M = 16 in a 64-row tile), N tails, 1 and 2 consumers.
     (16, 200, 392, "bfloat16", dict(block_m=64, block_n=64, stages=3, consumers=1, producer=1, loader="tma", split_k=2)),

@@ -54,7 +54,7 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k", "turns")
+             "split_k", "turns", "pingpong")
     fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
              ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -126,6 +126,24 @@ def test_tf32_wgmma_configs_compute_the_product(measurer, shape):
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "tf32"), DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, TF32_TILES)
     assert len(configs) >= 4 and all(c["mainloop"].val == "wgmma" for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# pingpong (16-bit, persistent): each consumer whole tiles in turn; shapes of more tiles than blocks, so
+# blocks walk 2 and 3 tiles (tails in M, N and K there), 2-block clusters, 3 and 4 stages.
+PINGPONG_TILES = [(128, 128, 4, 1, 2, 1, "tma", 1, 1, 1, 0, 1), (64, 256, 3, 4, 2, 1, "tma", 1, 1, 1, 0, 1),
+                  (128, 128, 3, 1, 2, 1, "tma", 2, 1, 1, 0, 1), (64, 128, 4, 1, 2, 1, "tma", 2, 1, 1, 0, 1)]
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (2048, 2048, 136), (2100, 2056, 200), (4096, 4096, 4096)])
+def test_pingpong_configs_compute_the_product(measurer, precision, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision), DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, PINGPONG_TILES)
+    assert len(configs) == len(PINGPONG_TILES) and all(c["pingpong"].val == 1 for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

@@ -19,12 +19,13 @@ from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, TEMPLATE_NAME, TF32_MODE, WGM
 # mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
 # split_k is both mainloops' (wgmma's with the tma loader on shapes of few tiles), so it is not pinned.
 # wgmma's block_k is one 128-byte row of the precision's elements.
-# turns are tf32's alone, so the 16-bit precisions pin them at 0 on both mainloops.
+# turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma.
 def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
-        "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0},
-        "wgmma": wgmma if precision == TF32_MODE else {**wgmma, "turns": 0},
+        "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
+                     "pingpong": 0},
+        "wgmma": {**wgmma, "pingpong": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
     })
 
 
@@ -62,6 +63,8 @@ class GemmTensorCore(Template):
             OtherKnob("persistent", [0, 1], default=0),
             # After persistent, for the same reason: tf32's two consumers issue each stage in turn.
             OtherKnob("turns", [0, 1], default=0),
+            # After turns, for the same reason: 16-bit persistent blocks' two consumers take whole tiles in turn.
+            OtherKnob("pingpong", [0, 1], default=0),
         ], pins=mainloop_pins(params.precision))
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

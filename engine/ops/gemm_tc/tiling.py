@@ -46,6 +46,7 @@ and the mma_sync configs keep the indexes they had before wgmma came.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
@@ -177,6 +178,7 @@ class GemmTcTiling:
     cluster: int = 1  # wgmma tma: blocks of one cluster, sharing B's tile by multicast (CLUSTERS)
     persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
     turns: int = 0  # wgmma tf32, 2 consumers: 1 has them issue each stage's instructions in turn
+    pingpong: int = 0  # wgmma 16-bit, tma, persistent, 2 consumers: 1 gives each consumer whole tiles in turn
 
     @property
     def tma(self) -> bool:
@@ -202,8 +204,18 @@ class GemmTcTiling:
 
     @property
     def consumer_rows(self) -> int:
-        """wgmma: rows of the block's tile one consumer warpgroup owns."""
-        return self.block_m // self.consumers
+        """wgmma: rows of the block's tile one consumer warpgroup owns (pingpong: all of them)."""
+        return self.block_m if self.pingpong else self.block_m // self.consumers
+
+    @property
+    def consumer_row_offset(self) -> int:
+        """wgmma: how far apart the consumers' rows start (pingpong: each has its own tile)."""
+        return 0 if self.pingpong else self.consumer_rows
+
+    @property
+    def stage_consumers(self) -> int:
+        """Consumer warpgroups that read (and release) each stage: one with pingpong, else all."""
+        return 1 if self.pingpong else self.consumers
 
     @property
     def consumer_cols(self) -> int:
@@ -343,7 +355,7 @@ class GemmTcTiling:
     @property
     def accumulators(self) -> int:
         if self.wgmma:
-            return self.block_m * self.block_n // (self.consumers * WARPGROUP)
+            return math.prod(self.warp_tile) // WARPGROUP
         return self.frags_m * self.frags_n * 4
 
     @property
@@ -430,10 +442,10 @@ class GemmTcTiling:
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns) != \
-                (1, 0, LOADERS[0], 1, 0, 0):
-            return ("consumers, producer, loader, cluster, persistent and turns are the wgmma mainloop's knobs: "
-                    f"mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0 and 0")
+        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong) != \
+                (1, 0, LOADERS[0], 1, 0, 0, 0):
+            return ("consumers, producer, loader, cluster, persistent, turns and pingpong are the wgmma mainloop's "
+                    f"knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -457,6 +469,12 @@ class GemmTcTiling:
     def _why_not_wgmma(self) -> str | None:
         if self.turns and self.precision != TF32_MODE:
             return "turns are tf32's (its consumers wait for each stage's products): 16-bit configs leave it at 0"
+        if self.pingpong and self.precision == TF32_MODE:
+            return ("pingpong is the 16-bit precisions': tf32's consumers wait for each stage's products, so one "
+                    "consumer's mainloop alone would leave the tensor cores idle at every stage")
+        if self.pingpong and not (self.tma and self.persistent and self.consumers == 2 and self.split_k == 1):
+            return ("pingpong has 2 consumers take whole tiles in turn as persistent blocks walk them: it takes "
+                    "loader tma, persistent 1, consumers 2 and split_k 1")
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         block_k = WGMMA_BLOCK_K[self.precision]
@@ -467,9 +485,9 @@ class GemmTcTiling:
             return self._why_not_wgmma_tf32()
         if self.block_n % (SWIZZLE_BYTES // self.element_bytes) or self.block_n > WGMMA_MAX_N:
             return f"wgmma's block_n is a multiple of 64 up to {WGMMA_MAX_N} (B's 128-byte swizzled rows), not {self.block_n}"
-        if self.block_m % (self.consumers * WGMMA_M):
+        if self.block_m % (self.stage_consumers * WGMMA_M):
             return (f"block_m {self.block_m} is not a multiple of {WGMMA_M} rows for each of "
-                    f"{self.consumers} consumer warpgroup(s)")
+                    f"{self.stage_consumers} consumer warpgroup(s)")
         if self.tma and not self.producer:
             return "the tma loader is issued by the producer warpgroup: it takes producer 1"
         if self.cluster > 1 and not self.tma:
@@ -513,4 +531,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
+        pingpong=v["pingpong"],
     )

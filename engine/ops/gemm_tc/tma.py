@@ -18,6 +18,13 @@
 * `persistent` 1: PERSISTENT_BLOCKS blocks walk the tiles (a cluster's blocks the same ones),
   the stage ring and its barrier phases running on from tile to tile, so the producer loads a
   tile's first stages while the consumers still store the last one. Otherwise one tile a block.
+* `pingpong` 1 (persistent, 2 consumers): each consumer computes whole tiles, the two taking
+  the block's tiles in turn; the stage ring is filled in tile order, so one consumer's mainloop
+  runs while the other stores its last tile (CUTLASS's ping-pong), and a stage is released by
+  the one warpgroup that read it. The consumers' mainloops take turns by named barriers (as tf32's
+  `turns` do its stages): a consumer waits on a stage's full barrier only once the other consumer
+  consumed every step before its own, because an mbarrier's parity tells apart only its current
+  and last phase (a consumer a tile ahead would pass a wait for a phase not yet begun).
 * `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
   cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
   k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
@@ -84,13 +91,42 @@ def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
 # Consumer 1's first arrival lets consumer 0 start; consumer 0's last wait takes its last one.
 _TURNS_START = "\n    if (consumer == 1) turn_arrive(2);  // consumer 0 goes first"
 _TURNS_END = "\n    if (consumer == 0) turn_wait(2);  // consumer 1's last turn, so both barriers end empty"
+# pingpong: a consumer gives the turn once it issued its tile's last products (it waits on no full
+# barrier after that), before its last wait and its stores, so the other's mainloop runs under them;
+# in a round where it has no tile, at once.
+_PINGPONG_GIVE = "\n    turn_arrive(consumer == 0 ? 1 : 2);  // the other consumer's mainloop may start"
+_PINGPONG_ROUND_END = " else turn_arrive(consumer == 0 ? 1 : 2);\n    }"
+# turns and pingpong: named barrier `id` of the two consumer warpgroups (256 threads), waited at or passed.
+TURN_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void turn_wait(unsigned id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void turn_arrive(unsigned id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }
+#endif
+"""
 
 
 def _tiles(t: GemmTcTiling) -> str:
     """The loop over this block's tiles (clusters' tiles: a cluster's blocks walk the same)."""
-    first = "blockIdx.x" if t.cluster == 1 else f"blockIdx.x / {t.cluster}"
-    stride = "gridDim.x" if t.cluster == 1 else f"gridDim.x / {t.cluster}"
+    first, stride = _walk(t)
     return f"for (int tile = {first}; tile < {t.tile_blocks // t.cluster}; tile += {stride})"
+
+
+def _walk(t: GemmTcTiling) -> tuple[str, str]:
+    """This block's first tile (its cluster's) and the stride between its tiles."""
+    if t.cluster == 1:
+        return "blockIdx.x", "gridDim.x"
+    return f"blockIdx.x / {t.cluster}", f"gridDim.x / {t.cluster}"
+
+
+def _pingpong_rounds(t: GemmTcTiling) -> str:
+    """pingpong: rounds of two of the block's tiles, the first consumer's then the second's; each
+    consumer's steps in the ring follow from the round. The loop's body opens with the turn."""
+    first, stride = _walk(t)
+    return f"""for (int round = 0, pair = {first}; pair < {t.tile_blocks // t.cluster}; ++round, pair += 2 * ({stride})) {{
+    const int tile = pair + consumer * ({stride});
+    step = (2 * round + consumer) * {t.k_tiles};
+    turn_wait(consumer == 0 ? 2 : 1);  // the other consumer's mainloop is done (its turn passed)
+    if (tile < {t.tile_blocks // t.cluster}) """
 
 
 def _tile_origin(t: GemmTcTiling) -> str:
@@ -162,7 +198,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + 8 * s, 1);
-            barrier_init(empty + 8 * s, {t.cluster * t.consumers * WARPGROUP // 32});
+            barrier_init(empty + 8 * s, {t.cluster * t.stage_consumers * WARPGROUP // 32});
         }}
         barrier_init_fence();
     }}
@@ -173,9 +209,9 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
 {f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}
     const int consumer = warpgroup - 1;
-    int step = 0;{_TURNS_START if t.turns else ""}
+    int step = 0;{_TURNS_START if t.turns or t.pingpong else ""}
 #pragma unroll 1
-    {_tiles(t)} {{
+    {_pingpong_rounds(t) if t.pingpong else _tiles(t)} {{
 {_tile_origin(t)}
     float acc[{tiles}][{per_tile}];
 #pragma unroll
@@ -189,7 +225,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
         compute_stage(acc, ring + s * {stage_bytes}, consumer);
         {f"if (kt >= {pending}) " if pending else ""}{_release(t, f"step - {pending}")}
-    }}
+    }}{_PINGPONG_GIVE if t.pingpong else ""}
     wgmma_wait<0>();{last_release}
 {store}
-    }}{_TURNS_END if t.turns else ""}{leave}"""
+    }}{_PINGPONG_ROUND_END if t.pingpong else ""}{_TURNS_END if t.turns or t.pingpong else ""}{leave}"""

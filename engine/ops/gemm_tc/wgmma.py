@@ -175,7 +175,7 @@ def _compute(t: GemmTcTiling) -> str:
     panel_bytes = t.block_k * SWIZZLE_BYTES
     return f"""
 __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block_n // 2}], unsigned stage, int consumer) {{
-    const unsigned a_base = stage + consumer * {t.consumer_rows * SWIZZLE_BYTES};
+    const unsigned a_base = stage + consumer * {t.consumer_row_offset * SWIZZLE_BYTES};
     const unsigned b_base = stage + {t.block_m * SWIZZLE_BYTES};
 #pragma unroll
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
@@ -295,7 +295,7 @@ def _store(t: GemmTcTiling) -> str:
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
         for (int j = 0; j < {t.block_n // 8}; ++j) {{
-            const int row = row0 + consumer * {t.consumer_rows} + mt * {WGMMA_M} + warp * 16 + g;
+            const int row = row0 + consumer * {t.consumer_row_offset} + mt * {WGMMA_M} + warp * 16 + g;
             const int col = col0 + j * 8 + 2 * q;
             {col_ok}{{
                 {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
@@ -345,7 +345,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{_mma(t)}{_compute(t)}
+{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.pingpong else ""}{_mma(t)}{_compute(t)}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];

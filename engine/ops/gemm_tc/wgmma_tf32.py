@@ -42,9 +42,6 @@ __device__ __forceinline__ unsigned load_shared_word(unsigned address) {
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(word) : "r"(address) : "memory");
     return word;
 }
-// turns: named barrier `id` of the two consumer warpgroups (256 threads), waited at or passed.
-__device__ __forceinline__ void turn_wait(unsigned id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
-__device__ __forceinline__ void turn_arrive(unsigned id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }
 __device__ __forceinline__ unsigned round_tf32(unsigned bits) {
     unsigned r;
     asm volatile("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
@@ -154,7 +151,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore tf32 wgmma (C^T = B^T A^T, B^T from registers): {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
-{wgmma.HELPERS}{_HELPERS}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
+{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.turns else ''}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
 {ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
