@@ -38,7 +38,7 @@ from engine.confirm import Contender, Role, Stopwatch, Unready
 from engine.logfile import ErrorNo
 
 from .child import Child, ChildDied
-from .environment import sm_clock_mhz
+from .environment import gpu_uuid, sm_clock_mhz
 from .fair_vendor import load_vendor_libraries
 from .runner import TimingSettings, accepted_error, cupy_graph, load_kernel, output_error, relative_l2_error
 
@@ -57,14 +57,6 @@ class StopwatchDied(RuntimeError):
 
 
 # ---------------------------------------------------------------- child side
-
-
-def _uuid(props) -> str:
-    raw = props.get("uuid", b"")
-    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
-        h = raw.hex()
-        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-    return raw.decode(errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
 
 
 class _Bench:
@@ -92,9 +84,8 @@ class _Bench:
 
         cp = self.cp
         info = query_device(self.device_id)
-        props = cp.cuda.runtime.getDeviceProperties(self.device_id)
         env = {
-            "gpu_uuid": _uuid(props), "gpu_name": info.name, "driver": info.driver_version,
+            "gpu_uuid": gpu_uuid(self.device_id), "gpu_name": info.name, "driver": info.driver_version,
             "cuda_runtime": info.cuda_version, "nvrtc": nvrtc_version(), "cupy": cp.__version__,
             "sm_clock_mhz": sm_clock_mhz(self.device_id), "pid": os.getpid(),
             "flush_bytes": self.flush_bytes, "cold_method": COLD_METHOD,
