@@ -130,6 +130,8 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
     status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))
     if status == 1:
         raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
+    if status == 3:
+        raise RuntimeError(f"{source.name} left a named barrier with arrivals that no thread's bar.sync met")
     if status:
         raise MemoryError(f"no room for the stacks of {source.name}'s threads")
 

@@ -75,7 +75,12 @@ inline void yield_thread() { fiber_switch(&self->sp, scheduler_sp); }
 // A barrier of `count` threads: the last to arrive starts the next phase and goes on; the
 // others wait (are not resumed) until it has.
 struct Barrier { unsigned count, arrived = 0, phase = 0; };
+// Counts arrivals at any barrier (block, named, mbarrier): a round of the scheduler in which every
+// thread it resumed spun again in an mbarrier wait and nothing arrived anywhere is a deadlock
+// (nothing left can complete a phase they wait for).
+static unsigned long long sync_events;
 inline void arrive_and_wait(Barrier& b) {
+    ++sync_events;
     if (++b.arrived == b.count) { b.arrived = 0; ++b.phase; return; }
     self->waits_on = &b.phase;
     self->waits_while = b.phase;
@@ -207,11 +212,8 @@ inline void barrier_init(unsigned bar, unsigned count) {
     Mbarrier& m = mbarrier_at(bar); m.count = (int)count; m.pending = (int)count; m.bytes = 0; m.completed = 0;
 }
 inline void barrier_init_fence() {}
-// Counts mbarrier updates: a round of the scheduler in which every thread it resumed spun again
-// and no mbarrier moved is a deadlock (nothing left can complete a phase they wait for).
-static unsigned long long mbarrier_updates;
 inline void barrier_update(Mbarrier& m, int arrivals, long long expected, long long landed) {
-    ++mbarrier_updates;
+    ++sync_events;
     m.pending -= arrivals; m.bytes += expected - landed;
     if (m.pending == 0 && m.bytes == 0) { m.pending = m.count; m.completed.fetch_add(1); }
 }
@@ -317,6 +319,7 @@ inline void turn_wait(unsigned id) { named_barriers[id].count = 256; arrive_and_
 inline void turn_arrive(unsigned id) {
     Barrier& b = named_barriers[id];
     b.count = 256;
+    ++sync_events;
     if (++b.arrived == b.count) { b.arrived = 0; ++b.phase; }
 }
 inline unsigned load_shared_word(unsigned address) { unsigned w; memcpy(&w, dynamic_smem + address, 4); return w; }
@@ -410,7 +413,7 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
         }
         for (size_t left = fibers; left && !status;) {
             bool resumed = false, progressed = false;
-            const unsigned long long updates = mbarrier_updates;
+            const unsigned long long events = sync_events;
             for (CudaThread& t : threads) {
                 if (t.done || (t.waits_on && *t.waits_on == t.waits_while)) continue;
                 t.waits_on = nullptr;
@@ -428,8 +431,12 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
                 progressed |= !t.spinning;
                 left -= t.done;
             }
-            if (!resumed || (!progressed && updates == mbarrier_updates)) status = 1;
+            if (!resumed || (!progressed && events == sync_events)) status = 1;
         }
+        // A kernel leaves no named barrier half arrived (bar.arrive with no bar.sync to meet it).
+        for (const Block& b : blocks)
+            for (const Barrier& named : b.named)
+                if (!status && named.arrived) status = 3;
     }
     munmap(stacks, fibers * STACK_BYTES);
     return status;

@@ -213,7 +213,7 @@ def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
 def tf32_wgmma_sample(task, count, seed):
     """`count` random valid tf32 wgmma configs (tma, producer 1) of a task, drawn from all of them."""
     valid = [config for bm in (16, 32, 64, 128, 256) for bn in (64, 128, 256) for stages in (2, 3, 4)
-             for raster in (1, 4, 8, 16) for consumers in (1, 2) for cluster in (1, 2) for persistent in (0, 1)
+             for raster in (1, 4, 8, 16) for consumers in (1, 2, 4) for cluster in (1, 2) for persistent in (0, 1)
              for turns in (0, 1)
              if task.why_invalid(config := config_of(task, **{**TF32_BASE, "stages": stages}, block_m=bm, block_n=bn,
                                                      raster=raster, consumers=consumers, cluster=cluster,
@@ -387,12 +387,13 @@ def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(m, n, k, precision, 
     assert cuda_on_cpu.error_against_reference(task, config) < 1e-6  # fp16, bf16 products are exact in fp32
 
 
-TF32_CPU_CASES = [  # (M, N, K, values): tails in M, N and K; 1 and 2 consumers of 1 and 2 column tiles; narrow
+TF32_CPU_CASES = [  # (M, N, K, values): tails in M, N and K; 1, 2 and 4 consumers of 1 and 2 column tiles; narrow
     # and wide instructions (block_m 16 to 256); 2 to 4 stages; a cluster multicasting B; persistent blocks
     (37, 72, 40, dict(block_m=64, block_n=64, stages=2, consumers=1)),
     (70, 136, 200, dict(block_m=128, block_n=128, stages=3, consumers=2)),
     (40, 260, 136, dict(block_m=32, block_n=256, stages=4, consumers=2)),
     (20, 128, 72, dict(block_m=16, block_n=128, stages=2, consumers=1)),
+    (70, 264, 136, dict(block_m=64, block_n=256, stages=2, consumers=4)),
     (260, 64, 100, dict(block_m=256, block_n=64, stages=3, consumers=1)),
     (130, 136, 200, dict(block_m=64, block_n=128, stages=3, consumers=1, cluster=2)),
     (1100, 600, 68, dict(block_m=64, block_n=64, stages=2, consumers=1, persistent=1, raster=4)),

@@ -482,7 +482,7 @@ class GemmTcTiling:
             return (f"the wgmma mainloop stages K {block_k} {self.precision} elements at a time "
                     f"(one 128-byte swizzled row), not {self.block_k}")
         if self.precision == TF32_MODE:
-            return self._why_not_wgmma_tf32()
+            return self._why_not_wgmma_tf32() or self._why_not_multicast()
         if self.block_n % (SWIZZLE_BYTES // self.element_bytes) or self.block_n > WGMMA_MAX_N:
             return f"wgmma's block_n is a multiple of 64 up to {WGMMA_MAX_N} (B's 128-byte swizzled rows), not {self.block_n}"
         if self.block_m % (self.stage_consumers * WGMMA_M):
@@ -494,13 +494,20 @@ class GemmTcTiling:
             return "a cluster shares B's tile by TMA multicast: it takes the tma loader"
         if self.persistent and not self.tma:
             return "persistent blocks are the tma loader's schedule: they take the tma loader"
-        if self.b_panels % self.cluster:
-            return (f"B's {self.b_panels} 64-column panel(s) do not part among a cluster of {self.cluster} "
-                    "(each block multicasts its share)")
+        reason = self._why_not_multicast()
+        if reason:
+            return reason
         if self.split_k > 1 and (not self.tma or self.cluster > 1 or self.persistent):
             return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
                     "it takes loader tma, cluster 1 and persistent 0")
         return self._why_not_split()
+
+    def _why_not_multicast(self) -> str | None:
+        """A cluster's blocks each load and multicast an equal share of B's 128-byte panels."""
+        if self.b_panels % self.cluster:
+            return (f"B's {self.b_panels} {SWIZZLE_BYTES // self.element_bytes}-column panel(s) do not part among "
+                    f"a cluster of {self.cluster} (each block multicasts its share)")
+        return None
 
     def _why_not_wgmma_tf32(self) -> str | None:
         """tf32 computes C's transpose (engine.ops.gemm_tc.wgmma_tf32): B^T's fragments from
@@ -510,12 +517,14 @@ class GemmTcTiling:
                     "only: this row-major B reaches it through registers, A through TMA)")
         if self.split_k > 1:
             return "tf32 on wgmma has no split_k: it takes split_k 1"
+        if self.block_m % 8 or self.block_m > WGMMA_MAX_N:
+            return (f"tf32's block_m is the instruction's N (and A's TMA box rows): a multiple of 8 up to "
+                    f"{WGMMA_MAX_N}, not {self.block_m}")
         if self.turns and self.consumers != 2:
             return f"turns are taken by 2 consumer warpgroups, not {self.consumers}"
         if self.block_n % (self.consumers * WGMMA_M):
             return (f"block_n {self.block_n} is not a multiple of {WGMMA_M} columns for each of "
-                    f"{self.consumers} consumer warpgroup(s) (tf32's consumers share out C's columns; "
-                    "so B's 32-column panels part among a cluster of 2)")
+                    f"{self.consumers} consumer warpgroup(s) (tf32's consumers share out C's columns)")
         if self.producer_registers and self.consumer_register_estimate > self.consumer_registers:
             return (f"a consumer thread needs about {self.consumer_register_estimate} registers (accumulators and "
                     f"fragments), more than the {self.consumer_registers} setmaxnreg gives it")

@@ -283,12 +283,18 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
     wgmma_wait<0>();"""
 
 
+def tail_guards(t: GemmTcTiling, row_step: int, col_step: int) -> tuple[str, str, str, str]:
+    """The epilogue's edge tests (empty where no tile reaches past the edge): row, row + row_step,
+    col, col + col_step against M and N."""
+    exact = t.cluster_rows * t.cluster * t.block_m == t.m  # no tile (nor a cluster's spare one) past M
+    rows = ("", "") if exact else (f"if (row < {t.m}) ", f"if (row + {row_step} < {t.m}) ")
+    cols = ("", "") if t.n % t.block_n == 0 else (f"if (col < {t.n}) ", f"if (col + {col_step} < {t.n}) ")
+    return (*rows, *cols)
+
+
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
-    col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
-    exact = t.cluster_rows * t.cluster * t.block_m == t.m  # no tile (nor a cluster's spare one) past M
-    row_ok = "" if exact else f"if (row < {t.m}) "
-    row8_ok = "" if exact else f"if (row + 8 < {t.m}) "
+    row_ok, row8_ok, col_ok, _ = tail_guards(t, 8, 0)
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -315,7 +321,7 @@ def _split_sum(t: GemmTcTiling) -> str:
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
         for (int j = 0; j < {t.block_n // 8}; ++j) {{
-            const int row = consumer * {t.consumer_rows} + mt * {WGMMA_M} + warp * 16 + g;
+            const int row = consumer * {t.consumer_row_offset} + mt * {WGMMA_M} + warp * 16 + g;
             const int col = j * 8 + 2 * q;
             *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
             *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);

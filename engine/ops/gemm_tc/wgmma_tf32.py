@@ -51,6 +51,12 @@ __device__ __forceinline__ unsigned round_tf32(unsigned bits) {
 """
 
 
+# turns: a consumer issues a stage once the other issued its last, then gives the turn before it
+# waits, so the other's products queue behind its own and run while it waits.
+_TURN_TAKE = "    turn_wait(consumer == 0 ? 2 : 1);  // the other consumer issued its stage\n"
+_TURN_GIVE = "    turn_arrive(consumer == 0 ? 1 : 2);  // the other consumer's turn\n"
+
+
 def _mma(t: GemmTcTiling) -> str:
     """One m64nNk8 instruction, N = block_m: A (B^T's fragment) from four registers, B (A's tile) K-major."""
     n, count = t.block_m, t.block_m // 2
@@ -100,7 +106,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
     for (int nt = 0; nt < {nt}; ++nt)
 #pragma unroll
         for (int i = 0; i < {per_tile}; ++i) hold(acc[nt][i]);
-{"    turn_wait(consumer == 0 ? 2 : 1);  // the other consumer issued its stage" + chr(10) if t.turns else ""}    wgmma_fence();
+{_TURN_TAKE if t.turns else ""}    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < {t.block_k // 8}; ++kk) {{
         const unsigned long long b = descriptor(stage + kk * 32, {wgmma.A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES});
@@ -108,7 +114,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
         for (int nt = 0; nt < {nt}; ++nt) wgmma_tf32_m64n{t.block_m}(acc[nt], &frag[nt][4 * kk], b);
     }}
     wgmma_commit();
-{"    turn_arrive(consumer == 0 ? 1 : 2);  // its turn: queued behind this one's, its products run as this one waits" + chr(10) if t.turns else ""}    wgmma_wait<0>();  // before the next stage's fragments are loaded (wgmma_pending says why)
+{_TURN_GIVE if t.turns else ""}    wgmma_wait<0>();  // before the next stage's fragments are loaded (wgmma_pending says why)
 #pragma unroll
     for (int nt = 0; nt < {nt}; ++nt)
 #pragma unroll
@@ -119,11 +125,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
 
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j + i of 64-column tile nt: C's row 8j + 2q + i % 2, column 16 warp + g (+ 8 for i >= 2)."""
-    col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
-    col8_ok = "" if t.n % t.block_n == 0 else f"if (col + 8 < {t.n}) "
-    exact = t.cluster_rows * t.cluster * t.block_m == t.m
-    row_ok = "" if exact else f"if (row < {t.m}) "
-    row1_ok = "" if exact else f"if (row + 1 < {t.m}) "
+    row_ok, row1_ok, col_ok, col8_ok = wgmma.tail_guards(t, 1, 8)
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
