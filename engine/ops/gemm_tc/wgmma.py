@@ -329,8 +329,20 @@ def _split_sum(t: GemmTcTiling) -> str:
 {sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})")}"""
 
 
+def kernel_entry(t: GemmTcTiling, cluster: str) -> str:
+    """The kernel's signature (`cluster`: its __cluster_dims__, or nothing) and the addresses of its
+    shared memory, up to the body: the stage ring and its full and empty barriers after it."""
+    return f"""extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
+{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
+    const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
+    const unsigned full = ring + {t.stages * t.wgmma_stage_bytes}, empty = full + {8 * t.stages};
+    (void)full; (void)empty;
+    const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};"""
+
+
 def generate(t: GemmTcTiling) -> KernelSource:
-    ring_bytes = t.stages * t.wgmma_stage_bytes
     if t.tma:  # the TMA schedule walks its tiles itself
         body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t))
     else:
@@ -352,14 +364,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
 {HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.pingpong else ""}{_mma(t)}{_compute(t)}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
-{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
-    extern __shared__ __align__(1024) unsigned char smem[];
-    // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
-    const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
-    const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
-    (void)full; (void)empty;
-    const int tid = threadIdx.x, warpgroup = tid / {WARPGROUP};
+{kernel_entry(t, cluster)}
 {body}
 }}
 """

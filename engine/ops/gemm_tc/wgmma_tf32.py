@@ -29,7 +29,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma, wgmma
-from .kernel import ENTRY, tiled_source
+from .kernel import tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, TF32_FRAGMENT_WORDS, WGMMA_M, GemmTcTiling
 
 # Floats of one 128-byte swizzled row: a stage's K, and the width of one of B's panels.
@@ -146,7 +146,6 @@ def _store(t: GemmTcTiling) -> str:
 
 
 def generate(t: GemmTcTiling) -> KernelSource:
-    ring_bytes = t.stages * t.wgmma_stage_bytes
     schedule = f"TMA loads, cluster {t.cluster}, persistent {t.persistent}"
     cluster = f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""
     code = f"""{ARCH_SPECIFIC_MARK}
@@ -154,13 +153,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
 {wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.turns else ''}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
-{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
-    extern __shared__ __align__(1024) unsigned char smem[];
-    // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
-    const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
-    const unsigned full = ring + {ring_bytes}, empty = full + {8 * t.stages};
-    const int tid = threadIdx.x, warpgroup = tid / 128;
+{wgmma.kernel_entry(t, cluster)}
 {tma.mainloop(t, _store(t))}
 }}
 """
