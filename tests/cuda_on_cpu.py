@@ -22,7 +22,11 @@ group in flight still reads it gives a wrong C; mbarriers are counters of arriva
 phases, with the bytes a TMA copy (loader tma) expects: the box lands at once, where the tensor
 map's 128-byte swizzle puts it, zeros past the matrix's edges (its `__constant__` tensor map is,
 here, a description of the matrix and its box that `run` writes). The products are summed in
-float32 (the hardware's order of summation differs, within the kernels' tolerance). A kernel's `__cluster_dims__` blocks run together, each with its own
+float32 (the hardware's order of summation differs, within the kernels' tolerance). tf32's wgmma
+(engine.ops.gemm_tc.wgmma_tf32) takes A from registers: at issue each lane posts its fragment and
+takes its warp's. Named barriers (`bar.sync` / `bar.arrive`, the consumers' turns) are counted
+barriers, and a kernel that leaves one half arrived fails its launch; a round of the scheduler in
+which every thread only spun again in an mbarrier wait and nothing arrived anywhere is a deadlock. A kernel's `__cluster_dims__` blocks run together, each with its own
 shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
 another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
 """
