@@ -113,15 +113,19 @@ class XGBTuner(Tuner):
             return allowed
         return max(1, min(allowed, max(self.first_batch, int(self.batch_growth * len(self.visited)))))
 
+    @property
+    def uses_extremes(self) -> bool:
+        """extreme_share=0, or a space without an ordered knob, is the tuner without extreme
+        configs, seed for seed: no draw for them, no extreme incumbent."""
+        return self.extreme_share > 0 and bool(self.extremes.ends)
+
     def _propose(self, n):
         # A batch mixes the model's plan with the model's best one-knob moves from the best
         # configs measured (local search, what basin hopping exploits), best of each first;
         # each slot is a uniform random config with probability epsilon, so exploration
         # happens in every batch. After the first batch a share goes to extreme configs.
-        # No draw where there are no extreme picks to make: extreme_share=0, or a space without
-        # an ordered knob, is the tuner without them, seed for seed.
-        wants_extremes = self._measured and self.extreme_share > 0 and self.extremes.ends
-        extreme = self._extreme_picks(self._share_of(self.extreme_share, n)) if wants_extremes else []
+        wanted = self._measured and self.uses_extremes
+        extreme = self._extreme_picks(self._share_of(self.extreme_share, n)) if wanted else []
         return self._model_picks(n - len(extreme), {c.index for c in extreme}) + extreme
 
     def _share_of(self, share: float, n: int) -> int:
@@ -214,7 +218,7 @@ class XGBTuner(Tuner):
                 if len(chosen) == self.basins:
                     break
         extreme = next((self._measured[i] for i in order if self._scores[i] > 0
-                        and self.extremes.is_extreme(self._measured[i])), None) if self.extreme_share > 0 else None
+                        and self.extremes.is_extreme(self._measured[i])), None) if self.uses_extremes else None
         if extreme is not None and extreme.digits not in chosen:
             chosen.append(extreme.digits)
         return chosen

@@ -203,6 +203,11 @@ class GemmTcTiling:
         return self.stages * self.wgmma_stage_bytes + SWIZZLE_ATOM_BYTES + 2 * self.stages * MBARRIER_BYTES
 
     @property
+    def takes_turns(self) -> bool:
+        """The two consumers take turns by named barriers: tf32's stages (turns), 16-bit tiles (pingpong)."""
+        return bool(self.turns or self.pingpong)
+
+    @property
     def consumer_rows(self) -> int:
         """wgmma: rows of the block's tile one consumer warpgroup owns (pingpong: all of them)."""
         return self.block_m if self.pingpong else self.block_m // self.consumers

@@ -209,7 +209,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
 {f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}
     const int consumer = warpgroup - 1;
-    int step = 0;{_TURNS_START if t.turns or t.pingpong else ""}
+    int step = 0;{_TURNS_START if t.takes_turns else ""}
 #pragma unroll 1
     {_pingpong_rounds(t) if t.pingpong else _tiles(t)} {{
 {_tile_origin(t)}
@@ -228,4 +228,4 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}{_PINGPONG_GIVE if t.pingpong else ""}
     wgmma_wait<0>();{last_release}
 {store}
-    }}{_PINGPONG_ROUND_END if t.pingpong else ""}{_TURNS_END if t.turns or t.pingpong else ""}{leave}"""
+    }}{_PINGPONG_ROUND_END if t.pingpong else ""}{_TURNS_END if t.takes_turns else ""}{leave}"""

@@ -363,7 +363,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.pingpong else ""}{_mma(t)}{_compute(t)}
+{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
 {kernel_entry(t, cluster)}
 {body}
 }}

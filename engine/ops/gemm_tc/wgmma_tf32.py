@@ -152,7 +152,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore tf32 wgmma (C^T = B^T A^T, B^T from registers): {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
-{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.turns else ''}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
+{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
 {tma.mainloop(t, _store(t))}
 }}
