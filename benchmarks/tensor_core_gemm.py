@@ -23,6 +23,9 @@
 goal of beating cuBLAS there).
 `--tf32` checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90 of cuBLAS), with the
 wgmma configs of engine.ops.gemm_tc.wgmma_tf32 (C's transpose, B^T from registers) beside mma_sync's.
+`--c16` gives every bf16 and fp16 workload of check and tune a C in its own precision (the third
+argument of engine.ops.gemm_tc's workloads), against cuBLAS writing the same C; without it C is
+float32, against cuBLAS writing float32 (torch.mm's out_dtype).
 `--only wgmma` (or `mma_sync`) keeps one mainloop's configs (and precisions: tf32's wgmma runs with `--tf32`);
 check then also runs four wgmma configs at 4096^3 (cp_async, tma, tma in clusters, and those
 persistent), and prints each correct config's relative L2 error against the reference next to
@@ -170,7 +173,9 @@ SPLIT_CHECK_PICKS = [(16, 32, 32, 16, 16, 1, 3, 1, 2), (32, 64, 32, 16, 32, 2, 3
 
 
 def task_of(m: int, n: int, k: int, precision: str):
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
+    """The workload; --c16: a 16-bit precision's C in that precision too."""
+    c_dtype = precision if C16 and precision != "tf32" else "float32"
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision, c_dtype))
 
 
 def picked(task, tiles, knobs=KNOBS, fixed=()) -> list:
@@ -191,6 +196,7 @@ ONLY = "all"  # --only: all, wgmma or mma_sync
 SQUARE = False  # --square: tune the large square shapes only
 DECODE = False  # --decode: tune bf16's decode steps only
 TF32 = False  # --tf32: check and tune tf32 only, at 4096^3 and 8192^3
+C16 = False  # --c16: every bf16 and fp16 workload writes C in its precision
 
 
 def kept(configs: list) -> list:
@@ -243,7 +249,13 @@ DECODE_GOAL = [("16x4096x4096", 16, 4096, 4096), *MORE_BF16_SHAPES[:3]]  # issue
 
 def tune_tasks() -> list[tuple[str, object]]:
     """Every precision but tf32 first, then the more bf16 shapes, then tf32 (its 4096^3 runs long);
-    --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's decode steps."""
+    --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's
+    decode steps. A 16-bit C (--c16) is said in the name."""
+    return [(name if task.params.c_dtype == "float32" else f"{name} → {task.params.c_dtype}", task)
+            for name, task in _tune_tasks()]
+
+
+def _tune_tasks() -> list[tuple[str, object]]:
     first = [p for p in precisions() if p != "tf32"]
     if TF32:
         return [(f"tf32 {tag}", task_of(m, n, k, "tf32")) for tag, m, n, k in SQUARE_GOAL]
@@ -452,9 +464,10 @@ def main(argv=None) -> int:
     parser.add_argument("--decode", action="store_true",
                         help="tune bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 only")
     parser.add_argument("--tf32", action="store_true", help="check and tune tf32 only, at 4096^3 and 8192^3")
+    parser.add_argument("--c16", action="store_true", help="bf16 and fp16 workloads write C in their precision")
     options = parser.parse_args(argv)
-    global ONLY, SQUARE, DECODE, TF32
-    ONLY, SQUARE, DECODE, TF32 = options.only, options.square, options.decode, options.tf32
+    global ONLY, SQUARE, DECODE, TF32, C16
+    ONLY, SQUARE, DECODE, TF32, C16 = options.only, options.square, options.decode, options.tf32, options.c16
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -45,12 +45,14 @@ def gemm_args(m: int, n: int, k: int) -> list:
     return [["TENSOR", [m, k], "float32"], ["TENSOR", [k, n], "float32"]]
 
 
-def gemm_tc_args(m: int, n: int, k: int, precision: str) -> list:
-    """A tensor-core GEMM's args (engine.ops.gemm_tc): float16/bfloat16 tensors, or float32 ones
-    with the "tf32" compute mode."""
+def gemm_tc_args(m: int, n: int, k: int, precision: str, c_dtype: str = "float32") -> list:
+    """A tensor-core GEMM's args (engine.ops.gemm_tc): float16/bfloat16 tensors, C float32 or
+    (`c_dtype`) in their precision, or float32 ones with the "tf32" compute mode."""
     dtype = "float32" if precision == "tf32" else precision
     tensors = [["TENSOR", [m, k], dtype], ["TENSOR", [k, n], dtype]]
-    return tensors + ["tf32"] if precision == "tf32" else tensors
+    if precision == "tf32":
+        return tensors + ["tf32"]
+    return tensors if c_dtype == "float32" else tensors + [c_dtype]
 
 
 def conv2d_tc_args(batch: int, size: int, ci: int, co: int, kernel: int, stride: int, pad: int, precision: str) -> list:
@@ -146,6 +148,11 @@ for _tag, _m, _n, _k in _GEMM_TC:
         _name = f"TC-{_tag}-{_short}"
         PRESETS[_name] = Preset(_name, f"Tensor-core GEMM {_short}", "gemm_tensorcore",
                                 gemm_tc_args(_m, _n, _k, _precision), f"{_m}×{_n}×{_k} (M×N×K) {_precision}")
+        if _precision != "tf32":  # the same inputs with C in their precision, as an LLM's layers write it
+            _name = f"TC-{_tag}-{_short}c"
+            PRESETS[_name] = Preset(_name, f"Tensor-core GEMM {_short}, {_short} C", "gemm_tensorcore",
+                                    gemm_tc_args(_m, _n, _k, _precision, c_dtype=_precision),
+                                    f"{_m}×{_n}×{_k} (M×N×K) {_precision} → {_precision}")
 for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_TC:
     for _short, _precision in CONV_TC_PRECISIONS.items():
         _name = f"TCC-{_tag}-{_short}"
@@ -166,6 +173,7 @@ RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
 GEMM_TC = [PRESETS[f"TC-{row[0]}-{short}"] for short in GEMM_TC_PRECISIONS for row in _GEMM_TC]
+GEMM_TC_16BIT_C = [PRESETS[f"TC-{row[0]}-{short}c"] for short in GEMM_TC_PRECISIONS if short != "tf32" for row in _GEMM_TC]
 CONV_TC = [PRESETS[f"TCC-{row[0]}-{short}"] for short in CONV_TC_PRECISIONS for row in _CONV_TC]
 BROADCAST = [PRESETS[f"B-{op}-{tag}"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]
 BROADCAST_FP16 = [PRESETS[f"B-{op}-{tag}-f16"] for op in _BROADCAST_OPS for tag, _ in _BROADCAST_SHAPES]

@@ -58,6 +58,8 @@ def args_digest(args_json: str) -> str:
 
 
 BIGINT_MAX = 2**63 - 1
+# A plain arg naming one of these is an out_dtype (TVM's conv2d and dense end with one).
+OUT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "int32"})
 
 
 class Catalog:
@@ -145,15 +147,18 @@ class Workload(models.Model):
     @property
     def shape_summary(self) -> str:
         """Tensor shapes then plain args, e.g. `[1,512,7,7] [512,512,3,3] [1,1] ...`, then the
-        tensors' dtype where it is not float32 (`[16,4096] [4096,4096] bfloat16`): precision is
-        part of the workload, and pages show it (a TF32 workload says `tf32` among its args)."""
-        parts, dtypes = [], []
+        tensors' dtype where it is not float32 (`[16,4096] [4096,4096] bfloat16`), and after it an
+        out_dtype the args name (`[16,4096] [4096,4096] bfloat16 → bfloat16`: a 16-bit C): precision
+        is part of the workload, and pages show it (a TF32 workload says `tf32` among its args)."""
+        parts, dtypes, outs = [], [], []
         for arg in self.args:
             # Any JSON list imports, so a "TENSOR" entry may not hold a shape list.
             if isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR" and isinstance(arg[1], list):
                 parts.append("[" + ",".join(str(d) for d in arg[1]) + "]")
                 if arg[2] != "float32" and str(arg[2]) not in dtypes:
                     dtypes.append(str(arg[2]))
+            elif isinstance(arg, str) and arg in OUT_DTYPES:
+                outs.append(arg)
             elif isinstance(arg, list):
                 parts.append("[" + ",".join(str(d) for d in arg) + "]")
             elif isinstance(arg, dict) and "kernel_name" in arg:
@@ -161,8 +166,9 @@ class Workload(models.Model):
                 parts.append(f"kernel {arg['kernel_name']}")
             else:
                 parts.append(str(arg))
-        # A dtype the args already spell (an out_dtype, as the tensor-core conv's) is not said twice.
-        return " ".join(parts + [d for d in dtypes if d not in parts])
+        if not dtypes:  # float32 tensors: an out_dtype reads as the plain arg it is (`... [1,1] float32`)
+            return " ".join(parts + outs)
+        return " ".join(parts + dtypes + [f"→ {d}" for d in outs])
 
     def knob_defaults(self) -> dict[str, Any]:
         """What a record of this workload that lacks a knob ran with: the defaults of knobs the

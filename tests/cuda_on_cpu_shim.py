@@ -99,8 +99,10 @@ inline void __threadfence() {}
 #define __align__(n) alignas(n)
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *p; }
@@ -109,7 +111,7 @@ inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 // fp16 storage (engine.ops.broadcast.kernel): the PTX cvt conversions, rounding to nearest even.
 inline float half_to_float(unsigned short h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 inline unsigned short float_to_half(float x) { _Float16 f = (_Float16)x; unsigned short h; memcpy(&h, &f, 2); return h; }
-// 16-bit outputs in pairs (engine.ops.conv2d_tc.kernel): PTX cvt.rn.f16x2 / bf16x2, nearest even.
+// 16-bit outputs in pairs (engine.ops.gemm_tc.kernel's PACK_HELPERS): PTX cvt.rn.f16x2 / bf16x2, nearest even.
 inline unsigned short float_to_bfloat16(float x) {
     unsigned u; memcpy(&u, &x, 4); return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }

@@ -38,7 +38,7 @@ def test_each_precision_is_its_own_workload():
     ([["TENSOR", [64, 64], "float32"], ["TENSOR", [64, 64], "float32"]], 'add "tf32"'),
     ([["TENSOR", [64, 64], "float16"], ["TENSOR", [64, 64], "bfloat16"]], "both tensors take one precision"),
     ([["TENSOR", [64, 64], "int8"], ["TENSOR", [64, 64], "int8"]], "'int8' is not supported"),
-    ([["TENSOR", [64, 64], "float16"], ["TENSOR", [64, 64], "float16"], "tf32"], "only for float32 tensors"),
+    ([["TENSOR", [64, 64], "float16"], ["TENSOR", [64, 64], "float16"], "tf32"], "the third argument of float16 tensors is C's dtype"),
     ([["TENSOR", [64, 32], "float16"], ["TENSOR", [64, 64], "float16"]], "do not multiply"),
     ([["TENSOR", [64, 64], "float16"]], "gemm_tensorcore args are"),
 ])

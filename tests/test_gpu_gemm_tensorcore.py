@@ -148,6 +148,21 @@ def test_pingpong_configs_compute_the_product(measurer, precision, shape):
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(200, 264, 136), (16, 512, 1000), (2100, 2056, 200), (4096, 4096, 4096)])
+def test_a_16_bit_c_is_the_product_rounded_on_every_store_path(measurer, precision, shape):
+    """C in the inputs' precision (the workload's third argument): the default and random configs
+    (mma_sync, sliced K, split K) and, on sm_90, wgmma's tiles of every kind, checked at the
+    precision's tolerance with C NaN-filled first."""
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(5), 6)]
+    if measurer.device.compute_capability.startswith("9."):
+        configs += wgmma_configs(task, WGMMA_TILES[:4] + TMA_TILES + PINGPONG_TILES + WGMMA_SPLIT_TILES)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
 @pytest.mark.parametrize("loader, cluster, persistent", [("cp_async", 1, 0), ("tma", 1, 0), ("tma", 2, 1)])
 def test_a_wgmma_config_computes_a_4096_cube(measurer, loader, cluster, persistent):
     if not measurer.device.compute_capability.startswith("9."):
@@ -228,7 +243,8 @@ def test_tf32_rounds_its_inputs_so_an_fp32_tolerance_would_refuse_it(measurer):
     assert 1e-4 < error < source.tolerance
 
 
-@pytest.mark.parametrize("preset", ["TC-d16x4096-bf16", "TC-d16x4096-f16", "TC-d16x4096-tf32"])
+@pytest.mark.parametrize("preset", ["TC-d16x4096-bf16", "TC-d16x4096-f16", "TC-d16x4096-tf32", "TC-d16x4096-bf16c",
+                                    "TC-d16x4096-f16c"])
 def test_cublas_on_tensor_cores_is_the_baseline_in_the_same_precision(preset):
     from engine.gpu.baselines import vendor_baseline
 
@@ -237,3 +253,16 @@ def test_cublas_on_tensor_cores_is_the_baseline_in_the_same_precision(preset):
     result = measure(task)
     assert result.ok, result.error_msg
     assert result.mean_cost > 0
+
+
+@pytest.mark.parametrize("preset, c_dtype", [("TC-d16x4096-bf16", "float32"), ("TC-d16x4096-bf16c", "bfloat16"),
+                                             ("TC-d16x4096-f16", "float32"), ("TC-d16x4096-tf32", "float32")])
+def test_cublas_writes_c_in_the_workloads_dtype(preset, c_dtype):
+    from engine.gpu.baselines import cublas_matmul, fp32_torch, tensor_core_c_dtype, tensor_core_operands
+
+    torch = fp32_torch()
+    task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    a, b, tf32 = tensor_core_operands(torch, task, inputs)
+    c = cublas_matmul(torch, a, b, tf32, tensor_core_c_dtype(torch, task))
+    assert str(c.dtype) == f"torch.{c_dtype}"

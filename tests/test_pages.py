@@ -197,4 +197,7 @@ def test_a_workloads_precision_shows_where_it_is_not_float32():
         == "[16,4096] [4096,4096] tf32"
     assert make_workload().shape_summary == "[1,512,7,7] [512,512,3,3] [1,1] [1,1,1,1] [1,1] float32"  # as before
     conv = make_workload(task_name="conv2d_nhwc_tensorcore", args=conv2d_tc_args(32, 56, 64, 64, 3, 1, 1, "bfloat16"))
-    assert conv.shape_summary == "[32,56,56,64] [64,3,3,64] [1,1] [1,1,1,1] [1,1] bfloat16"  # its out_dtype says it
+    assert conv.shape_summary == "[32,56,56,64] [64,3,3,64] [1,1] [1,1,1,1] [1,1] bfloat16 → bfloat16"  # and its out_dtype
+    # A 16-bit C is a workload of its own, and reads as one beside the float32 C of the same inputs.
+    bf16_c = make_workload(task_name="gemm_tensorcore", args=gemm_tc_args(16, 4096, 4096, "bfloat16", c_dtype="bfloat16"))
+    assert bf16_c.shape_summary == "[16,4096] [4096,4096] bfloat16 → bfloat16"

@@ -8,7 +8,8 @@ baselines (`cudnn`, `cublas`, `default-config`).
   direct and depthwise convolutions (PyTorch's conv2d, grouped for depthwise),
   cublas for gemm (PyTorch's matmul), fp32 with TF32 off, checked against the
   same numpy reference at the runner's tolerance (which a TF32 product, about
-  1e-3, would fail); cublas on tensor cores for gemm_tensorcore, in its precision, at that
+  1e-3, would fail); cublas on tensor cores for gemm_tensorcore, in its precision, C in the
+  workload's dtype (fp32 C from 16-bit inputs by `torch.mm`'s out_dtype), at that
   precision's tolerance (TF32 allowed for its tf32 rows only); cudnn on tensor cores for
   conv2d_nhwc_tensorcore (PyTorch's conv2d on fp16/bf16 channels-last tensors), all timed as a CUDA graph of `number` calls replayed `repeat`
   times (`runner.time_launches`). `VENDOR_BASELINES` is the one table of which
@@ -151,24 +152,36 @@ def tensor_core_operands(torch, task: "Task", inputs: list) -> tuple[object, obj
     return torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), precision == "tf32"
 
 
-def tf32_matmul(torch, a, b, tf32: bool):
-    """torch.matmul with TF32 allowed for this call only (fp32 rows keep it off)."""
+def tensor_core_c_dtype(torch, task: "Task"):
+    """What cuBLAS must write C as to do the task's computation: float32 from 16-bit inputs
+    (torch.mm's out_dtype; its default would round C to the inputs' precision), else None
+    (C as the inputs are: a 16-bit C, or tf32's float32)."""
+    params = task.params
+    if params.precision != "tf32" and params.c_dtype == "float32":
+        return torch.float32
+    return None
+
+
+def cublas_matmul(torch, a, b, tf32: bool = False, c_dtype=None):
+    """A·B by PyTorch (cuBLAS), TF32 allowed for this call only (fp32 rows keep it off), C as
+    `c_dtype` says (None: the inputs' dtype)."""
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        return torch.matmul(a, b)
+        return torch.matmul(a, b) if c_dtype is None else torch.mm(a, b, out_dtype=c_dtype)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def cublas_tensor_core_gemm(task: "Task", seed: int = 0, settings: TimingSettings | None = None) -> MeasureResult:
     """cuBLAS on tensor cores in the task's precision (fp16, bf16; TF32 allowed for a tf32 task
-    only), through PyTorch's matmul, checked at the precision's tolerance and timed as a CUDA graph."""
+    only) and C dtype, through PyTorch, checked at the precision's tolerance and timed as a CUDA graph."""
     torch = fp32_torch()
     inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
     reference = task.template.reference(task.params, inputs)
     a, b, tf32 = tensor_core_operands(torch, task, inputs)
     settings = dataclasses.replace(settings or TimingSettings(), tolerance=task.template.tolerance(task.params))
-    return time_torch_op(lambda: tf32_matmul(torch, a, b, tf32), reference, "cuBLAS", settings)
+    c_dtype = tensor_core_c_dtype(torch, task)
+    return time_torch_op(lambda: cublas_matmul(torch, a, b, tf32, c_dtype), reference, "cuBLAS", settings)
 
 
 def tensor_core_conv_operands(torch, task: "Task", inputs: list) -> tuple[object, object]:

@@ -8,7 +8,7 @@
   cuBLASLt), each timed by the runner's rule; the faster is kept.
 
 fp32 everywhere with TF32 off, except gemm_tensorcore: cuBLAS on tensor cores in the task's
-precision, TF32 allowed for its tf32 rows only (for the one call); and conv2d_nhwc_tensorcore:
+precision, C in the task's dtype, TF32 allowed for its tf32 rows only (for the one call); and conv2d_nhwc_tensorcore:
 cuDNN on its fp16/bf16 channels-last tensors (its NHWC tensor-core algorithms among those searched). The algorithm recorded is what ran: the names of the CUDA
 kernels one call launches (read off a CUDA graph of it), with the library and its version.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .baselines import (BaselineUnavailable, fp32_torch, tensor_core_conv2d, tensor_core_conv_operands,
-                        tensor_core_operands, tf32_matmul)
+                        cublas_matmul, tensor_core_c_dtype, tensor_core_operands)
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -118,7 +118,7 @@ def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Ca
         a, b = (torch.from_numpy(x).cuda() for x in inputs[:2])
         return _cublas(torch, a, b, False, time_call)
     if provider == "cublas" and task.name == "gemm_tensorcore":
-        return _cublas(torch, *tensor_core_operands(torch, task, inputs), time_call)
+        return _cublas(torch, *tensor_core_operands(torch, task, inputs), time_call, tensor_core_c_dtype(torch, task))
     raise BaselineUnavailable(f"{task.name} has no {provider} baseline here")
 
 
@@ -151,9 +151,9 @@ def _cudnn_search(torch, call, details: dict | None = None) -> VendorOp:
                            "algorithm": kernels_launched(torch, call)})
 
 
-def _cublas(torch, a, b, tf32: bool, time_call) -> VendorOp:
+def _cublas(torch, a, b, tf32: bool, time_call, c_dtype=None) -> VendorOp:
     def call():
-        return tf32_matmul(torch, a, b, tf32)
+        return cublas_matmul(torch, a, b, tf32, c_dtype)
 
     timed = {}
     for backend in ("cublas", "cublaslt"):
@@ -171,5 +171,6 @@ def _cublas(torch, a, b, tf32: bool, time_call) -> VendorOp:
     return VendorOp(call, {"library": "cuBLAS", "library_version": f"CUDA {torch.version.cuda}",
                            "torch": torch.__version__, "search": CUBLAS_SEARCH, "blas_backend": best,
                            "dtype": str(a.dtype).removeprefix("torch."), "tf32": tf32,
+                           "c_dtype": str(c_dtype or a.dtype).removeprefix("torch."),
                            "backend_times_us": {k: round(v * 1e6, 3) for k, v in timed.items()},
                            "algorithm": kernels_launched(torch, call)})

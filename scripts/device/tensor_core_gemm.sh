@@ -17,6 +17,7 @@
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
 # DECODE=1 only bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 (issue 18's decode steps).
 # TF32=1 checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90), wgmma's configs beside mma_sync's.
+# C16=1 gives the bf16 and fp16 workloads of check and tune a C in their own precision (cuBLAS writes the same).
 # GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400;
 # GPU_TESTS_K, a pytest -k expression, picks some of them).
 # NCU_TILING="128,256,64,16,16,1,4,8,wgmma,2,1,1,tma,1,1 ..." (knob values in the space's order, one or
@@ -36,9 +37,10 @@ ONLY_ARGS=${ONLY:+--only $ONLY}
 SQUARE_ARGS=$([ "${SQUARE:-0}" = 1 ] && echo --square)
 DECODE_ARGS=$([ "${DECODE:-0}" = 1 ] && echo --decode)
 TF32_ARGS=$([ "${TF32:-0}" = 1 ] && echo --tf32)
-phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 )) $ONLY_ARGS $TF32_ARGS
+C16_ARGS=$([ "${C16:-0}" = 1 ] && echo --c16)
+phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 )) $ONLY_ARGS $TF32_ARGS $C16_ARGS
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
-phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS $SQUARE_ARGS $DECODE_ARGS $TF32_ARGS
+phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS $SQUARE_ARGS $DECODE_ARGS $TF32_ARGS $C16_ARGS
 grep -E '^tune' "$TXT" | tail -n 8
 phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5

@@ -10,28 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
-from ..gemm_tc.kernel import (CLUSTER_HELPERS, TOLERANCE, bfloat16_bits, cluster_sum, compute_16bit, copy_loop, helpers,
-                               mma_sync_kernel, store, widen)
+from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, TOLERANCE, bfloat16_bits, cluster_sum, compute_16bit,
+                               copy_loop, helpers, mma_sync_kernel, store, widen)
 from .tiling import ConvTcParams, ConvTcTiling
 
 ENTRY = "conv2d_tc_kernel"
-
-# Two fp32 accumulators rounded to nearest even into one word of 16-bit outputs (lo first).
-# Without __CUDA_ARCH__ tests/cuda_on_cpu.py supplies both.
-_PACK_HELPERS = r"""
-#ifdef __CUDA_ARCH__
-__device__ __forceinline__ unsigned pack_float16x2(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-__device__ __forceinline__ unsigned pack_bfloat16x2(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-#endif
-"""
 
 
 def _conjunction(*conditions: str | None) -> str:
@@ -105,13 +88,11 @@ def _shared_store(t: ConvTcTiling) -> str:
 
 
 def _epilogue(t: ConvTcTiling) -> str:
-    pack = f"pack_{t.precision}x2"
-    if t.split_k > 1:  # four outputs of a row, 8 bytes: C's row length and the column are multiples of 4
-        return cluster_sum(t, "{{ unsigned* four = reinterpret_cast<unsigned*>(C + (size_t)row * {n} + col); "
-                              f"four[0] = {pack}(sum.x, sum.y); four[1] = {pack}(sum.z, sum.w); }}}}")
+    if t.split_k > 1:
+        return cluster_sum(t)
     if t.epilogue == "shared":
         return _shared_store(t)
-    return store(t, "unsigned", pack)
+    return store(t)
 
 
 def generate(t: ConvTcTiling) -> KernelSource:
@@ -120,7 +101,7 @@ def generate(t: ConvTcTiling) -> KernelSource:
 // implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster},
 // epilogue {t.epilogue}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef unsigned short ELEM;
-{helpers(t.precision)}{_PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+{helpers(t.precision)}{PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
     code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])

@@ -156,5 +156,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         m=params.gemm_m, n=params.gemm_n, k=params.gemm_k, precision=params.precision,
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"], raster=v["raster"],
-        split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"],
+        split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
     )

@@ -3,8 +3,9 @@
 Every size is a literal in the source, so NVRTC unrolls the fragment loops completely. The
 arguments are (A, B, C): A and B in the input precision (bfloat16 travels as its 16-bit
 pattern in a uint16 array: numpy has no bfloat16; the kernel only moves the bits and the
-tensor core reads them), C float32. The source needs no CUDA header (NVRTC's include path
-is not assumed): the copies, fragment loads and products are inline PTX.
+tensor core reads them), C float32 or, where the workload says so, in the input precision
+(the accumulators rounded in pairs by `pack_<precision>x2`). The source needs no CUDA header
+(NVRTC's include path is not assumed): the copies, fragment loads and products are inline PTX.
 """
 from __future__ import annotations
 
@@ -92,6 +93,24 @@ __device__ __forceinline__ float4 load_shared_cluster4(unsigned address, unsigne
     asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
     return v;
+}
+#endif
+"""
+
+
+# Two fp32 accumulators rounded to nearest even into one word of 16-bit outputs (lo first).
+# Without __CUDA_ARCH__ tests/cuda_on_cpu.py supplies both.
+PACK_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned pack_float16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ unsigned pack_bfloat16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
 }
 #endif
 """
@@ -257,11 +276,26 @@ def k_range(t: GemmTcTiling) -> str:
 FLOAT4_STORE = "*reinterpret_cast<float4*>(C + (size_t)row * {n} + col) = sum;"
 
 
-def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
+def quad_store(c_dtype: str) -> str:
+    """The split-K sum's store of four outputs, the float4 `sum` at C's `row`, `col` (`{n}`: C's
+    row length) for a C of `c_dtype`: as it is, or rounded to four 16-bit outputs in one 8-byte
+    store (C's rows and the column are multiples of 4)."""
+    if c_dtype == "float32":
+        return FLOAT4_STORE
+    pack = f"pack_{c_dtype}x2"
+    return ("*reinterpret_cast<uint2*>(C + (size_t)row * {n} + col) = "
+            f"make_uint2({pack}(sum.x, sum.y), {pack}(sum.z, sum.w));")
+
+
+def pair_store(c_dtype: str) -> tuple[str, str]:
+    """`store`'s pair type and how two accumulators become one, for a C of `c_dtype`."""
+    return ("float2", "make_float2") if c_dtype == "float32" else ("unsigned", f"pack_{c_dtype}x2")
+
+
+def cluster_sum(t: GemmTcTiling) -> str:
     """split_k > 1: every warp group leaves its partial tile in its block's shared memory; after
     the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
-    then warp group order: the same sum on every run) and writes it to C once: `quad_store`, a
-    statement storing the float4 `sum` at C's `row`, `col` (`{n}`: C's row length)."""
+    then warp group order: the same sum on every run) and writes it to C once, four outputs at a time."""
     return f"""
     copy16_wait<0>();
     __syncthreads();  // every warp is done with the stages: their memory holds the partial tiles now
@@ -275,11 +309,10 @@ def cluster_sum(t: GemmTcTiling, quad_store: str = FLOAT4_STORE) -> str:
             *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
             *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
         }}
-{sum_partials(t, quad_store)}"""
+{sum_partials(t)}"""
 
 
-def sum_partials(t: GemmTcTiling, quad_store: str = FLOAT4_STORE, threads: int | None = None,
-                 thread: str = "tid") -> str:
+def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid") -> str:
     """cluster_sum's second half, once the block's `float* partial` holds its warp groups' partial
     tiles (`t.warps_k` of block_m x block_n floats, row-major): the cluster barrier, then this
     split's share summed over the cluster into C, by `threads` threads (all the block's unless
@@ -308,16 +341,16 @@ def sum_partials(t: GemmTcTiling, quad_store: str = FLOAT4_STORE, threads: int |
                     sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
                 }}
             const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};
-            {store_if}{quad_store.format(n=t.n)}
+            {store_if}{quad_store(t.c_dtype).format(n=t.n)}
         }}
     }}
     cluster_arrive_wait();  // no block leaves while another still reads its shared memory"""
 
 
-def store(t: GemmTcTiling, pair_type: str = "float2", pack: str = "make_float2") -> str:
+def store(t: GemmTcTiling) -> str:
     """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8:
-    each pair stored as one `pair_type` made by `pack` (float2 here; a 16-bit output packs two
-    rounded halves into a word)."""
+    each pair stored as one float2, or as one word of two rounded halves (a 16-bit C)."""
+    pair_type, pack = pair_store(t.c_dtype)
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
     row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
     row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
@@ -338,12 +371,12 @@ def store(t: GemmTcTiling, pair_type: str = "float2", pack: str = "make_float2")
 def generate(t: GemmTcTiling) -> KernelSource:
     element = "float" if t.precision == "tf32" else "unsigned short"
     compute = _compute_tf32(t) if t.precision == "tf32" else compute_16bit(t)
-    head = f"""// gemm_tensorcore {t.precision}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+    head = f"""// gemm_tensorcore {t.precision}{f" (C {t.c_dtype})" if t.c_16bit else ""}: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // warp {t.warp_m}x{t.warp_n}, warps_k {t.warps_k}, {t.stages} stages, raster {t.raster}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef {element} ELEM;
-{helpers(t.precision)}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
+{helpers(t.precision)}{PACK_HELPERS if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
     epilogue = cluster_sum(t) if t.split_k > 1 else _sum_warp_groups(t) + store(t)
-    return tiled_source(t, mma_sync_kernel(t, ENTRY, head, "float", compute, epilogue))
+    return tiled_source(t, mma_sync_kernel(t, ENTRY, head, t.c_type, compute, epilogue))
 
 
 def mma_sync_kernel(t: GemmTcTiling, entry: str, head: str, output_type: str, compute: str, epilogue: str) -> str:
@@ -412,14 +445,16 @@ def widen(x: np.ndarray, precision: str) -> np.ndarray:
 
 
 def make_inputs(params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
-    """A and B uniform in [-1, 1) in the input precision (bf16 as bit patterns), C to be written."""
+    """A and B uniform in [-1, 1) in the input precision (bf16 as bit patterns), C to be written
+    (float32, or the 16-bit dtype the workload names)."""
     a = rng.uniform(-1.0, 1.0, size=(params.m, params.k)).astype(np.float32)
     b = rng.uniform(-1.0, 1.0, size=(params.k, params.n)).astype(np.float32)
     if params.precision == "float16":
         a, b = a.astype(np.float16), b.astype(np.float16)
     elif params.precision == "bfloat16":
         a, b = bfloat16_bits(a), bfloat16_bits(b)
-    return [a, b, np.empty((params.m, params.n), dtype=np.float32)]
+    c_dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}[params.c_dtype]
+    return [a, b, np.empty((params.m, params.n), dtype=c_dtype)]
 
 
 def reference(params: GemmTcParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:

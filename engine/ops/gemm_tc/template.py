@@ -1,4 +1,4 @@
-"""Tensor-core GEMM (fp16, bf16, tf32 inputs; fp32 accumulation and C), row-major (`tiling`)."""
+"""Tensor-core GEMM (fp16, bf16, tf32 inputs; fp32 accumulation; C fp32 or 16-bit), row-major (`tiling`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -34,11 +34,11 @@ class GemmTensorCore(Template):
     baseline_provider = "cublas"
 
     def parse_args(self, args: list) -> GemmTcParams:
-        m, n, k, precision = gemm_tc_shapes(args)
+        m, n, k, precision, c_dtype = gemm_tc_shapes(args)
         for what, elements in (("A", m * k), ("B", k * n), ("C", m * n)):
             if elements > MAX_TENSOR_ELEMENTS:
                 raise BadArgs(f"{what} would have {elements} elements, more than 2^31 - 1")
-        return GemmTcParams(m, n, k, precision, list(args))
+        return GemmTcParams(m, n, k, precision, c_dtype, list(args))
 
     def define_space(self, params: GemmTcParams) -> ConfigSpace:
         return ConfigSpace([

@@ -8,9 +8,15 @@ and TF32 is a compute mode of float32 tensors, said by a third argument:
     [["TENSOR", [M, K], "float32"],  ["TENSOR", [K, N], "float32"], "tf32"]   fp32 inputs, TF32 products
 
 so records of different precisions never share a workload (nor a leaderboard row), and a
-float32 workload here can never be mistaken for the exact fp32 `gemm`. C is float32 for
-every precision (the accumulator, stored as it is; the cuBLAS baseline writes C in the input
-precision, a little less traffic, which only favours the baseline).
+float32 workload here can never be mistaken for the exact fp32 `gemm`. C is float32 (the
+accumulator, stored as it is) unless a 16-bit workload names C's dtype as its third argument,
+as TVM's dense names its out_dtype, the input's own being the only other choice:
+
+    [["TENSOR", [M, K], "bfloat16"], ["TENSOR", [K, N], "bfloat16"], "bfloat16"]  bf16 inputs and C
+
+(C rounded to nearest even from the fp32 accumulator: half the bytes of C, what an LLM's layers
+write). "float32" is never written out, so one computation has one workload. The cuBLAS
+baseline writes C in the workload's dtype too.
 
 The schedule (CUTLASS's multistage mma.sync GEMM, written afresh):
 
@@ -109,10 +115,11 @@ CLUSTERS = (1, 2)
 PERSISTENT_BLOCKS = 132
 
 
-def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
-    """(M, N, K, precision) of a workload's args; BadArgs with the accepted forms otherwise."""
+def gemm_tc_shapes(args: list) -> tuple[int, int, int, str, str]:
+    """(M, N, K, precision, C's dtype) of a workload's args; BadArgs with the accepted forms otherwise."""
     usage = ('gemm_tensorcore args are [["TENSOR", [M, K], dtype], ["TENSOR", [K, N], dtype]] with dtype '
-             'float16 or bfloat16, or float32 tensors followed by "tf32"')
+             'float16 or bfloat16 (then C is float32, or the input dtype if a third argument names it), '
+             'or float32 tensors followed by "tf32"')
     if not isinstance(args, list) or len(args) not in (2, 3):
         raise BadArgs(usage)
     m, n, k = gemm_shapes(args[:2])  # the fp32 GEMM's reading of A [M, K] and B [K, N]
@@ -121,19 +128,23 @@ def gemm_tc_shapes(args: list) -> tuple[int, int, int, str]:
         raise BadArgs(f"A is {dtype!r} and B is {other!r}: both tensors take one precision")
     if dtype not in PRECISIONS:
         raise BadArgs(f"dtype {dtype!r} is not supported (float16, bfloat16, or float32 with \"tf32\")")
-    tf32 = len(args) == 3
-    if dtype == "float32" and not (tf32 and args[2] == TF32_MODE):
+    third = args[2] if len(args) == 3 else None
+    if dtype == "float32" and third != TF32_MODE:
         raise BadArgs('float32 tensors run on tensor cores only as TF32: add "tf32" as the third argument '
                       '(exact fp32 is the "gemm" task)')
-    if dtype != "float32" and tf32:
-        raise BadArgs(f"a third argument is only for float32 tensors (\"tf32\"), not {dtype}")
+    c_dtype = "float32"
+    if dtype != "float32" and third is not None:
+        if third != dtype:
+            raise BadArgs(f"the third argument of {dtype} tensors is C's dtype, and the only one to name is "
+                          f"{dtype!r} (C is float32 without it), not {third!r}")
+        c_dtype = dtype
     precision = PRECISIONS[dtype]
     per_copy = COPY_BYTES // ELEMENT_BYTES[precision]
     for what, size in (("K", k), ("N", n)):
         if size % per_copy:
             raise BadArgs(f"{what} = {size} is not a multiple of {per_copy} {precision} elements "
                           "(the kernel's 16-byte copies would straddle a row's end)")
-    return m, n, k, precision
+    return m, n, k, precision, c_dtype
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,7 @@ class GemmTcParams:
     n: int
     k: int
     precision: str  # float16, bfloat16 or tf32
+    c_dtype: str = "float32"  # or the 16-bit input's dtype
     args: list = dataclasses.field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -150,8 +162,9 @@ class GemmTcParams:
 
     @property
     def bytes_moved(self) -> int:
-        """A and B read once, the float32 C written once."""
-        return ELEMENT_BYTES[self.precision] * (self.m * self.k + self.k * self.n) + FLOAT_BYTES * self.m * self.n
+        """A and B read once, C written once."""
+        c_bytes = FLOAT_BYTES if self.c_dtype == "float32" else ELEMENT_BYTES[self.c_dtype]
+        return ELEMENT_BYTES[self.precision] * (self.m * self.k + self.k * self.n) + c_bytes * self.m * self.n
 
 
 @dataclass(frozen=True)
@@ -179,6 +192,16 @@ class GemmTcTiling:
     persistent: int = 0  # wgmma tma: 1 launches PERSISTENT_BLOCKS blocks that walk the tiles
     turns: int = 0  # wgmma tf32, 2 consumers: 1 has them issue each stage's instructions in turn
     pingpong: int = 0  # wgmma 16-bit, tma, persistent, 2 consumers: 1 gives each consumer whole tiles in turn
+    c_dtype: str = "float32"  # the workload's: C float32, or in the 16-bit input's precision
+
+    @property
+    def c_16bit(self) -> bool:
+        return self.c_dtype != "float32"
+
+    @property
+    def c_type(self) -> str:
+        """C's element type in the kernel's source (16-bit: the bits, as ELEM holds them)."""
+        return "ELEM" if self.c_16bit else "float"
 
     @property
     def tma(self) -> bool:
@@ -545,5 +568,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         stages=v["stages"], raster=v["raster"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
-        pingpong=v["pingpong"],
+        pingpong=v["pingpong"], c_dtype=params.c_dtype,
     )

@@ -43,7 +43,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma
-from .kernel import CLUSTER_HELPERS, ENTRY, sum_partials, tile_of_block, tiled_source
+from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, pair_store, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -295,6 +295,7 @@ def tail_guards(t: GemmTcTiling, row_step: int, col_step: int) -> tuple[str, str
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
     row_ok, row8_ok, col_ok, _ = tail_guards(t, 8, 0)
+    pair_type, pack = pair_store(t.c_dtype)
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -304,8 +305,8 @@ def _store(t: GemmTcTiling) -> str:
             const int row = row0 + consumer * {t.consumer_row_offset} + mt * {WGMMA_M} + warp * 16 + g;
             const int col = col0 + j * 8 + 2 * q;
             {col_ok}{{
-                {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
-                {row8_ok}*reinterpret_cast<float2*>(C + (size_t)(row + 8) * {t.n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+                {row_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)row * {t.n} + col) = {pack}(acc[mt][4 * j], acc[mt][4 * j + 1]);
+                {row8_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)(row + 8) * {t.n} + col) = {pack}(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
             }}
         }}"""
 
@@ -333,7 +334,7 @@ def kernel_entry(t: GemmTcTiling, cluster: str) -> str:
     """The kernel's signature (`cluster`: its __cluster_dims__, or nothing) and the addresses of its
     shared memory, up to the body: the stage ring and its full and empty barriers after it."""
     return f"""extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
-{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, float* __restrict__ C) {{
+{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, {t.c_type}* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
     const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
@@ -360,10 +361,10 @@ def generate(t: GemmTcTiling) -> KernelSource:
     cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
                else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
     code = f"""{ARCH_SPECIFIC_MARK}
-// gemm_tensorcore {t.precision} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+// gemm_tensorcore {t.precision}{f" (C {t.c_dtype})" if t.c_16bit else ""} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
+{HELPERS}{PACK_HELPERS if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
 {kernel_entry(t, cluster)}
 {body}
 }}
