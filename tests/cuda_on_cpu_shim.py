@@ -103,6 +103,7 @@ struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *p; }
@@ -133,11 +134,21 @@ inline float4 load_shared_cluster4(unsigned address, unsigned rank) {
 }
 
 // Tensor-core PTX, emulated (see the module docstring).
-struct WarpSlots { const void* address[32]; unsigned a[32][4]; unsigned b[32][2]; float c[32][4]; };
+struct WarpSlots { const void* address[32]; unsigned a[32][4]; unsigned b[32][2]; float c[32][4]; unsigned word[32]; };
 static Barrier* warp_barriers;
 static WarpSlots* warp_slots;
 inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline void warp_meet() { arrive_and_wait(warp_barriers[linear_thread() / 32]); }
+// shfl.sync.bfly: every lane of the warp leaves its word, then reads its partner's (lane ^ lanes).
+inline unsigned shfl_xor(unsigned v, int lanes) {
+    const unsigned lane = linear_thread() % 32;
+    WarpSlots& slots = warp_slots[linear_thread() / 32];
+    slots.word[lane] = v;
+    warp_meet();
+    const unsigned r = slots.word[lane ^ lanes];
+    warp_meet();  // no lane overwrites its word before its partner has read it
+    return r;
+}
 inline void copy16(void* dst, const void* src, bool pred) { if (pred) memcpy(dst, src, 16); else memset(dst, 0, 16); }
 inline void copy16_commit() {}
 template <int PENDING> inline void copy16_wait() {}
