@@ -54,7 +54,7 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k", "turns", "pingpong")
+             "split_k", "turns", "pingpong", "ring")
     fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
              ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -159,6 +159,22 @@ def test_a_16_bit_c_is_the_product_rounded_on_every_store_path(measurer, precisi
     configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(5), 6)]
     if measurer.device.compute_capability.startswith("9."):
         configs += wgmma_configs(task, WGMMA_TILES[:4] + TMA_TILES + PINGPONG_TILES + WGMMA_SPLIT_TILES)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# Deep rings (8 to 14 stages): unsplit and split over K, 1 and 2 consumers, the ring wrapping many times.
+RING_TILES = [(64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12), (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 8),
+              (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4, 0, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4)]
+
+
+@pytest.mark.parametrize("shape", [(16, 512, 1000), (130, 264, 2056), (16, 4096, 4096), (128, 4096, 14336)])
+def test_deep_ring_configs_compute_the_product(measurer, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "bfloat16"), DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, RING_TILES)
+    assert len(configs) >= 3 and all(c["ring"].val for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

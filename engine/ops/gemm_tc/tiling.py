@@ -113,6 +113,9 @@ CLUSTERS = (1, 2)
 # each block's producer loads its next tile while its consumers store the last one. The grid
 # is the kernel's only tie to it: on another GPU the same kernel runs in more or fewer waves.
 PERSISTENT_BLOCKS = 132
+# wgmma tma: stages beyond the `stages` knob's 2 to 4 (the `ring` knob), so a decode step's blocks keep
+# more of B in flight from HBM; shared memory bounds them (a 64x64 tile's stage is 16 KB: at most 14).
+RINGS = (0, 4, 8, 12)
 
 
 def gemm_tc_shapes(args: list) -> tuple[int, int, int, str, str]:
@@ -193,6 +196,7 @@ class GemmTcTiling:
     turns: int = 0  # wgmma tf32, 2 consumers: 1 has them issue each stage's instructions in turn
     pingpong: int = 0  # wgmma 16-bit, tma, persistent, 2 consumers: 1 gives each consumer whole tiles in turn
     c_dtype: str = "float32"  # the workload's: C float32, or in the 16-bit input's precision
+    ring: int = 0  # wgmma tma: of `stages`, how many the ring knob added to the stages knob's
 
     @property
     def c_16bit(self) -> bool:
@@ -470,10 +474,10 @@ class GemmTcTiling:
         return None
 
     def _why_not_mma_sync(self) -> str | None:
-        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong) != \
-                (1, 0, LOADERS[0], 1, 0, 0, 0):
-            return ("consumers, producer, loader, cluster, persistent, turns and pingpong are the wgmma mainloop's "
-                    f"knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0 and 0")
+        if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong,
+                self.ring) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0):
+            return ("consumers, producer, loader, cluster, persistent, turns, pingpong and ring are the wgmma "
+                    f"mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -525,6 +529,8 @@ class GemmTcTiling:
         reason = self._why_not_multicast()
         if reason:
             return reason
+        if self.ring and not self.tma:
+            return f"a ring of {self.stages} stages is the tma loader's: it takes loader tma (or ring 0)"
         if self.split_k > 1 and (not self.tma or self.cluster > 1 or self.persistent):
             return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
                     "it takes loader tma, cluster 1 and persistent 0")
@@ -565,7 +571,7 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         m=params.m, n=params.n, k=params.k, precision=params.precision,
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=v["warps_k"],
-        stages=v["stages"], raster=v["raster"],
+        stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
         pingpong=v["pingpong"], c_dtype=params.c_dtype,

@@ -1,0 +1,79 @@
+"""The tensor-core GEMM's deep rings (the `ring` knob: stages added to the `stages` knob's, for the
+TMA loader), without a GPU: the rule, the old configs' indexes, shared memory bounding them, and
+the kernels' answers on the CPU with the ring wrapping many times (tests/cuda_on_cpu.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.ops.gemm_tc.tiling import gemm_tc_tiling
+from engine.workloads import gemm_tc_args
+
+
+def task_of(m, n, k, precision="bfloat16"):
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
+
+
+def config_of(task, **values):
+    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=64, mainloop="wgmma", consumers=1, producer=1,
+                loader="tma")
+    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
+
+
+def test_a_ring_adds_its_stages_to_the_stages_knobs():
+    task = task_of(64, 4096, 4096)
+    config = config_of(task, block_m=64, block_n=64, stages=2, ring=12)
+    assert task.why_invalid(config) is None
+    tiling = gemm_tc_tiling(task.params, config)
+    assert tiling.stages == 14 and tiling.wgmma_lag == 12
+    assert "14 stages" in task.template.kernel(task.params, config).code
+
+
+def test_configs_without_a_ring_keep_their_index_and_their_source():
+    """ring came last, its first value 0: a config of every earlier knob is the same config."""
+    task = task_of(16, 4096, 4096)
+    config = config_of(task, block_m=64, block_n=256, stages=3, split_k=4)
+    assert config["ring"].val == 0 and config.index < len(task.config_space) // 4
+    assert task.config_space.get(config.index).values() == config.values()
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(loader="cp_async", producer=1, ring=4), "is the tma loader's"),
+    (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32, ring=4),
+     "ring are the wgmma mainloop's knobs"),
+])
+def test_a_ring_is_the_tma_loaders(values, message):
+    task = task_of(64, 4096, 4096)
+    config = config_of(task, block_m=64, block_n=64, stages=4, **values)
+    assert message in task.why_invalid(config)
+
+
+def test_shared_memory_bounds_the_ring():
+    task = task_of(64, 4096, 4096)
+    assert task.why_invalid(config_of(task, block_m=64, block_n=128, stages=4, ring=4)) is None  # 8 x 24 KB
+    assert "shared memory" in task.why_invalid(config_of(task, block_m=64, block_n=128, stages=4, ring=8))
+
+
+def test_random_draws_find_rings():
+    task = task_of(64, 4096, 4096)
+    drawn = task.config_space.sample(np.random.default_rng(4), 400)
+    assert any(c["ring"].val for c in drawn) and all(task.why_invalid(c) is None for c in drawn)
+
+
+CPU_CASES = [  # (M, N, K, values): the ring wrapping over 20 to 40 k-steps, tails, split K, 2 consumers
+    (16, 136, 2056, dict(block_m=64, block_n=64, stages=2, ring=12)),
+    (70, 200, 1304, dict(block_m=64, block_n=128, stages=4, ring=4)),
+    (16, 128, 2568, dict(block_m=64, block_n=64, stages=3, ring=8, split_k=4)),
+    (130, 72, 1096, dict(block_m=128, block_n=64, stages=4, ring=4, consumers=2)),
+]
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("m, n, k, values", CPU_CASES, ids=[f"{m}x{n}x{k}" for m, n, k, _ in CPU_CASES])
+def test_a_deep_ring_computes_the_reference_on_the_cpu(m, n, k, values):
+    task = task_of(m, n, k)
+    config = config_of(task, **values)
+    assert task.why_invalid(config) is None
+    assert cuda_on_cpu.error_against_reference(task, config) < 1e-6
