@@ -129,10 +129,10 @@ WGMMA_SPLIT_DECODE_PICKS = [
     (128, 128, 4, 1, 2, 1, "tma", 1, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 4),
     # deep rings (ring: 8 to 14 stages, what shared memory holds; cuBLAS's decode kernels run 11 to 16), unsplit
     # and split
-    *[(64, 64, stages, 1, 1, 1, "tma", 1, 0, split, 0, 0, ring) for split in (1, 2, 4)
+    *[(64, 64, stages, 1, 1, 1, "tma", 1, 0, split, 0, 0, ring) for split in (1, 2, 4, 8)
       for stages, ring in ((4, 4), (4, 8), (2, 12))],
     *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 0, split, 0, 0, 4)
-      for block_m, block_n in ((64, 128), (128, 64)) for split in (1, 2, 4)],
+      for block_m, block_n in ((64, 128), (128, 64)) for split in (1, 2, 4, 8)],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
