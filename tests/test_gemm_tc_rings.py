@@ -77,3 +77,19 @@ def test_a_deep_ring_computes_the_reference_on_the_cpu(m, n, k, values):
     config = config_of(task, **values)
     assert task.why_invalid(config) is None
     assert cuda_on_cpu.error_against_reference(task, config) < 1e-6
+
+
+def test_a_tile_taller_than_m_loads_only_ms_rows_of_a():
+    """A decode step's 16 tokens in a 64-row tile: A's box is 16 rows (M rounded up to 8) and the
+    full barrier expects those bytes; a tile row of its own height, or a cluster, loads whole boxes."""
+    decode = task_of(20, 4096, 4096)
+    config = config_of(decode, block_m=64, block_n=64, stages=4, ring=4, split_k=2)
+    source = decode.template.kernel(decode.params, config)
+    a_map = source.tensor_maps[0]
+    assert (a_map.rows, a_map.box_rows) == (20, 24)
+    tiling = gemm_tc_tiling(decode.params, config)
+    assert tiling.tma_stage_bytes == tiling.wgmma_stage_bytes - 40 * 128
+    assert f"barrier_arrive_expect_tx(bar, {tiling.tma_stage_bytes})" in source.code
+    square = task_of(256, 256, 256)
+    whole = square.template.kernel(square.params, config_of(square, block_m=64, block_n=64, stages=4))
+    assert whole.tensor_maps[0].box_rows == 64

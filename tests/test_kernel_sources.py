@@ -97,7 +97,7 @@ SOURCES = [
     ('gemm_tensorcore', 'TC-4096-bf16c', 14628, 'b47387c3b3719ae0d6024079f4c6dfa37ec28a363abcbe503a220595b6c046ad'),
     ('gemm_tensorcore', 'TC-4096-bf16c', 1081, '7d9f72fb4ec3890eb12ad8bd11ec76170be478fc42e7084eb4e42dfa07555529'),
     ('gemm_tensorcore', 'TC-d16x4096-f16c', 3543, 'b02a11ea9af998e5623b0acb8637b20ce99df016baa99d8b92e4734d73e74b46'),
-    ('gemm_tensorcore', 'TC-d16x4096-f16c', 1782064, 'e49388a54620d023a6c3c474f36c269f90953c76b7a0bca75cd0a9ef2579f29d'),
+    ('gemm_tensorcore', 'TC-d16x4096-f16c', 1782064, '5373b6362d2f4ff82bb7254bfc7bb228266663a1f8f182591b6ef40412b5d9f7'),
     ('gemm_tensorcore', 'TC-d16x4096-f16c', 1171946, '608cc731cbbcd4d7b2eb3ca8fc0cdc8595349b07967bfcea1a4b01dc9dd37ead'),
     ('gemm_tensorcore', 'TC-d16x4096-f16c', 1172465, 'e0a1b5b734f0fc11498d103c353486a3615183d624ed77541c614eacf47419de'),
     ('gemm_tensorcore', 'TC-d16x4096-f16c', 391562, 'add1e368a3c2e2845b50ce78b74a6c0c14c077d3c7f207fa4c956328ac0cf546'),

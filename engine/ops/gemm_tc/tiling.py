@@ -270,6 +270,20 @@ class GemmTcTiling:
         return (self.block_m + self.block_k * self.block_n // (SWIZZLE_BYTES // self.element_bytes)) * SWIZZLE_BYTES
 
     @property
+    def a_box_rows(self) -> int:
+        """wgmma tma: rows of A's box. A tile taller than M (a decode step's 16 tokens in 64 rows, one
+        tile row) loads M's rows only, rounded up to 8: the stage's rows past them hold whatever they
+        held, which reaches only C's rows past M, never stored (a row of C reads only its row of A)."""
+        if self.cluster == 1 and self.m < self.block_m:
+            return -(-self.m // 8) * 8
+        return self.block_m
+
+    @property
+    def tma_stage_bytes(self) -> int:
+        """The bytes a TMA stage's copies bring (its full barrier expects them)."""
+        return self.wgmma_stage_bytes - (self.block_m - self.a_box_rows) * SWIZZLE_BYTES
+
+    @property
     def wgmma_pending(self) -> int:
         """wgmma groups a consumer leaves in flight after issuing a step (CUTLASS keeps one):
         its stage is released a step later, so it takes a ring of 3 or more. tf32 keeps none:

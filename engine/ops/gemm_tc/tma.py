@@ -2,8 +2,8 @@
 
 * Warpgroup 0 is the producer: it keeps 40 registers (`setmaxnreg`; each of 2 consumers then
   gets 232) and one of its threads issues each stage's copies to the tensor memory accelerator,
-  `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A one box of block_m rows, B one of 64 rows
-  per 64-column panel) that land in the layout the wgmma descriptors read (the tensor map's
+  `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A one box of block_m rows, or of M's where a
+  tile is taller than M, B one of 64 rows per 64-column panel) that land in the layout the wgmma descriptors read (the tensor map's
   128B swizzle is the same permutation of the address) and zero past the matrix's edges.
   `full[s]` expects the stage's bytes (`arrive.expect_tx`, one arrival) and completes when they
   landed; `empty[s]` completes once every consumer warp released the stage (one arrival per warp:
@@ -80,9 +80,10 @@ __constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
 
 
 def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
-    """A's boxes are block_m rows of 64 k, B's 64 k rows of one 64-column panel."""
+    """A's boxes are block_m rows of 64 k (M's rows, where a tile is taller), B's 64 k rows of one
+    64-column panel."""
     row = SWIZZLE_BYTES // t.element_bytes
-    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.block_m, row, t.element_bytes),
+    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.a_box_rows, row, t.element_bytes),
             TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
 
 
@@ -161,7 +162,7 @@ def _producer(t: GemmTcTiling) -> str:
                     const int s = step % {s};
                     const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
                     if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
-                    barrier_arrive_expect_tx(bar, {stage_bytes});
+                    barrier_arrive_expect_tx(bar, {t.tma_stage_bytes});
                     tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b};
