@@ -27,7 +27,8 @@ from ...space import ConfigEntity
 from ..args import tensor_shape
 from ..base import BadArgs
 from ..conv2d.tiling import ConvParams, conv_params
-from ..gemm_tc.tiling import B_PAD_ELEMENTS, COPY_BYTES, ELEMENT_BYTES, GemmTcTiling
+from ..gemm_tc.tiling import B_PAD_ELEMENTS, GemmTcTiling
+from ..gemm_tc.workload import COPY_BYTES, ELEMENT_BYTES
 
 TEMPLATE_NAME = "conv2d_nhwc_tensorcore"
 PRECISIONS = ("float16", "bfloat16")

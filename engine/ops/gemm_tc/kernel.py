@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
-from .tiling import GemmTcParams, GemmTcTiling
+from .tiling import GemmTcTiling
+from .workload import GemmTcParams
 
 ENTRY = "gemm_tc_kernel"
 # Below this many multiply-adds the reference is float64 throughout; above it, float32 BLAS

@@ -10,8 +10,8 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma, wgmma_tf32
-from .tiling import (CLUSTERS, LOADERS, MAINLOOPS, RINGS, TEMPLATE_NAME, TF32_MODE, WGMMA_BLOCK_K, GemmTcParams,
-                     GemmTcTiling, gemm_tc_shapes, gemm_tc_tiling)
+from .tiling import CLUSTERS, LOADERS, MAINLOOPS, RINGS, WGMMA_BLOCK_K, GemmTcTiling, gemm_tc_tiling
+from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 
 
 # Each mainloop's configs leave the other's knobs at their first values (tiling's rules say
