@@ -118,7 +118,7 @@ WGMMA_CHECK_PICKS = [
     (256, 128, 3, 1, 2, 1, "tma"), (64, 128, 3, 1, 1, 1, "tma", 2), (128, 256, 4, 1, 2, 1, "tma", 2),
     (64, 64, 3, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 8),
     (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 8), (64, 128, 4, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 4),
-    (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4), (64, 64, 2, 1, 1, 1, "tma", 1, 0, 4, 0, 0, 12),
+    (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4), (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -128,9 +128,9 @@ WGMMA_SPLIT_DECODE_PICKS = [
     (64, 256, 3, 1, 1, 1, "tma", 1, 0, 4), (64, 256, 4, 1, 1, 1, "tma", 1, 0, 8), (64, 128, 3, 1, 1, 1, "tma", 1, 0, 4),
     (128, 128, 4, 1, 2, 1, "tma", 1, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 4),
     # deep rings (ring: 8 to 14 stages, what shared memory holds; cuBLAS's decode kernels run 11 to 16), unsplit
-    # and split
-    *[(64, 64, stages, 1, 1, 1, "tma", 1, 0, split, 0, 0, ring) for split in (1, 2, 4, 8)
-      for stages, ring in ((4, 4), (4, 8), (2, 12))],
+    # and split (14 stages only unsplit: a split's partial tile does not fit beside them)
+    *[(64, 64, 4, 1, 1, 1, "tma", 1, 0, split, 0, 0, ring) for split in (1, 2, 4, 8) for ring in (4, 8)],
+    (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
     *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 0, split, 0, 0, 4)
       for block_m, block_n in ((64, 128), (128, 64)) for split in (1, 2, 4, 8)],
 ]

@@ -8,7 +8,8 @@ Nsight Compute, and each kernel's registers, local memory and event-timed µs on
 
 Tilings are knob values in the space's order (see gemm_probe.py); a tiling the template
 refuses is reported and skipped. `--precision` (float16, bfloat16, tf32) profiles the
-tensor-core GEMM (gemm_tensorcore) instead, against cuBLAS in that precision.
+tensor-core GEMM (gemm_tensorcore) instead, against cuBLAS in that precision writing the same C
+(`--c16`: a 16-bit precision's C in that precision, else float32).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
+from engine.gpu.baselines import cublas_matmul, tensor_core_c_dtype, tensor_core_operands  # noqa: E402
+from engine.gpu.runner import relative_l2_error  # noqa: E402
 from engine.ops.base import DeviceLimits  # noqa: E402
 from engine.workloads import gemm_args, gemm_tc_args  # noqa: E402
 from gemm_probe import compiled_launch, valid_tiling_config  # noqa: E402  (this folder's probe: the same tiling syntax)
@@ -44,13 +47,16 @@ def main() -> int:
     parser.add_argument("--tiling", action="append", default=[])
     parser.add_argument("--launches", type=int, default=3)
     parser.add_argument("--precision", default=None, help="float16, bfloat16 or tf32: the tensor-core GEMM")
+    parser.add_argument("--c16", action="store_true", help="a 16-bit precision's C in that precision")
     options = parser.parse_args()
     import cupy as cp
     import torch
 
     m, n, k = (int(v) for v in options.size.split("x"))
     if options.precision:
-        task = engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, options.precision), DeviceLimits.for_h200())
+        c_dtype = options.precision if options.c16 and options.precision != "tf32" else "float32"
+        task = engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, options.precision, c_dtype),
+                                  DeviceLimits.for_h200())
     else:
         task = engine.create_task("gemm", gemm_args(m, n, k), DeviceLimits.for_h200())
     host = task.template.make_inputs(task.params, np.random.default_rng(0))
@@ -64,15 +70,16 @@ def main() -> int:
         source = task.template.kernel(task.params, config)
         kernel, launch = compiled_launch(cp, source, inputs, arch)
         us = event_us(cp, launch, options.launches)
-        error = float(cp.linalg.norm(inputs[2] - reference) / cp.linalg.norm(reference))
+        error = relative_l2_error(inputs[2], reference)
         print(f"{text}: grid {source.grid} block {source.block} shared {source.shared_bytes} B "
               f"registers {kernel.num_regs} local {kernel.local_size_bytes} B: {us:.1f} µs, error {error:.1e}")
-    a, b = (torch.as_tensor(x, device="cuda") for x in inputs[:2])
-    if options.precision == "bfloat16":  # its inputs travel as bit patterns (uint16)
-        a, b = a.view(torch.bfloat16), b.view(torch.bfloat16)
-    torch.backends.cuda.matmul.allow_tf32 = options.precision == "tf32"
-    us = event_us(cp, lambda: torch.matmul(a, b), options.launches)
-    print(f"cuBLAS (torch.matmul, {options.precision or 'float32'}, TF32 {'on' if options.precision == 'tf32' else 'off'}): "
+    if options.precision:
+        a, b, tf32 = tensor_core_operands(torch, task, host)
+        c_dtype = tensor_core_c_dtype(torch, task)
+    else:
+        (a, b), tf32, c_dtype = (torch.as_tensor(x, device="cuda") for x in inputs[:2]), False, None
+    us = event_us(cp, lambda: cublas_matmul(torch, a, b, tf32, c_dtype), options.launches)
+    print(f"cuBLAS ({options.precision or 'float32'}, C {c_dtype or a.dtype}, TF32 {'on' if tf32 else 'off'}): "
           f"{us:.1f} µs")
     return 0
 

@@ -48,7 +48,7 @@ if [ -n "${NCU_TILING:-}" ]; then
     timeout -k 5 "${NCU_S:-90}" ncu --clock-control none -k 'regex:gemm|nvjet|cutlass|sm90' \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
         --section WarpStateStats --section Occupancy --section LaunchStats \
-        python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" --precision "${NCU_PRECISION:-bfloat16}" \
+        python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" --precision "${NCU_PRECISION:-bfloat16}" $C16_ARGS \
         $(for tiling in $NCU_TILING; do echo --tiling "$tiling"; done) --launches 1 > "$OUT/ncu.txt" 2>&1
     echo "ncu exit status $?" | tee -a "$TXT"
     grep -E 'gemm_tc_kernel|nvjet|cutlass|sm90|Duration|Compute \(SM\) Throughput|Memory Throughput|error' "$OUT/ncu.txt" | head -n 30

@@ -277,7 +277,7 @@ def k_range(t: GemmTcTiling) -> str:
 FLOAT4_STORE = "*reinterpret_cast<float4*>(C + (size_t)row * {n} + col) = sum;"
 
 
-def quad_store(c_dtype: str) -> str:
+def store_of_four(c_dtype: str) -> str:
     """The split-K sum's store of four outputs, the float4 `sum` at C's `row`, `col` (`{n}`: C's
     row length) for a C of `c_dtype`: as it is, or rounded to four 16-bit outputs in one 8-byte
     store (C's rows and the column are multiples of 4)."""
@@ -288,7 +288,7 @@ def quad_store(c_dtype: str) -> str:
             f"make_uint2({pack}(sum.x, sum.y), {pack}(sum.z, sum.w));")
 
 
-def pair_store(c_dtype: str) -> tuple[str, str]:
+def pair_packing(c_dtype: str) -> tuple[str, str]:
     """`store`'s pair type and how two accumulators become one, for a C of `c_dtype`."""
     return ("float2", "make_float2") if c_dtype == "float32" else ("unsigned", f"pack_{c_dtype}x2")
 
@@ -342,7 +342,7 @@ def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid
                     sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
                 }}
             const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};
-            {store_if}{quad_store(t.c_dtype).format(n=t.n)}
+            {store_if}{store_of_four(t.c_dtype).format(n=t.n)}
         }}
     }}
     cluster_arrive_wait();  // no block leaves while another still reads its shared memory"""
@@ -351,7 +351,7 @@ def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid
 def store(t: GemmTcTiling) -> str:
     """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8:
     each pair stored as one float2, or as one word of two rounded halves (a 16-bit C)."""
-    pair_type, pack = pair_store(t.c_dtype)
+    pair_type, pack = pair_packing(t.c_dtype)
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
     row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
     row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "

@@ -32,7 +32,8 @@ tensor cores fast enough. The schedule:
   the stage of the step before is released (the loads run `stages - 2` steps ahead); a
   2-stage ring waits for its group (`wait_group 0`). Warp-specialised blocks of 2 consumers
   move registers from the producer to the consumers (`setmaxnreg`). Accumulators start at
-  zero; the epilogue stores them to the float32 C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule).
+  zero; the epilogue stores them to C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule):
+  float32 pairs, or a 16-bit C's packed pairs transposed among a quad's lanes into 16-byte stores (QUAD_TRANSPOSE).
 
 TF32 is engine.ops.gemm_tc.wgmma_tf32's: wgmma reads TF32 operands from shared memory K-major
 only, and this workload's B is row-major (N-major).
@@ -43,7 +44,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma
-from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, pair_store, sum_partials, tile_of_block, tiled_source
+from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -350,7 +351,6 @@ def _store(t: GemmTcTiling) -> str:
     if t.c_16bit:
         return _store_16bit(t)
     row_ok, row8_ok, col_ok, _ = tail_guards(t, 8, 0)
-    pair_type, pack = pair_store(t.c_dtype)
     return f"""
     const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -360,8 +360,8 @@ def _store(t: GemmTcTiling) -> str:
             const int row = row0 + consumer * {t.consumer_row_offset} + mt * {WGMMA_M} + warp * 16 + g;
             const int col = col0 + j * 8 + 2 * q;
             {col_ok}{{
-                {row_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)row * {t.n} + col) = {pack}(acc[mt][4 * j], acc[mt][4 * j + 1]);
-                {row8_ok}*reinterpret_cast<{pair_type}*>(C + (size_t)(row + 8) * {t.n} + col) = {pack}(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+                {row_ok}*reinterpret_cast<float2*>(C + (size_t)row * {t.n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+                {row8_ok}*reinterpret_cast<float2*>(C + (size_t)(row + 8) * {t.n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
             }}
         }}"""
 
