@@ -16,10 +16,11 @@ surroundings misses), the best config of each of `basins` basins (configs `basin
 knobs apart) in turn;
 each slot is, with probability `epsilon`, a uniform random config instead, so the model
 keeps seeing parts of the space it underrates. A share of each batch after the first
-(`extreme_share`, an eighth) goes to the model's favourite extreme configs (every ordered knob
-at its smallest or largest value, `extremes`), a region fast on many kernel spaces that a model
-fitted elsewhere rates low, and the best extreme config measured is one more incumbent of the
-local moves. Earlier records of other workloads or GPUs (`transfer_from`) give it a base
+(`extreme_share`, an eighth) goes to extreme configs (every ordered knob at its smallest or
+largest value, `extremes`), a region fast on many kernel spaces that a model fitted elsewhere
+rates low: the model's favourite of each corner (which end each ordered knob is at) not measured
+yet, then those of the best measured corner; and the best extreme config measured is one more
+incumbent of the local moves. Earlier records of other workloads or GPUs (`transfer_from`) give it a base
 model, and then a plan before the first trial.
 """
 from __future__ import annotations
@@ -135,8 +136,10 @@ class XGBTuner(Tuner):
         return int(whole) + int(self.rng.random() < part)
 
     def _extreme_picks(self, n: int) -> list:
-        """The model's `n` favourite unvisited extreme configs (random ones before any model); on
-        a space too large to enumerate, among the extreme versions of the plan's configs."""
+        """`n` unvisited extreme configs: the model's favourite of each corner not measured yet,
+        then the best measured corner's favourites (`ExtremeConfigs.corners_first`; random order
+        before any model); on a space too large to enumerate, among the extreme versions of the
+        plan's configs."""
         pool = self.extremes.unvisited(self.rng, self.visited, near=self._plan or self._measured) if n else []
         if not pool:
             return []
@@ -144,7 +147,8 @@ class XGBTuner(Tuner):
             order = np.argsort(-self.model.predict(self.features.of(pool)), kind="stable")
         else:
             order = self.rng.permutation(len(pool))
-        return [pool[int(k)] for k in order[:n]]
+        ranked = [pool[int(k)] for k in order]
+        return self.extremes.corners_first(ranked, self._measured, self._scores)[:n]
 
     def _model_picks(self, n, taken: set[int]):
         local = iter(self._local_moves(round(self.local_share * n)) if self._measured else ())
