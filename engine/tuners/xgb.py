@@ -3,8 +3,8 @@
 On a space its optimizer scores whole (at most 20,000 configs) the tuner asks the tuning
 loop for small batches while it has measured few configs (`first_batch`, 4, growing by an
 eighth of what it has measured up to the loop's batch size: 8 at 64 measured, 16 at 128; a
-quarter, 16 at 64, refitted half as often and read 9-17 % more trials on the four convolution
-spaces, issue 17). It refits an XGBoost
+quarter, 16 at 64, refitted half as often and read 10-20 % more median trials on the four convolution
+spaces at seeds 0-49, issue 17). It refits an XGBoost
 ranking model on all measured configs (failures as the worst score) after every batch,
 every `refit_every` measurements (16) once batches are that large: the first model acts
 after 4 random trials, not after a batch of 16.
