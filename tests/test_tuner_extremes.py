@@ -76,18 +76,55 @@ def test_a_full_space_gives_the_extreme_versions_of_the_configs_it_is_asked_abou
     assert all(tuple(d for p, d in enumerate(c.digits) if p not in ordered) in rest for c in found)
 
 
-def test_after_the_first_batch_an_eighth_of_each_batch_is_the_models_favourite_extreme_configs():
+def test_after_the_first_batch_an_eighth_of_each_batch_is_the_models_favourite_extreme_configs_of_new_corners():
     task, measurer = broadcast()
-    tuner = get_tuner("xgb", task, seed=4)
-    first = tuner.next_batch(4)
-    tuner.update(first, measurer.measure(task, first))
-    picks = tuner._extreme_picks(tuner._share_of(tuner.extreme_share, 16))
-    assert len(picks) == 2 and all(tuner.extremes.is_extreme(c) for c in picks)
-    rest = [c for c in tuner.extremes.unvisited(tuner.rng, tuner.visited, near=[]) if c not in picks]
-    predicted = lambda configs: tuner.model.predict(tuner.features.of(configs))  # noqa: E731
-    assert predicted(picks).min() >= predicted(rest).max()
-    batch = tuner.next_batch(16)
-    assert sum(tuner.extremes.is_extreme(c) for c in batch) >= 2
+    # at seeds 1-3 the model's two favourites share a corner, or stand in one already measured
+    for seed in (1, 2, 3, 4):
+        tuner = get_tuner("xgb", task, seed=seed)
+        first = tuner.next_batch(4)
+        tuner.update(first, measurer.measure(task, first))
+        picks = tuner._extreme_picks(tuner._share_of(tuner.extreme_share, 16))
+        assert len(picks) == 2 and all(tuner.extremes.is_extreme(c) for c in picks)
+        # two corners none of the first batch is in, each pick its corner's favourite
+        measured = {tuner.extremes.corner(c) for c in first if tuner.extremes.is_extreme(c)}
+        corners = [tuner.extremes.corner(c) for c in picks]
+        assert len(set(corners)) == 2 and not measured & set(corners), seed
+        predicted = lambda configs: tuner.model.predict(tuner.features.of(configs))  # noqa: E731
+        unvisited = tuner.extremes.unvisited(tuner.rng, tuner.visited, near=[])
+        for pick, corner in zip(picks, corners):
+            same = [c for c in unvisited if tuner.extremes.corner(c) == corner]
+            assert predicted([pick])[0] >= predicted(same).max()
+        batch = tuner.next_batch(16)
+        assert sum(tuner.extremes.is_extreme(c) for c in batch) >= 2
+
+
+def test_every_corner_gets_an_extreme_config_before_any_corner_gets_two():
+    """conv-W6600 (issue 17): the model's favourite extreme configs were all of one corner, while
+    the fast corner waited; the ordering takes one of each unmeasured corner, then the best
+    measured corner's, whatever the model prefers."""
+    task, measurer = broadcast()
+    space = task.config_space
+    extremes = ExtremeConfigs(space)
+    every = extremes.unvisited(np.random.default_rng(0), set(), near=[])
+    by_corner: dict[tuple, list] = {}
+    for c in every:
+        by_corner.setdefault(extremes.corner(c), []).append(c)
+    assert len(by_corner) >= 3 and max(len(v) for v in by_corner.values()) >= 2
+    slow, fast, *others = sorted(by_corner, key=lambda k: -len(by_corner[k]))
+    # measured: one config of `slow` (score 1) and one of `fast` (score 5)
+    measured = [by_corner[slow][0], by_corner[fast][0]]
+    ranked = by_corner[slow][1:] + by_corner[fast][1:] + [c for k in others for c in by_corner[k]]
+    order = extremes.corners_first(ranked, measured, [1.0, 5.0])
+    assert sorted(c.index for c in order) == sorted(c.index for c in ranked)
+    # first the favourite (the first in `ranked`) of each corner not measured, in ranked order
+    assert order[:len(others)] == [by_corner[k][0] for k in others]
+    # then the best measured corner's configs, then the other measured corner's, ranked order kept
+    after = order[len(others):]
+    assert after[:len(by_corner[fast]) - 1] == by_corner[fast][1:]
+    assert after[len(by_corner[fast]) - 1:len(by_corner[fast]) + len(by_corner[slow]) - 2] == by_corner[slow][1:]
+    # and last the second favourites of the corners measured only now
+    assert [extremes.corner(c) for c in after[len(by_corner[fast]) + len(by_corner[slow]) - 2:]] == [
+        k for k in others for _ in by_corner[k][1:]]
 
 
 def test_no_share_or_no_ordered_knob_is_the_tuner_without_extreme_configs_seed_for_seed():

@@ -48,6 +48,33 @@ class ExtremeConfigs:
         digits = config.digits
         return bool(self.ends) and all(digits[p] in ends for p, ends in self.ends)
 
+    def corner(self, config: "ConfigEntity") -> tuple[int, ...]:
+        """Which end each ordered knob of `config` stands at (its options there): the corner an
+        extreme config is in, whatever its free knobs."""
+        return tuple(config.digits[p] for p, _ in self.ends)
+
+    def corners_first(self, ranked: Sequence["ConfigEntity"], measured: Sequence["ConfigEntity"],
+                      scores: Sequence[float]) -> list["ConfigEntity"]:
+        """`ranked` (unvisited extreme configs, the model's favourite first) in the order to
+        measure them: first the favourite of each corner no measured config is in, then the rest
+        by the best score measured in their corner (the best corner's first), `ranked`'s order
+        breaking ties. A model fitted elsewhere rates the corners alike, and spent its extreme
+        slots on the configs of one corner while the fast one waited (conv-W6600's, issue 17)."""
+        best: dict[tuple[int, ...], float] = {}
+        for config, score in zip(measured, scores):
+            if self.is_extreme(config):
+                corner = self.corner(config)
+                best[corner] = max(best.get(corner, 0.0), score)
+        first, corners = [], set()
+        for config in ranked:
+            corner = self.corner(config)
+            if corner not in best and corner not in corners:
+                first.append(config)
+                corners.add(corner)
+        taken = {c.index for c in first}
+        rest = sorted((c for c in ranked if c.index not in taken), key=lambda c: -best.get(self.corner(c), -1.0))
+        return first + rest
+
     def unvisited(self, rng: np.random.Generator, visited, near: Sequence["ConfigEntity"]) -> list["ConfigEntity"]:
         """Valid extreme configs not in `visited`: every one on an enumerable space; on a larger
         one, those that `near`'s configs become with their ordered knobs moved to random ends
