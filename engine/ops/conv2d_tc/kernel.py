@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
-from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, TOLERANCE, bfloat16_bits, cluster_sum, compute_16bit,
-                               copy_loop, helpers, mma_sync_kernel, store, widen)
+from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, STORED_DTYPES, TOLERANCE, cluster_sum, compute_16bit,
+                               copy_loop, helpers, mma_sync_kernel, store, stored, widen)
 from .tiling import ConvTcParams, ConvTcTiling
 
 ENTRY = "conv2d_tc_kernel"
@@ -107,16 +107,12 @@ typedef unsigned short ELEM;
                         arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])
 
 
-def _stored(x: np.ndarray, precision: str) -> np.ndarray:
-    return x.astype(np.float16) if precision == "float16" else bfloat16_bits(x)
-
-
 def make_inputs(params: ConvTcParams, rng: np.random.Generator) -> list[np.ndarray]:
     """Data and weights uniform in [-1, 1) in the input precision, the output to be written."""
     data = rng.uniform(-1.0, 1.0, size=params.data_shape).astype(np.float32)
     weights = rng.uniform(-1.0, 1.0, size=params.kernel_shape).astype(np.float32)
-    out = np.empty(params.out_shape, dtype=np.float16 if params.precision == "float16" else np.uint16)
-    return [_stored(data, params.precision), _stored(weights, params.precision), out]
+    out = np.empty(params.out_shape, dtype=STORED_DTYPES[params.precision])
+    return [stored(data, params.precision), stored(weights, params.precision), out]
 
 
 def reference(params: ConvTcParams, data: np.ndarray, weights: np.ndarray) -> np.ndarray:

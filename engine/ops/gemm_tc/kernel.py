@@ -288,11 +288,6 @@ def store_of_four(c_dtype: str) -> str:
             f"make_uint2({pack}(sum.x, sum.y), {pack}(sum.z, sum.w));")
 
 
-def pair_packing(c_dtype: str) -> tuple[str, str]:
-    """`store`'s pair type and how two accumulators become one, for a C of `c_dtype`."""
-    return ("float2", "make_float2") if c_dtype == "float32" else ("unsigned", f"pack_{c_dtype}x2")
-
-
 def cluster_sum(t: GemmTcTiling) -> str:
     """split_k > 1: every warp group leaves its partial tile in its block's shared memory; after
     the cluster barrier each split sums its share of the tile over the cluster's blocks (split,
@@ -351,7 +346,7 @@ def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid
 def store(t: GemmTcTiling) -> str:
     """Accumulator c0, c1 sit at row g, columns 2q, 2q + 1 of an m16n8 piece; c2, c3 at row g + 8:
     each pair stored as one float2, or as one word of two rounded halves (a 16-bit C)."""
-    pair_type, pack = pair_packing(t.c_dtype)
+    pair_type, pack = ("unsigned", f"pack_{t.c_dtype}x2") if t.c_16bit else ("float2", "make_float2")
     col_ok = "" if t.n % t.block_n == 0 else f"if (col < {t.n}) "
     row_ok = "" if t.m % t.block_m == 0 else f"if (row < {t.m}) "
     row8_ok = "" if t.m % t.block_m == 0 else f"if (row + 8 < {t.m}) "
@@ -445,17 +440,24 @@ def widen(x: np.ndarray, precision: str) -> np.ndarray:
     return x.astype(np.float32)
 
 
+# The numpy dtype an array of each precision travels in (bfloat16 as its bit patterns; tf32's are float32).
+STORED_DTYPES = {"float32": np.float32, "tf32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+
+
+def stored(x: np.ndarray, precision: str) -> np.ndarray:
+    """float32 values as an array of `precision` holds them (rounded to nearest even)."""
+    if precision == "float16":
+        return x.astype(np.float16)
+    return bfloat16_bits(x) if precision == "bfloat16" else x
+
+
 def make_inputs(params: GemmTcParams, rng: np.random.Generator) -> list[np.ndarray]:
     """A and B uniform in [-1, 1) in the input precision (bf16 as bit patterns), C to be written
     (float32, or the 16-bit dtype the workload names)."""
     a = rng.uniform(-1.0, 1.0, size=(params.m, params.k)).astype(np.float32)
     b = rng.uniform(-1.0, 1.0, size=(params.k, params.n)).astype(np.float32)
-    if params.precision == "float16":
-        a, b = a.astype(np.float16), b.astype(np.float16)
-    elif params.precision == "bfloat16":
-        a, b = bfloat16_bits(a), bfloat16_bits(b)
-    c_dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}[params.c_dtype]
-    return [a, b, np.empty((params.m, params.n), dtype=c_dtype)]
+    c = np.empty((params.m, params.n), dtype=STORED_DTYPES[params.c_dtype])
+    return [stored(a, params.precision), stored(b, params.precision), c]
 
 
 def reference(params: GemmTcParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
