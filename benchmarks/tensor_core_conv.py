@@ -7,11 +7,13 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
     python benchmarks/tensor_core_conv.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/tensor_core_conv.py configs                    # every config the phases try, one per line
 
-* check: each of the six layers (engine.workloads.CONV_TC) in fp16 and bf16, the default config and
-  two other tiles (`CHECK_PICKS`: the shared-memory epilogue, split K where the layer allows it), through the GPU measurer: its float64 reference and the precision's
-  tolerance; a failing config is reported.
+* check: each of the six layers (engine.workloads.CONV_TC) in fp16 and bf16, the default config,
+  two other mma.sync tiles (`CHECK_PICKS`: the shared-memory epilogue, split K where the layer allows it)
+  and two wgmma tiles (`CHECK_WGMMA_PICKS`), through the GPU measurer: its float64 reference and the
+  precision's tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
-  layer), the default and a seeded random sample of valid configs; every record to an AutoTVM log.
+  layer: mma.sync's and wgmma's), the default and a seeded random sample of valid configs; every
+  record to an AutoTVM log.
 * confirm: each tuned layer's fastest config re-timed by the confirmation protocol (engine.confirm:
   a fresh measuring process, interleaved with cuDNN of the same precision on channels-last tensors,
   cudnn.benchmark's exhaustive search, and the default config, warm and cold); the table last.
@@ -35,7 +37,9 @@ from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json,
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
-KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k")
+KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
+         "mainloop", "consumers", "producer")
+MMA_SYNC = ("mma_sync", 1, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
 TILES = [
@@ -49,10 +53,26 @@ TILES = [
 # Split K over a cluster, for the layers of few tiles (7x7 and 14x14 at batch 32).
 SPLIT_TILES = [(64, 64, 64, 32, 32, 4, 1), (128, 64, 64, 64, 32, 3, 1), (128, 128, 64, 64, 32, 3, 1),
                (64, 128, 64, 32, 64, 4, 1), (64, 64, 32, 32, 32, 4, 1)]
-TUNE_PICKS = ([(*tile, epilogue, 1) for tile in TILES for epilogue in ("registers", "shared")]
-              + [(*tile, "registers", split) for tile in SPLIT_TILES for split in (2, 4, 8)])
-CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1), (64, 64, 64, 32, 32, 4, 1, "registers", 4),
-               (128, 128, 32, 64, 64, 3, 8, "shared", 1)]
+# wgmma tiles (BM, BN, stages, raster, consumers, producer): 64-256 pixels by 64-256 channels, a
+# warp-specialised producer or none, one or two consumer warpgroups (block_k 64, the 128-byte row).
+WGMMA_TILES = [
+    (128, 64, 4, 1, 2, 0), (128, 64, 4, 1, 2, 1), (128, 64, 5, 1, 2, 1), (256, 64, 4, 1, 2, 1), (256, 64, 3, 1, 2, 0),
+    (128, 128, 4, 1, 2, 1), (128, 128, 4, 8, 2, 0), (128, 128, 5, 1, 2, 1), (128, 256, 3, 1, 2, 1), (128, 256, 4, 8, 2, 1),
+    (256, 128, 3, 1, 2, 1), (64, 128, 4, 1, 1, 1), (64, 256, 4, 1, 1, 1), (64, 64, 5, 1, 1, 1), (128, 128, 4, 1, 1, 1),
+    (64, 128, 5, 1, 1, 0),
+]
+
+
+def wgmma_pick(bm, bn, stages, raster, consumers, producer) -> tuple:
+    return (bm, bn, 64, 16, 16, stages, raster, "registers", 1, "wgmma", consumers, producer)
+
+
+TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in ("registers", "shared")]
+              + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
+              + [wgmma_pick(*tile) for tile in WGMMA_TILES])
+CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
+               (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
+CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0), wgmma_pick(64, 128, 4, 1, 1, 1)]
 RANDOM_TUNES = 12
 
 
@@ -76,7 +96,7 @@ def layer_tasks(precisions) -> list[tuple[str, object]]:
 
 
 def check_configs(task) -> list:
-    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2]])
+    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2], *picked(task, CHECK_WGMMA_PICKS)[:2]])
 
 
 def tune_configs(task) -> list:
@@ -121,7 +141,7 @@ def line_of(row: dict) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = ["| layer (batch 32, NHWC) | ours warm µs | TFLOP/s | cuDNN warm µs | cuDNN / ours warm | cuDNN / ours cold "
-             "| default warm µs | config (BM×BN×BK×WM×WN×stages×raster) |",
+             "| default warm µs | config (its knobs' values, in the space's order) |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
     for row in rows:
         ours, vendor, default = row.get("ours", {}), row.get("cudnn", {}), row.get("default", {})

@@ -299,9 +299,10 @@ template <Mma KIND> inline float operand(unsigned address) {
     unsigned word = bits; return mma_value<KIND>(&word, 0);
 }
 // m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address),
-// B N-major (8-k groups SBO apart, 64-column panels LBO apart); this thread's accumulators: warp w
-// of the warpgroup, lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
-template <int N, Mma KIND> inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
+// B N-major (8-k groups SBO apart, 64-column panels LBO apart) or, B_KMAJOR, as A (8-column groups
+// SBO apart, a column's 16 k contiguous); this thread's accumulators: warp w of the warpgroup,
+// lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
+template <int N, Mma KIND, bool B_KMAJOR = false> inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
     const unsigned a_start = descriptor_field(a, 0), a_stride = descriptor_field(a, 32);
     const unsigned b_start = descriptor_field(b, 0), b_leading = descriptor_field(b, 16), b_stride = descriptor_field(b, 32);
     const unsigned t = linear_thread() % 128, warp = t / 32, g = (t % 32) / 4, q = t % 4;
@@ -311,20 +312,25 @@ template <int N, Mma KIND> inline void wgmma_now(float* d, unsigned long long a,
             float sum = d[4 * j + i];
             for (unsigned k = 0; k < 16; ++k)
                 sum += operand<KIND>(a_start + (row / 8) * a_stride + (row % 8) * 128 + 2 * k)
-                     * operand<KIND>(b_start + (col / 64) * b_leading + (k / 8) * b_stride + (k % 8) * 128 + 2 * (col % 64));
+                     * operand<KIND>(B_KMAJOR ? b_start + (col / 8) * b_stride + (col % 8) * 128 + 2 * k
+                                              : b_start + (col / 64) * b_leading + (k / 8) * b_stride + (k % 8) * 128 + 2 * (col % 64));
             d[4 * j + i] = sum;
         }
 }
-template <int N, Mma KIND> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
-    self->wgmma_open.push_back([=] { wgmma_now<N, KIND>(d, a, b); });
+template <int N, Mma KIND, bool B_KMAJOR = false> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+    self->wgmma_open.push_back([=] { wgmma_now<N, KIND, B_KMAJOR>(d, a, b); });
 }
-#define WGMMA_SHAPES(P, KIND) \
-    inline void wgmma_##P##_m64n64(float (&d)[32], unsigned long long a, unsigned long long b) { wgmma_lanes<64, KIND>(d, a, b); } \
-    inline void wgmma_##P##_m64n128(float (&d)[64], unsigned long long a, unsigned long long b) { wgmma_lanes<128, KIND>(d, a, b); } \
-    inline void wgmma_##P##_m64n192(float (&d)[96], unsigned long long a, unsigned long long b) { wgmma_lanes<192, KIND>(d, a, b); } \
-    inline void wgmma_##P##_m64n256(float (&d)[128], unsigned long long a, unsigned long long b) { wgmma_lanes<256, KIND>(d, a, b); }
-WGMMA_SHAPES(float16, Mma::f16)
-WGMMA_SHAPES(bfloat16, Mma::bf16)
+#define WGMMA_SHAPE(P, KIND, N, SUFFIX, B_KMAJOR) \
+    inline void wgmma_##P##_m64n##N##SUFFIX(float (&d)[N / 2], unsigned long long a, unsigned long long b) { \
+        wgmma_lanes<N, KIND, B_KMAJOR>(d, a, b); }
+#define WGMMA_SHAPES(P, KIND, SUFFIX, B_KMAJOR) \
+    WGMMA_SHAPE(P, KIND, 64, SUFFIX, B_KMAJOR) WGMMA_SHAPE(P, KIND, 128, SUFFIX, B_KMAJOR) \
+    WGMMA_SHAPE(P, KIND, 192, SUFFIX, B_KMAJOR) WGMMA_SHAPE(P, KIND, 256, SUFFIX, B_KMAJOR)
+WGMMA_SHAPES(float16, Mma::f16, , false)
+WGMMA_SHAPES(bfloat16, Mma::bf16, , false)
+// A K-major B (engine.ops.conv2d_tc's KRSC weights: a row per column of C).
+WGMMA_SHAPES(float16, Mma::f16, _b_kmajor, true)
+WGMMA_SHAPES(bfloat16, Mma::bf16, _b_kmajor, true)
 // tf32 (engine.ops.gemm_tc.wgmma_tf32): A from registers, B K-major from shared memory.
 // Named barriers (bar.sync / bar.arrive with a thread count), the block's by id.
 static Barrier* named_barriers;

@@ -1,8 +1,9 @@
 """The implicit-GEMM tensor-core convolution (engine.ops.conv2d_tc) without a GPU: its args, its
 float64 reference against a direct sum, NVRTC compiles of random valid configs for sm_80 and sm_90
 with the engine's build options, and its kernels' answers on the CPU (tests/cuda_on_cpu.py
-emulates cp.async, ldmatrix and mma.sync lane by lane): stride 1 and 2, padding, 1x1 and 3x3,
-tails in pixels (M), output channels (N) and R·S·C (K)."""
+emulates cp.async, ldmatrix and mma.sync lane by lane, and wgmma from its descriptors): stride 1
+and 2, padding, 1x1 and 3x3, tails in pixels (M), output channels (N) and R·S·C (K), on either
+mainloop (mma.sync, or Hopper's wgmma with the K-major B)."""
 from __future__ import annotations
 
 import re
@@ -192,3 +193,105 @@ def test_every_output_is_written():
     assert np.isnan(output_values(inputs[2])).all()
     cuda_on_cpu.run(source, inputs)
     assert np.isfinite(output_values(inputs[2])).all()
+
+
+# wgmma: (block_m, block_n, stages, raster, consumers, producer) on the layers of CPU_CASES' kind.
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+WGMMA_CPU_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, wgmma knob values)
+    (2, 7, 16, 24, 3, 1, 1, (64, 64, 2, 1, 1, 0)),     # pixel tail (98), N tail (24), K 144 (a tail of 64s)
+    (4, 9, 24, 40, 3, 2, 1, (64, 64, 3, 1, 1, 1)),     # stride 2, C 24 (a 64-wide K step crosses taps), a producer
+    (1, 8, 16, 72, 1, 1, 0, (64, 128, 4, 1, 1, 0)),    # 1x1 as a plain GEMM, N tail of a 128-wide tile
+    (3, 7, 32, 24, 1, 2, 0, (128, 64, 3, 1, 2, 1)),    # 1x1 stride 2, two consumers and a producer
+    (2, 8, 64, 64, 3, 1, 1, (128, 64, 4, 1, 2, 0)),    # a ResNet-like 3x3: one tap a K step, two consumers
+    (1, 6, 8, 16, 3, 1, 0, (64, 64, 2, 1, 1, 1)),      # no padding, C 8 (eight taps a step)
+]
+
+
+def wgmma_config(task, **values):
+    """A wgmma config of `task` (the mainloop's pinned knobs at their values), `values` over the defaults."""
+    values = {"block_m": 128, "block_n": 64, "block_k": 64, "warp_m": 16, "warp_n": 16, "stages": 4, "raster": 1,
+              "epilogue": "registers", "split_k": 1, "mainloop": "wgmma", "consumers": 1, "producer": 0, **values}
+    return task.config_space.from_entity([[name, "ot", v] for name, v in values.items()])
+
+
+def options_of(task, name: str) -> list:
+    space = task.config_space
+    return space.knobs[space.knob_names.index(name)].options
+
+
+def wgmma_configs(task, count: int, seed: int) -> list:
+    """`count` of the task's valid wgmma configs, drawn at random from all of them."""
+    options = [options_of(task, name) for name in WGMMA_KNOBS]
+    valid = [config for digits in np.ndindex(*map(len, options))
+             if task.why_invalid(config := wgmma_config(task, **{
+                 name: choices[i] for name, choices, i in zip(WGMMA_KNOBS, options, digits)})) is None]
+    picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
+    return [valid[int(i)] for i in picks]
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("case", WGMMA_CPU_CASES,
+                         ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}s{c[5]}p{c[6]}-{c[7][0]}x{c[7][1]}-c{c[7][4]}p{c[7][5]}"
+                              for c in WGMMA_CPU_CASES])
+def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(case, precision):
+    *layer, values = case
+    task = task_of(*layer, precision)
+    config = wgmma_config(task, **dict(zip(WGMMA_KNOBS, values)))
+    assert task.why_invalid(config) is None
+    assert "_b_kmajor" in task.template.kernel(task.params, config).code  # B's rows are the weights' (K-major)
+    assert cuda_on_cpu.error_against_reference(task, config) < OUTPUT_ROUNDING[precision] + 1e-5
+
+
+def test_wgmma_is_hopper_only_and_its_rules_say_why():
+    task = task_of(32, 28, 128, 128, 3, 1, 1)
+    assert task.why_invalid(wgmma_config(task)) is None
+    a100 = task_of(32, 28, 128, 128, 3, 1, 1, limits=SM80_LIMITS)
+    assert "needs an sm_90 GPU" in a100.why_invalid(wgmma_config(a100))
+    assert "it takes epilogue \"registers\"" in task.why_invalid(wgmma_config(task, epilogue="shared"))
+    few = task_of(32, 7, 512, 512, 3, 1, 1)
+    assert few.why_invalid(wgmma_config(few, split_k=2)).startswith("wgmma's split_k is the tma loader's")
+    assert "multiple of 64" in task.why_invalid(wgmma_config(task, block_m=32))
+
+
+def test_mma_sync_configs_keep_the_index_they_had_before_wgmma():
+    """The new knobs are last and their first values the old kernel's: an old log's entity (nine knobs)
+    is the mma.sync config of the same index, the old space's mixed radix over the nine."""
+    task = task_of(32, 28, 128, 128, 3, 1, 1)
+    old = [["block_m", "ot", 64], ["block_n", "ot", 128], ["block_k", "ot", 32], ["warp_m", "ot", 32],
+           ["warp_n", "ot", 64], ["stages", "ot", 4], ["raster", "ot", 8], ["epilogue", "ot", "shared"],
+           ["split_k", "ot", 1]]
+    config = task.config_space.from_entity(old)
+    index, radix = 0, 1
+    for name, _, value in old:
+        options = options_of(task, name)
+        index += options.index(value) * radix
+        radix *= len(options)
+    assert config.index == index and config.values()["mainloop"] == "mma_sync"
+
+
+def test_random_valid_wgmma_configs_compile_for_sm_90(tmp_path):
+    picked = []
+    for precision, layer in [("float16", (32, 28, 128, 128, 3, 1, 1)), ("bfloat16", (32, 7, 512, 512, 3, 1, 1)),
+                             ("float16", (32, 14, 1024, 256, 1, 1, 0))]:
+        task = task_of(*layer, precision)
+        picked += [(task, config) for config in wgmma_configs(task, 4, 90)]
+    with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
+    assert len(picked) == 12
+    assert [(config.values(), r.message[:400]) for (task, config), r in zip(picked, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("values", [dict(block_m=128, block_n=128, consumers=2, producer=1),
+                                    dict(block_m=128, block_n=256, stages=3, consumers=2, producer=1),
+                                    dict(block_m=128, block_n=64, consumers=2),
+                                    dict(block_m=64, block_n=256, consumers=1, producer=1)],
+                         ids=["128x128-ws", "128x256-ws", "128x64", "64x256-ws"])
+def test_the_benchmarks_wgmma_tiles_compile_without_spills(values):
+    from engine.gpu.nvrtc import compile_to_cubin
+
+    task = task_of(32, 56, 64, 64, 3, 1, 1)
+    source = task.template.kernel(task.params, wgmma_config(task, **values))
+    _, log = compile_to_cubin(source.code, "sm_90", ("-Xptxas=-v",))
+    assert "for 'sm_90a'" in log and " 0 bytes spill stores, 0 bytes spill loads" in log, log
+    assert "serialized" not in log, log

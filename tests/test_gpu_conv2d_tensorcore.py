@@ -1,6 +1,7 @@
 """On a GPU: the implicit-GEMM tensor-core convolution (conv2d_nhwc_tensorcore: fp16, bf16, NHWC)
 against its float64 reference at each precision's tolerance through the GPU measurer (stride 1
-and 2, padding, 1x1 and 3x3, tails in pixels, channels and R·S·C), and cuDNN on channels-last
+and 2, padding, 1x1 and 3x3, tails in pixels, channels and R·S·C; random configs, and random
+wgmma configs on their own), and cuDNN on channels-last
 tensors in the same precision as its baseline, checked at that tolerance.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -39,6 +40,20 @@ def test_random_configs_compute_the_convolution(measurer, precision, layer):
                               DeviceLimits.for_device(measurer.device))
     configs = [task.default_config(), *task.config_space.sample(np.random.default_rng(5), 8)]
     results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer", LAYERS, ids=["x".join(map(str, layer)) for layer in LAYERS])
+def test_random_wgmma_configs_compute_the_convolution(measurer, precision, layer):
+    """The wgmma mainloop (a few percent of random draws) on its own: its K-major B and gathered A."""
+    from test_conv2d_tensorcore import wgmma_configs
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(*layer, precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, 6, 5)
+    results = measurer.measure(task, configs)
+    assert len(configs) == 6
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 

@@ -2,7 +2,8 @@
 
 Only the staging of a step (A gathered from the NHWC input, B the KRSC weights' rows) and the
 16-bit output are this module's: the mainloop, fragments, products and epilogue are
-engine.ops.gemm_tc.kernel's mma.sync kernel. Arguments (data, kernel, out), all in the input
+engine.ops.gemm_tc.kernel's mma.sync kernel, or engine.ops.gemm_tc.wgmma's kernel (its cp_async
+loaders, K-major B, 16-bit store). Arguments (data, kernel, out), all in the input
 precision (bfloat16 as its 16-bit patterns in uint16 arrays, as gemm_tc passes them).
 """
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
+from ..gemm_tc import wgmma
 from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, STORED_DTYPES, TOLERANCE, cluster_sum, compute_16bit,
                                copy_loop, helpers, mma_sync_kernel, store, stored, widen)
+from ..gemm_tc.tiling import SWIZZLE_BYTES
 from .tiling import ConvTcParams, ConvTcTiling
 
 ENTRY = "conv2d_tc_kernel"
@@ -21,9 +24,10 @@ def _conjunction(*conditions: str | None) -> str:
     return " && ".join(c for c in conditions if c) or "true"
 
 
-def _gather_a(t: ConvTcTiling) -> str:
-    """A's copy `i`: pixel row0 + row, GEMM columns k0 + kc .. + 7 = tap (r, s), channels c .. c + 7.
-    A 1x1 unpadded stride-1 layer reads pixel rows as they lie (a plain GEMM's A)."""
+def _gather_a(t: ConvTcTiling, destination: str) -> str:
+    """A's copy `i`: pixel row0 + row, GEMM columns k0 + kc .. + 7 = tap (r, s), channels c .. c + 7,
+    into shared memory at `destination` (of row and kc). A 1x1 unpadded stride-1 layer reads pixel
+    rows as they lie (a plain GEMM's A)."""
     c, ce = t.conv, t.copy_elements
     per_row = t.block_k // ce
     pixel_ok = None if t.m % t.block_m == 0 else f"pixel < {t.m}"
@@ -33,7 +37,7 @@ def _gather_a(t: ConvTcTiling) -> str:
     if (c.kh, c.kw, c.stride, c.padding) == (1, 1, (1, 1), (0, 0, 0, 0)):
         return f"""{head}
             const bool pred = {_conjunction(pixel_ok, k_ok)};
-            copy16(as + row * {t.a_stride} + kc, pred ? A + (size_t)pixel * {c.ci} + k : A, pred);"""
+            copy16({destination}, pred ? A + (size_t)pixel * {c.ci} + k : A, pred);"""
     tap = ("const int tap_r = 0, tap_s = 0, c = k;" if (c.kh, c.kw) == (1, 1) else
            f"const int rs = k / {c.ci}, c = k % {c.ci}, tap_r = rs / {c.kw}, tap_s = rs % {c.kw};")
     return f"""{head}
@@ -41,22 +45,46 @@ def _gather_a(t: ConvTcTiling) -> str:
             {tap}
             const int ih = op * {c.stride[0]} - {c.padding[0]} + tap_r, iw = oq * {c.stride[1]} - {c.padding[1]} + tap_s;
             const bool pred = {_conjunction(pixel_ok, k_ok, f"(unsigned)ih < {c.h}u && (unsigned)iw < {c.w}u")};
-            copy16(as + row * {t.a_stride} + kc, pred ? A + ((size_t)(n * {c.h} + ih) * {c.w} + iw) * {c.ci} + c : A, pred);"""
+            copy16({destination}, pred ? A + ((size_t)(n * {c.h} + ih) * {c.w} + iw) * {c.ci} + c : A, pred);"""
+
+
+def _copy_b(t: ConvTcTiling, destination: str) -> str:
+    """B's copy `i`: the KRSC weights' row col0 + nr (an output channel), GEMM columns k0 + kc .. + 7,
+    into shared memory at `destination` (of nr and kc)."""
+    per_row = t.block_k // t.copy_elements
+    pred = _conjunction(None if t.n % t.block_n == 0 else f"col0 + nr < {t.n}",
+                        None if t.k % t.block_k == 0 else f"k0 + kc < {t.k}")
+    return f"""            const int nr = i / {per_row}, kc = (i % {per_row}) * {t.copy_elements};
+            const bool pred = {pred};
+            copy16({destination}, pred ? B + (size_t)(col0 + nr) * {t.k} + k0 + kc : B, pred);"""
 
 
 def _load_stage(t: ConvTcTiling) -> str:
     """One step's tiles, global -> shared, as cp.async copies: A gathered, B's [block_n][block_k]."""
-    ce = t.copy_elements
-    per_row = t.block_k // ce
-    b_pred = _conjunction(None if t.n % t.block_n == 0 else f"col0 + nr < {t.n}",
-                          None if t.k % t.block_k == 0 else f"k0 + kc < {t.k}")
-    b_body = f"""            const int nr = i / {per_row}, kc = (i % {per_row}) * {ce};
-            const bool pred = {b_pred};
-            copy16(bs + nr * {t.b_stride} + kc, pred ? B + (size_t)(col0 + nr) * {t.k} + k0 + kc : B, pred);"""
+    per_row = t.block_k // t.copy_elements
     return f"""
 __device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __restrict__ A,
                                            const ELEM* __restrict__ B, int row0, int col0, int k0, int tid) {{
-{copy_loop("A (gathered)", t.block_m * per_row, t.threads, _gather_a(t))}{copy_loop("B", t.block_n * per_row, t.threads, b_body)}}}
+{copy_loop("A (gathered)", t.block_m * per_row, t.threads, _gather_a(t, f"as + row * {t.a_stride} + kc"))}{copy_loop("B", t.block_n * per_row, t.threads, _copy_b(t, f"bs + nr * {t.b_stride} + kc"))}}}
+"""
+
+
+def _swizzled(row: str, kc: str) -> str:
+    """The byte offset in a stage of 16-bit element `kc` (a multiple of 8) of 128-byte row `row`:
+    its 16-byte chunk permuted within the row's 1024-byte atom, as wgmma's 128B swizzle reads it."""
+    return f"{row} * {SWIZZLE_BYTES} + ((({kc} / 8) ^ ({row} & 7)) << 4)"
+
+
+def _load_stage_wgmma(t: ConvTcTiling) -> str:
+    """wgmma: the same copies by the loading threads (t.loaders), into the swizzled rows of the
+    stage at shared address `stage`: A's block_m rows, then B's block_n (one per output channel)."""
+    per_row = t.block_k // t.copy_elements
+    a = _gather_a(t, f"stage + {_swizzled('row', 'kc')}")
+    b = _copy_b(t, f"stage + {t.block_m * SWIZZLE_BYTES} + {_swizzled('nr', 'kc')}")
+    return f"""
+__device__ __forceinline__ void load_stage(unsigned stage, const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                           int row0, int col0, int k0, int tid) {{
+{copy_loop("A (gathered)", t.block_m * per_row, t.loaders, a)}{copy_loop("B", t.block_n * per_row, t.loaders, b)}}}
 """
 
 
@@ -97,12 +125,17 @@ def _epilogue(t: ConvTcTiling) -> str:
 
 def generate(t: ConvTcTiling) -> KernelSource:
     c = t.conv
-    head = f"""// conv2d_nhwc_tensorcore {t.precision}: N {c.n} {c.h}x{c.w}x{c.ci} -> {c.oh}x{c.ow}x{c.co}, {c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)};
+    layer = (f"conv2d_nhwc_tensorcore {t.precision}: N {c.n} {c.h}x{c.w}x{c.ci} -> {c.oh}x{c.ow}x{c.co}, "
+             f"{c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)}")
+    if t.wgmma:
+        code = wgmma.kernel_code(t, ENTRY, f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma", _load_stage_wgmma(t))
+    else:
+        head = f"""// {layer};
 // implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster},
 // epilogue {t.epilogue}{f", split_k {t.split_k}" if t.split_k > 1 else ""}
 typedef unsigned short ELEM;
 {helpers(t.precision)}{PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
-    code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
+        code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])
 

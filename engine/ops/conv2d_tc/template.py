@@ -7,8 +7,18 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import tiling_features, why_tiling_invalid
+from ..gemm_tc.tiling import MAINLOOPS
 from . import kernel
 from .tiling import EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
+
+
+# Each mainloop's configs leave the other's knobs at one value (the tiling's rules), so random
+# draws keep them there (engine.ops.gemm_tc.template's mainloop_pins says why): wgmma stages
+# one 128-byte row of K, stores its rows itself and has no split K without TMA.
+MAINLOOP_PINS = ("mainloop", {
+    "mma_sync": {"consumers": 1, "producer": 0},
+    "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers", "split_k": 1},
+})
 
 
 class Conv2dNHWCTensorCore(Template):
@@ -29,7 +39,12 @@ class Conv2dNHWCTensorCore(Template):
             OtherKnob("raster", [1, 4, 8, 16]),
             OtherKnob("epilogue", list(EPILOGUES)),
             OtherKnob("split_k", [1, 2, 4, 8]),
-        ])
+            # Added after the mma.sync records: last, their first value the old kernel's, so every
+            # earlier config keeps its index and every earlier log loads.
+            OtherKnob("mainloop", list(MAINLOOPS), default="mma_sync"),
+            OtherKnob("consumers", [1, 2], default=1),
+            OtherKnob("producer", [0, 1], default=0),
+        ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_tiling_invalid(conv_tc_tiling(params, config), limits)

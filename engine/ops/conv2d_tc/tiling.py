@@ -11,11 +11,15 @@ C[pixel, k] = Σ A[pixel, (r, s, c)] · W[k, (r, s, c)]. A is never formed: a st
 gathered from the input by 16-byte cp.async copies of 8 channels (C is contiguous, so a copy
 never straddles a kernel tap), zero-filled where the tap falls in the padding or past M or K;
 B's tile is `block_n` rows of the KRSC weights (K-major: read by ldmatrix without .trans).
-Everything after the copies is engine.ops.gemm_tc's mma.sync mainloop (its ring of stages,
-ldmatrix fragments, m16n8k16 products and epilogue), so `ConvTcTiling` is a `GemmTcTiling`
-with the gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K
-(split K, over a thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels),
-and the epilogue's path (`ConvTcTiling.epilogue`).
+Everything after the copies is one of engine.ops.gemm_tc's mainloops (`mainloop`): mma.sync (its
+ring of stages, ldmatrix fragments, m16n8k16 products and epilogue) or, on Hopper, wgmma with the
+cp_async loader (the copies land in the 128B-swizzled rows its descriptors read: a pixel's row of A,
+an output channel's of B, so B is K-major, the instruction's transpose bit clear; a producer
+warpgroup and 1 or 2 consumers, as the GEMM's). So `ConvTcTiling` is a `GemmTcTiling` with the
+gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K (split K, over a
+thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels, mma.sync only),
+the epilogue's path (`ConvTcTiling.epilogue`), and wgmma's consumers and producer. A TMA loader
+would need the input gathered (im2col), which a 2-D tensor map cannot do: not built.
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -146,6 +150,9 @@ class ConvTcTiling(GemmTcTiling):
         return max(super().shared_bytes, tile)
 
     def why_not_tiled(self) -> str | None:
+        if self.epilogue == "shared" and self.wgmma:
+            return ("the wgmma mainloop's consumers store their rows in 16-byte pieces themselves: "
+                    "it takes epilogue \"registers\"")
         if self.epilogue == "shared" and self.split_k > 1:
             return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
         return super().why_not_tiled()
@@ -158,4 +165,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"], raster=v["raster"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
+        mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
     )

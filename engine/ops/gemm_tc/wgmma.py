@@ -111,17 +111,22 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned address, unsig
 """
 
 
+def _mma_name(t: GemmTcTiling) -> str:
+    """The instruction's function: B's layout is in its name (the CPU emulator reads B by it)."""
+    return f"wgmma_{t.precision}_m64n{t.block_n}{'_b_kmajor' if t.b_k_major else ''}"
+
+
 def _mma(t: GemmTcTiling) -> str:
-    """One m64nNk16 instruction, A K-major, B N-major (imm-trans-b 1), D += A B (scale-d 1)."""
+    """One m64nNk16 instruction, A K-major, B N-major (imm-trans-b 1; a K-major B, 0), D += A B (scale-d 1)."""
     n, count = t.block_n, t.block_n // 2
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
     return f"""
 #ifdef __CUDA_ARCH__
-__device__ __forceinline__ void wgmma_{t.precision}_m64n{n}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
+__device__ __forceinline__ void {_mma_name(t)}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
     asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n"
                  "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{_TYPE[t.precision]}.{_TYPE[t.precision]} "
-                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n"
+                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, {0 if t.b_k_major else 1};\\n}}\\n"
                  : {outputs}
                  : "l"(a), "l"(b), "r"(1));
 }}
@@ -172,8 +177,11 @@ __device__ __forceinline__ void load_stage(unsigned stage, const ELEM* __restric
 def _compute(t: GemmTcTiling) -> str:
     """This consumer's products of one stage: per k16 slice one B descriptor, one A per m64 tile.
     The k16 slice of A is 32 bytes into each 128-byte row (the swizzle is of the address, so
-    the start address moves and the atom stays); B's is 16 rows (two atoms) further down."""
+    the start address moves and the atom stays); B's is 16 rows (two atoms) further down, or
+    (a K-major B, one row per column of C) 32 bytes into each row, as A's."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
+    b_descriptor = (f"descriptor(b_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})" if t.b_k_major
+                    else f"descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES})")
     return f"""
 __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block_n // 2}], unsigned stage, int consumer) {{
     const unsigned a_base = stage + consumer * {t.consumer_row_offset * SWIZZLE_BYTES};
@@ -185,10 +193,10 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < {t.block_k // 16}; ++kk) {{
-        const unsigned long long b = descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES});
+        const unsigned long long b = {b_descriptor};
 #pragma unroll
         for (int mt = 0; mt < {t.m_tiles}; ++mt)
-            wgmma_{t.precision}_m64n{t.block_n}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
+            {_mma_name(t)}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
                                                                   {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
     }}
     wgmma_commit();
@@ -385,11 +393,11 @@ def _split_sum(t: GemmTcTiling) -> str:
 {sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})")}"""
 
 
-def kernel_entry(t: GemmTcTiling, cluster: str) -> str:
+def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
     """The kernel's signature (`cluster`: its __cluster_dims__, or nothing) and the addresses of its
     shared memory, up to the body: the stage ring and its full and empty barriers after it."""
     return f"""extern "C" __global__ void __launch_bounds__({t.threads}, 1){cluster}
-{ENTRY}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, {t.c_type}* __restrict__ C) {{
+{entry}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, {t.c_type}* __restrict__ C) {{
     extern __shared__ __align__(1024) unsigned char smem[];
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
     const unsigned ring = (shared_address(smem) + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
@@ -399,6 +407,16 @@ def kernel_entry(t: GemmTcTiling, cluster: str) -> str:
 
 
 def generate(t: GemmTcTiling) -> KernelSource:
+    title = f"gemm_tensorcore {t.precision}{f' (C {t.c_dtype})' if t.c_16bit else ''} wgmma: {t.m}x{t.n}x{t.k}"
+    loads = tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)
+    code = kernel_code(t, ENTRY, title, loads)
+    return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
+
+
+def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str) -> str:
+    """The wgmma kernel `entry` of a 16-bit tiling, (A, B, C) -> C: `title` its first comment's
+    start, `loads` the staging of a step (the cp_async loaders' `load_stage(stage, A, B, row0,
+    col0, k0, tid)` into the swizzled rows, or the TMA helpers)."""
     if t.tma:  # the TMA schedule walks its tiles itself
         body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t))
     else:
@@ -415,13 +433,12 @@ def generate(t: GemmTcTiling) -> KernelSource:
     schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
     cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
                else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
-    code = f"""{ARCH_SPECIFIC_MARK}
-// gemm_tensorcore {t.precision}{f" (C {t.c_dtype})" if t.c_16bit else ""} wgmma: {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
+    return f"""{ARCH_SPECIFIC_MARK}
+// {title}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{HELPERS}{PACK_HELPERS + QUAD_TRANSPOSE if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
-{kernel_entry(t, cluster)}
+{HELPERS}{PACK_HELPERS + QUAD_TRANSPOSE if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{loads}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
+{kernel_entry(t, cluster, entry)}
 {body}
 }}
 """
-    return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
