@@ -9,7 +9,8 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
 
 * check: each of the six layers (engine.workloads.CONV_TC) in fp16 and bf16, the default config,
   two other mma.sync tiles (`CHECK_PICKS`: the shared-memory epilogue, split K where the layer allows it)
-  and two wgmma tiles (`CHECK_WGMMA_PICKS`), through the GPU measurer: its float64 reference and the
+  and the wgmma tiles of `CHECK_WGMMA_PICKS` valid on the layer (a deeper ring; split K where the
+  layer has few tiles), through the GPU measurer: its float64 reference and the
   precision's tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
   layer: mma.sync's and wgmma's), the default and a seeded random sample of valid configs; every
@@ -38,8 +39,8 @@ from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
-         "mainloop", "consumers", "producer")
-MMA_SYNC = ("mma_sync", 1, 0)
+         "mainloop", "consumers", "producer", "ring")
+MMA_SYNC = ("mma_sync", 1, 0, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
 TILES = [
@@ -63,16 +64,30 @@ WGMMA_TILES = [
 ]
 
 
-def wgmma_pick(bm, bn, stages, raster, consumers, producer) -> tuple:
-    return (bm, bn, 64, 16, 16, stages, raster, "registers", 1, "wgmma", consumers, producer)
+# Deeper rings (stages + ring: 5 to 9 stages), where shared memory holds them: more of the gathered rows in flight.
+WGMMA_RINGS = [
+    (128, 64, 4, 1, 2, 0, 2), (128, 64, 5, 1, 2, 1, 2), (256, 64, 3, 1, 2, 0, 2), (128, 128, 4, 8, 2, 0, 2),
+    (128, 128, 5, 1, 2, 1, 2), (64, 128, 5, 1, 1, 1, 4), (64, 128, 4, 1, 1, 1, 2), (64, 64, 5, 1, 1, 1, 4),
+]
+# Split K over a cluster, the layers of few tiles (7x7, 14x14): larger tiles that still fill the SMs.
+WGMMA_SPLITS = [
+    (128, 128, 4, 1, 2, 0, 0, 2), (128, 128, 4, 1, 2, 1, 0, 2), (128, 128, 5, 8, 2, 1, 2, 2), (128, 128, 4, 1, 2, 1, 0, 4),
+    (128, 256, 3, 1, 2, 1, 0, 2), (128, 256, 3, 1, 2, 1, 0, 4), (256, 128, 3, 1, 2, 1, 0, 2), (256, 128, 3, 1, 2, 1, 0, 4),
+    (64, 128, 5, 1, 1, 1, 0, 2), (64, 256, 4, 1, 1, 1, 0, 2),
+]
+
+
+def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -> tuple:
+    return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, producer, ring)
 
 
 TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in ("registers", "shared")]
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
-              + [wgmma_pick(*tile) for tile in WGMMA_TILES])
+              + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
-CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0), wgmma_pick(64, 128, 4, 1, 1, 1)]
+CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
+                     wgmma_pick(128, 128, 4, 1, 2, 1, 0, 2), wgmma_pick(128, 256, 3, 1, 2, 1, 0, 4)]
 RANDOM_TUNES = 12
 
 
@@ -96,7 +111,7 @@ def layer_tasks(precisions) -> list[tuple[str, object]]:
 
 
 def check_configs(task) -> list:
-    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2], *picked(task, CHECK_WGMMA_PICKS)[:2]])
+    return distinct([task.default_config(), *picked(task, CHECK_PICKS)[:2], *picked(task, CHECK_WGMMA_PICKS)])
 
 
 def tune_configs(task) -> list:

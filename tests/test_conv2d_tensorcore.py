@@ -196,14 +196,20 @@ def test_every_output_is_written():
 
 
 # wgmma: (block_m, block_n, stages, raster, consumers, producer) on the layers of CPU_CASES' kind.
-WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer")
+WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "ring", "split_k")
 WGMMA_CPU_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, wgmma knob values)
-    (2, 7, 16, 24, 3, 1, 1, (64, 64, 2, 1, 1, 0)),     # pixel tail (98), N tail (24), K 144 (a tail of 64s)
-    (4, 9, 24, 40, 3, 2, 1, (64, 64, 3, 1, 1, 1)),     # stride 2, C 24 (a 64-wide K step crosses taps), a producer
-    (1, 8, 16, 72, 1, 1, 0, (64, 128, 4, 1, 1, 0)),    # 1x1 as a plain GEMM, N tail of a 128-wide tile
-    (3, 7, 32, 24, 1, 2, 0, (128, 64, 3, 1, 2, 1)),    # 1x1 stride 2, two consumers and a producer
-    (2, 8, 64, 64, 3, 1, 1, (128, 64, 4, 1, 2, 0)),    # a ResNet-like 3x3: one tap a K step, two consumers
-    (1, 6, 8, 16, 3, 1, 0, (64, 64, 2, 1, 1, 1)),      # no padding, C 8 (eight taps a step)
+    (2, 7, 16, 24, 3, 1, 1, (64, 64, 2, 1, 1, 0, 0, 1)),     # pixel tail (98), N tail (24), K 144 (a tail of 64s)
+    (4, 9, 24, 40, 3, 2, 1, (64, 64, 3, 1, 1, 1, 0, 1)),     # stride 2, C 24 (a 64-wide K step crosses taps), a producer
+    (1, 8, 16, 72, 1, 1, 0, (64, 128, 4, 1, 1, 0, 0, 1)),    # 1x1 as a plain GEMM, N tail of a 128-wide tile
+    (3, 7, 32, 24, 1, 2, 0, (128, 64, 3, 1, 2, 1, 0, 1)),    # 1x1 stride 2, two consumers and a producer
+    (2, 8, 64, 64, 3, 1, 1, (128, 64, 4, 1, 2, 0, 0, 1)),    # a ResNet-like 3x3: one tap a K step, two consumers
+    (1, 6, 8, 16, 3, 1, 0, (64, 64, 2, 1, 1, 1, 0, 1)),      # no padding, C 8 (eight taps a step)
+    (2, 8, 64, 64, 3, 1, 1, (64, 64, 2, 1, 1, 1, 4, 1)),     # a ring of 6 (2 + 4) with a producer: 9 steps wrap it
+    # split K over a cluster (the emulator runs a cluster's blocks together), the partial tile in the ring
+    (1, 6, 24, 40, 3, 1, 1, (64, 64, 3, 1, 1, 0, 0, 2)),     # 4 steps over 2 splits (a tail of K), N tail
+    (2, 7, 16, 24, 3, 1, 1, (128, 64, 3, 1, 2, 1, 0, 2)),    # 3 steps over 2, pixel tail, two consumers and a producer
+    (2, 8, 64, 64, 3, 1, 1, (64, 64, 3, 1, 1, 0, 2, 4)),     # 9 steps over 4 (uneven), a ring of 5
+    (1, 5, 64, 64, 3, 1, 1, (64, 128, 3, 1, 1, 1, 0, 8)),    # 9 steps over 8, a producer
 ]
 
 
@@ -233,6 +239,7 @@ def wgmma_configs(task, count: int, seed: int) -> list:
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("case", WGMMA_CPU_CASES,
                          ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}s{c[5]}p{c[6]}-{c[7][0]}x{c[7][1]}-c{c[7][4]}p{c[7][5]}"
+                              f"r{c[7][6]}s{c[7][7]}"
                               for c in WGMMA_CPU_CASES])
 def test_the_wgmma_kernel_computes_the_reference_on_the_cpu(case, precision):
     *layer, values = case
@@ -249,8 +256,15 @@ def test_wgmma_is_hopper_only_and_its_rules_say_why():
     a100 = task_of(32, 28, 128, 128, 3, 1, 1, limits=SM80_LIMITS)
     assert "needs an sm_90 GPU" in a100.why_invalid(wgmma_config(a100))
     assert "it takes epilogue \"registers\"" in task.why_invalid(wgmma_config(task, epilogue="shared"))
-    few = task_of(32, 7, 512, 512, 3, 1, 1)
-    assert few.why_invalid(wgmma_config(few, split_k=2)).startswith("wgmma's split_k is the tma loader's")
+    few = task_of(32, 7, 512, 512, 3, 1, 1)  # 52 tiles of 128x128: split K over a cluster, the partial in the ring
+    assert few.why_invalid(wgmma_config(few, block_n=128, split_k=2)) is None
+    assert "is summed from the ring of stages (96 KB)" in few.why_invalid(
+        wgmma_config(few, block_m=128, block_n=256, stages=2, split_k=2))
+    assert few.why_invalid(wgmma_config(few, block_m=128, block_n=256, stages=3, consumers=2, split_k=2)) is None
+    assert "fill the GPU without it" in task.why_invalid(wgmma_config(task, split_k=2))  # 28x28: 392 tiles
+    mma_sync = dict(mainloop="mma_sync", block_k=32, warp_m=32, warp_n=32)
+    assert task.why_invalid(wgmma_config(task, **mma_sync)) is None
+    assert "are the wgmma mainloop's knobs" in task.why_invalid(wgmma_config(task, **mma_sync, ring=2))
     assert "multiple of 64" in task.why_invalid(wgmma_config(task, block_m=32))
 
 

@@ -24,28 +24,53 @@ def _conjunction(*conditions: str | None) -> str:
     return " && ".join(c for c in conditions if c) or "true"
 
 
+def _tap_per_step(t: ConvTcTiling) -> bool:
+    """A step's GEMM columns lie in one kernel tap when block_k divides C (a tap's C columns):
+    the tap is then the step's, found once, not once per copy."""
+    c = t.conv
+    return (c.kh, c.kw) != (1, 1) and c.ci % t.block_k == 0
+
+
+def _step_tap(t: ConvTcTiling) -> str:
+    """load_stage's first lines: the step's tap (r, s) and first channel, where it has one."""
+    c = t.conv
+    if not _tap_per_step(t):
+        return ""
+    return f"""    const int step_rs = k0 / {c.ci}, step_c = k0 % {c.ci}, tap_r = step_rs / {c.kw}, tap_s = step_rs % {c.kw};
+    const int tap_offset = (tap_r * {c.w} + tap_s) * {c.ci} + step_c;  // the tap's place in the input, from a pixel's
+"""
+
+
 def _gather_a(t: ConvTcTiling, destination: str) -> str:
     """A's copy `i`: pixel row0 + row, GEMM columns k0 + kc .. + 7 = tap (r, s), channels c .. c + 7,
     into shared memory at `destination` (of row and kc). A 1x1 unpadded stride-1 layer reads pixel
-    rows as they lie (a plain GEMM's A)."""
+    rows as they lie (a plain GEMM's A). The pixel's part of the address is the same at every step
+    (the compiler keeps it out of the mainloop); the tap's is the step's (`_step_tap`) where block_k
+    divides C, else each copy finds its own."""
     c, ce = t.conv, t.copy_elements
     per_row = t.block_k // ce
     pixel_ok = None if t.m % t.block_m == 0 else f"pixel < {t.m}"
-    k_ok = None if t.k % t.block_k == 0 else f"k < {t.k}"
+    k_ok = None if t.k % t.block_k == 0 else f"k0 + kc < {t.k}"
     head = f"""            const int row = i / {per_row}, kc = (i % {per_row}) * {ce};
-            const int pixel = row0 + row, k = k0 + kc;"""
+            const int pixel = row0 + row;"""
     if (c.kh, c.kw, c.stride, c.padding) == (1, 1, (1, 1), (0, 0, 0, 0)):
         return f"""{head}
             const bool pred = {_conjunction(pixel_ok, k_ok)};
-            copy16({destination}, pred ? A + (size_t)pixel * {c.ci} + k : A, pred);"""
-    tap = ("const int tap_r = 0, tap_s = 0, c = k;" if (c.kh, c.kw) == (1, 1) else
-           f"const int rs = k / {c.ci}, c = k % {c.ci}, tap_r = rs / {c.kw}, tap_s = rs % {c.kw};")
+            copy16({destination}, pred ? A + (size_t)pixel * {c.ci} + k0 + kc : A, pred);"""
+    if (c.kh, c.kw) == (1, 1):
+        tap = "const int tap_r = 0, tap_s = 0, tap_offset = k0;"
+    elif _tap_per_step(t):
+        tap = "// tap_r, tap_s, tap_offset: the step's"
+    else:
+        tap = (f"const int k = k0 + kc, rs = k / {c.ci}, tap_r = rs / {c.kw}, tap_s = rs % {c.kw};\n"
+               f"            const int tap_offset = (tap_r * {c.w} + tap_s) * {c.ci} + k % {c.ci} - kc;")
     return f"""{head}
-            const int n = pixel / {c.oh * c.ow}, pq = pixel % {c.oh * c.ow}, op = pq / {c.ow}, oq = pq % {c.ow};
+            const int n = pixel / {c.oh * c.ow}, pq = pixel % {c.oh * c.ow};
+            const int ih0 = pq / {c.ow} * {c.stride[0]} - {c.padding[0]}, iw0 = pq % {c.ow} * {c.stride[1]} - {c.padding[1]};
             {tap}
-            const int ih = op * {c.stride[0]} - {c.padding[0]} + tap_r, iw = oq * {c.stride[1]} - {c.padding[1]} + tap_s;
+            const int ih = ih0 + tap_r, iw = iw0 + tap_s;
             const bool pred = {_conjunction(pixel_ok, k_ok, f"(unsigned)ih < {c.h}u && (unsigned)iw < {c.w}u")};
-            copy16({destination}, pred ? A + ((size_t)(n * {c.h} + ih) * {c.w} + iw) * {c.ci} + c : A, pred);"""
+            copy16({destination}, pred ? A + ((long long)((n * {c.h} + ih0) * {c.w} + iw0) * {c.ci} + tap_offset + kc) : A, pred);"""
 
 
 def _copy_b(t: ConvTcTiling, destination: str) -> str:
@@ -65,7 +90,7 @@ def _load_stage(t: ConvTcTiling) -> str:
     return f"""
 __device__ __forceinline__ void load_stage(ELEM* as, ELEM* bs, const ELEM* __restrict__ A,
                                            const ELEM* __restrict__ B, int row0, int col0, int k0, int tid) {{
-{copy_loop("A (gathered)", t.block_m * per_row, t.threads, _gather_a(t, f"as + row * {t.a_stride} + kc"))}{copy_loop("B", t.block_n * per_row, t.threads, _copy_b(t, f"bs + nr * {t.b_stride} + kc"))}}}
+{_step_tap(t)}{copy_loop("A (gathered)", t.block_m * per_row, t.threads, _gather_a(t, f"as + row * {t.a_stride} + kc"))}{copy_loop("B", t.block_n * per_row, t.threads, _copy_b(t, f"bs + nr * {t.b_stride} + kc"))}}}
 """
 
 
@@ -84,7 +109,7 @@ def _load_stage_wgmma(t: ConvTcTiling) -> str:
     return f"""
 __device__ __forceinline__ void load_stage(unsigned stage, const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                            int row0, int col0, int k0, int tid) {{
-{copy_loop("A (gathered)", t.block_m * per_row, t.loaders, a)}{copy_loop("B", t.block_n * per_row, t.loaders, b)}}}
+{_step_tap(t)}{copy_loop("A (gathered)", t.block_m * per_row, t.loaders, a)}{copy_loop("B", t.block_n * per_row, t.loaders, b)}}}
 """
 
 

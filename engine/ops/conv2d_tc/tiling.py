@@ -17,9 +17,10 @@ cp_async loader (the copies land in the 128B-swizzled rows its descriptors read:
 an output channel's of B, so B is K-major, the instruction's transpose bit clear; a producer
 warpgroup and 1 or 2 consumers, as the GEMM's). So `ConvTcTiling` is a `GemmTcTiling` with the
 gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K (split K, over a
-thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels, mma.sync only),
-the epilogue's path (`ConvTcTiling.epilogue`), and wgmma's consumers and producer. A TMA loader
-would need the input gathered (im2col), which a 2-D tensor map cannot do: not built.
+thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels; either mainloop),
+the epilogue's path (`ConvTcTiling.epilogue`), and wgmma's consumers, producer and deeper rings
+(`ring`: cp_async is its only loader, so it takes what the GEMM gives its TMA loader). A TMA
+loader would need the input gathered (im2col), which a 2-D tensor map cannot do: not built.
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -112,6 +113,8 @@ def conv_tc_params(args: list) -> ConvTcParams:
 
 
 EPILOGUES = ("registers", "shared")
+# wgmma: stages added to the stages knob's 2 to 5 (the `ring` knob; the GEMM's are its TMA loader's).
+CONV_RINGS = (0, 2, 4)
 # The output tile's rows in shared memory (epilogue "shared"): padded by 16 bytes, so the eight
 # rows one warp's packed pairs land in start four banks apart (no conflicts).
 TILE_PAD_ELEMENTS = 8
@@ -130,6 +133,7 @@ class ConvTcTiling(GemmTcTiling):
     epilogue: str = "registers"
 
     b_k_major = True
+    cp_async_only = True
 
     @property
     def b_stride(self) -> int:
@@ -163,7 +167,7 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
     return ConvTcTiling(
         m=params.gemm_m, n=params.gemm_n, k=params.gemm_k, precision=params.precision,
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
-        warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"], raster=v["raster"],
+        warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
     )

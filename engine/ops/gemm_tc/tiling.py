@@ -140,6 +140,9 @@ class GemmTcTiling:
 
     # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
     b_k_major = False
+    # The ring knob's deeper rings and wgmma's split K are the GEMM's TMA loader's; a subclass whose
+    # only loader is cp_async (a gathered A, which no tensor map copies) takes them with it: True.
+    cp_async_only = False
 
     @property
     def partial_bytes(self) -> int:
@@ -339,7 +342,8 @@ class GemmTcTiling:
     @property
     def shared_bytes(self) -> int:
         if self.wgmma:  # the ring, slack to align it to a swizzle atom, a full and an empty barrier per stage
-            return self.wgmma_partial_offset + self.partial_bytes
+            # and (tma) split_k's partial tile after them; cp_async's lies in the ring
+            return self.wgmma_partial_offset + (self.partial_bytes if self.tma else 0)
         return max(self.stages * self.stage_elements * self.element_bytes, self.exchange_bytes, self.partial_bytes)
 
     @property
@@ -470,11 +474,15 @@ class GemmTcTiling:
         reason = self._why_not_multicast()
         if reason:
             return reason
-        if self.ring and not self.tma:
+        if self.ring and not (self.tma or self.cp_async_only):
             return f"a ring of {self.stages} stages is the tma loader's: it takes loader tma (or ring 0)"
-        if self.split_k > 1 and (not self.tma or self.cluster > 1 or self.persistent):
+        if self.split_k > 1 and not (self.cp_async_only or self.tma and self.cluster == 1 and not self.persistent):
             return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
                     "it takes loader tma, cluster 1 and persistent 0")
+        ring_bytes = self.stages * self.wgmma_stage_bytes
+        if self.split_k > 1 and not self.tma and self.partial_bytes > ring_bytes:
+            return (f"split_k's partial tile ({self.partial_bytes // 1024} KB of fp32) is summed from the ring of "
+                    f"stages ({ring_bytes // 1024} KB): it takes more stages or a smaller tile")
         return self._why_not_split()
 
     def _why_not_multicast(self) -> str | None:

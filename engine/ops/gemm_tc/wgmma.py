@@ -15,7 +15,9 @@ tensor cores fast enough. The schedule:
   rows) the 16-byte chunk c of row r sits at chunk c ^ (r % 8): bank-conflict-free for the
   tensor core, and the same permutation the descriptor's swizzle mode undoes.
 * `loader` cp_async: the copies are 16-byte `cp.async` (zero-filled past M, N and K edges),
-  written into the swizzled places by the loading threads themselves. Writes of the generic
+  written into the swizzled places by the loading threads themselves. (A tiling whose only loader
+  this is, the conv's gathered A, also takes deeper rings and split K with it: each split's
+  partial tile is summed from the ring once every product retired.) Writes of the generic
   proxy become visible to wgmma (the async proxy) through `fence.proxy.async.shared::cta` by
   the writing thread after its copies completed, before the barrier that hands the stage over.
 * `loader` tma (producer 1 only): the tensor memory accelerator copies each stage, issued by
@@ -44,7 +46,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma
-from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, sum_partials, tile_of_block, tiled_source
+from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -209,25 +211,34 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
 """
 
 
+def _steps(t: GemmTcTiling) -> tuple[str, str]:
+    """The block's step count and the first step's K offset as source: all K's steps (a literal,
+    the source as before split K came), or with split_k (cp_async) its split's (k_range)."""
+    if t.split_k == 1 or t.tma:
+        return str(t.k_tiles), ""
+    return "k_count", f"k_first * {t.block_k} + "
+
+
 def _mainloop_shared(t: GemmTcTiling) -> str:
     """producer 0: all consumer threads load, `lag` steps ahead, a barrier per step. With a
     wgmma group left in flight (stages >= 3), step kt's loads go into step kt - 2's buffer:
     after the barrier every warpgroup's wait retired the groups up to kt - 2, not kt - 1."""
     s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
+    count, first = _steps(t)
     return f"""
     const int consumer = warpgroup;
 #pragma unroll
     for (int s = 0; s < {lag}; ++s) {{
-        if (s < {t.k_tiles}) load_stage(ring + s * {stage_bytes}, A, B, row0, col0, s * {t.block_k}, tid);
+        if (s < {count}) load_stage(ring + s * {stage_bytes}, A, B, row0, col0, {first}s * {t.block_k}, tid);
         copy16_commit();
     }}
 #pragma unroll 1
-    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+    for (int kt = 0; kt < {count}; ++kt) {{
         copy16_wait<{lag - 1}>();
         fence_async_proxy();
         __syncthreads();  // step kt landed for every thread; every wgmma of step kt - {t.wgmma_pending + 1} retired
         const int next = kt + {lag};
-        if (next < {t.k_tiles}) load_stage(ring + (next % {s}) * {stage_bytes}, A, B, row0, col0, next * {t.block_k}, tid);
+        if (next < {count}) load_stage(ring + (next % {s}) * {stage_bytes}, A, B, row0, col0, {first}next * {t.block_k}, tid);
         copy16_commit();
         compute_stage(acc, ring + (kt % {s}) * {stage_bytes}, consumer);
     }}
@@ -238,12 +249,14 @@ def _producer_cp_async(t: GemmTcTiling) -> str:
     """The producer warpgroup's 128 threads copy; step kt - lag is handed over once this
     thread's copies of it completed (lag groups stay in flight), every thread arriving."""
     s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
+    count, first = _steps(t)
+    tail = str(max(0, t.k_tiles - lag)) if count.isdigit() else f"max(0, {count} - {lag})"
     return f"""
 #pragma unroll 1
-        for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+        for (int kt = 0; kt < {count}; ++kt) {{
             const int s = kt % {s};
             if (kt >= {s}) barrier_wait(empty + 8 * s, ((kt / {s}) + 1) & 1);
-            load_stage(ring + s * {stage_bytes}, A, B, row0, col0, kt * {t.block_k}, tid);
+            load_stage(ring + s * {stage_bytes}, A, B, row0, col0, {first}kt * {t.block_k}, tid);
             copy16_commit();
             if (kt >= {lag}) {{
                 copy16_wait<{lag}>();
@@ -254,14 +267,22 @@ def _producer_cp_async(t: GemmTcTiling) -> str:
         copy16_wait<0>();
         fence_async_proxy();
 #pragma unroll 1
-        for (int kt = {max(0, t.k_tiles - lag)}; kt < {t.k_tiles}; ++kt) barrier_arrive(full + 8 * (kt % {s}));"""
+        for (int kt = {tail}; kt < {count}; ++kt) barrier_arrive(full + 8 * (kt % {s}));"""
+
+
+# split_k, producer 1, cp_async: the producer's part of _split_sum's barriers, once its copies landed.
+PRODUCER_MEETS_THE_SUM = """
+        __syncthreads();
+        cluster_arrive_wait();
+        cluster_arrive_wait();"""
 
 
 def _mainloop_specialised(t: GemmTcTiling) -> str:
     """producer 1 (loader cp_async): warpgroup 0 loads, the consumers (warpgroups 1..) multiply;
     mbarriers hand over. A consumer releases step kt - pending's buffer once that step's group
     retired; the producer fills step kt's buffer once the step `stages` before it was released,
-    so the step a consumer waits for never waits itself on the consumer's next release (no cycle)."""
+    so the step a consumer waits for never waits itself on the consumer's next release (no cycle).
+    With split_k the producer meets the split sum's barriers, summing nothing (its registers were given away)."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     producer_registers, consumer_registers = t.producer_registers, t.consumer_registers
     return f"""
@@ -275,13 +296,13 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
     }}
     __syncthreads();
     if (warpgroup == 0) {{
-{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_cp_async(t)}
+{f"        registers_down<{producer_registers}>();" if producer_registers else ""}{_producer_cp_async(t)}{PRODUCER_MEETS_THE_SUM if t.split_k > 1 else ""}
         return;
     }}
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
     const int consumer = warpgroup - 1;
 #pragma unroll 1
-    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+    for (int kt = 0; kt < {_steps(t)[0]}; ++kt) {{
         const int s = kt % {s};
         barrier_wait(full + 8 * s, (kt / {s}) & 1);
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
@@ -375,12 +396,20 @@ def _store(t: GemmTcTiling) -> str:
 
 
 def _split_sum(t: GemmTcTiling) -> str:
-    """split_k > 1 (tma): each consumer leaves its rows of the partial tile past the ring and its
-    barriers (the other consumer may still be reading the ring), then the split-K sum of the
-    mma_sync kernel (engine.ops.gemm_tc.kernel) by the consumers' threads."""
+    """split_k > 1: each consumer leaves its rows of the partial tile in shared memory, then the
+    split-K sum of the mma_sync kernel (engine.ops.gemm_tc.kernel) by the consumers' threads.
+    tma: past the ring and its barriers (the other consumer may still be reading the ring);
+    cp_async: in the ring, once every consumer's products retired and every copy landed (the
+    block's barrier, which a producer meets), where the tiling's rules leave room."""
+    if t.tma:
+        place = f"""
+    float* partial = reinterpret_cast<float*>(smem + {t.wgmma_partial_offset});"""
+    else:
+        place = """
+    __syncthreads();  // the ring is free: every product retired, every copy landed
+    float* partial = reinterpret_cast<float*>(smem + (ring - shared_address(smem)));"""
     return f"""
-    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
-    float* partial = reinterpret_cast<float*>(smem + {t.wgmma_partial_offset});
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;{place}
 #pragma unroll
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
@@ -390,7 +419,7 @@ def _split_sum(t: GemmTcTiling) -> str:
             *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
             *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
         }}
-{sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})")}"""
+{sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})" if t.producer else "tid")}"""
 
 
 def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
@@ -422,13 +451,13 @@ def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str) -> str:
     else:
         body = f"""{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};
-    float acc[{t.m_tiles}][{t.block_n // 2}];
+{k_range(t)}    float acc[{t.m_tiles}][{t.block_n // 2}];
 #pragma unroll
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
         for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
 {_mainloop_specialised(t) if t.producer else _mainloop_shared(t)}
-{_store(t)}"""
+{_split_sum(t) if t.split_k > 1 else _store(t)}"""
     schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
     schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
     cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
