@@ -23,6 +23,8 @@ H200 recordings and the eight Kernel Tuner hub spaces (benchmarks/tuner_spaces.p
     .venv/bin/python benchmarks/tuners.py --spaces c12 broadcast --seeds 20     # a quick look
     .venv/bin/python benchmarks/tuners.py --tuners xgb --seeds 50 --keep docs/benchmarks/tuners.md \
         --out docs/benchmarks/tuners.md                                     # one tuner rerun, the rest kept
+    .venv/bin/python benchmarks/tuners.py --keep-only --keep docs/benchmarks/tuners.md /tmp/xgb.md \
+        --out docs/benchmarks/tuners.md                                     # merge earlier outputs, run nothing
 """
 from __future__ import annotations
 
@@ -140,7 +142,11 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", metavar="TABLES", nargs="+", help="earlier outputs of this script: the rows of "
                         "tuners not run now are taken from them, a later file's row replacing an earlier one's "
                         "(the same seeds replay the same runs while a tuner's code is unchanged)")
+    parser.add_argument("--keep-only", action="store_true", help="run nothing: the tables of the --keep files "
+                        "merged, over the spaces they hold (or --spaces)")
     options = parser.parse_args(argv)
+    if options.keep_only and (not options.keep or options.tuners):
+        parser.error("--keep-only merges the --keep files and runs no tuner: give --keep, not --tuners")
     hub = options.hub if Path(options.hub).is_dir() else None
     if hub is None:
         print(f"no benchmark hub at {options.hub}: the eight hub spaces are left out", file=sys.stderr)
@@ -148,8 +154,10 @@ def main(argv=None) -> int:
                                         if hub else [])
     names = options.spaces or all_names
     every = [*OURS, *(f"{t}+transfer" for t in TRANSFER)] + [f"kt:{s}" for s in kt_peers.STRATEGIES]
-    tuners = options.tuners or every
+    tuners = [] if options.keep_only else options.tuners or every
     kept = read_kept(options.keep or (), set(names), set(tuners))
+    if options.keep_only:
+        names = [n for n in names if any(space == n for space, _ in kept)]
     shown = [t for t in every if t in tuners or any(key[1] == t for key in kept)]
     shown += [t for t in tuners if t not in shown]
 
@@ -287,7 +295,8 @@ def tables(names, tuners, results, seconds, options, wall, kept=None) -> str:
             budget = budget_of(_spaces[space])
             transfer.append(f"| {space} ({tuner}) | {fmt(cold[0], budget)} | {fmt(warm[0], budget)} | {ratio:.2f} | "
                             f"{'reached' if ratio >= 2 else f'short by {2 / ratio:.2f}×'} |")
-    footer = ["", f"Wall time {wall:.0f} s with {options.jobs} worker processes."]
+    footer = ["", f"Wall time {wall:.0f} s with {options.jobs} worker processes." if results
+              else "Merged from earlier outputs (--keep-only): nothing run."]
     return "\n".join(header + verdict + choice + transfer + ["", "## Per space", ""] + lines + footer) + "\n"
 
 
