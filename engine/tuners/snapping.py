@@ -73,11 +73,6 @@ class SnappedDraws:
             return self._nearest_of_all(positions, rng, excluded)
         return self._nearest_outwards(positions, rng, excluded)
 
-    def positions_of(self, config: ConfigEntity) -> np.ndarray:
-        """A config's option positions among the options the space uses (-1 for an unused one)."""
-        return np.array([int(np.searchsorted(o, d)) if d in o else -1 for o, d in zip(self.options, config.digits)],
-                        dtype=np.int64)
-
     # -- an enumerable space: against every valid config ---------------------------------------
     def _nearest_of_all(self, positions, rng, excluded) -> ConfigEntity | None:
         indexes, table = valid_positions(self.space)

@@ -274,6 +274,14 @@ def k_range(t: GemmTcTiling) -> str:
             f"k_count = {base} + ((int)blockIdx.z < {more} ? 1 : 0);\n")
 
 
+def steps(t: GemmTcTiling) -> tuple[str, str]:
+    """The block's step count and its first step's K offset, as source: all K's steps (split_k 1
+    keeps the count a literal, the source as it was before split_k came), or k_range's share."""
+    if t.split_k == 1:
+        return str(t.k_tiles), ""
+    return "k_count", f"k_first * {t.block_k} + "
+
+
 FLOAT4_STORE = "*reinterpret_cast<float4*>(C + (size_t)row * {n} + col) = sum;"
 
 
@@ -379,8 +387,7 @@ def mma_sync_kernel(t: GemmTcTiling, entry: str, head: str, output_type: str, co
     """The multistage mainloop's kernel, (A, B, C) -> C: `head` (typedef ELEM, the helpers and a
     `load_stage(as, bs, A, B, row0, col0, k0, tid)` staging one step), the ring of stages,
     `compute` (one warp's share of a step) and `epilogue` (the accumulators to C)."""
-    # split_k 1 keeps the step count a literal (and the source as it was before split_k came)
-    count, first = (str(t.k_tiles), "") if t.split_k == 1 else ("k_count", f"k_first * {t.block_k} + ")
+    count, first = steps(t)
     return f"""{head}
 extern "C" __global__ void __launch_bounds__({t.threads}){f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else ""}
 {entry}(const ELEM* __restrict__ A, const ELEM* __restrict__ B, {output_type}* __restrict__ C) {{

@@ -46,7 +46,7 @@ import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from . import tma
-from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, sum_partials, tile_of_block, tiled_source
+from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, steps, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
 
 _TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -211,20 +211,12 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block
 """
 
 
-def _steps(t: GemmTcTiling) -> tuple[str, str]:
-    """The block's step count and the first step's K offset as source: all K's steps (a literal,
-    the source as before split K came), or with split_k (cp_async) its split's (k_range)."""
-    if t.split_k == 1 or t.tma:
-        return str(t.k_tiles), ""
-    return "k_count", f"k_first * {t.block_k} + "
-
-
 def _mainloop_shared(t: GemmTcTiling) -> str:
     """producer 0: all consumer threads load, `lag` steps ahead, a barrier per step. With a
     wgmma group left in flight (stages >= 3), step kt's loads go into step kt - 2's buffer:
     after the barrier every warpgroup's wait retired the groups up to kt - 2, not kt - 1."""
     s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
-    count, first = _steps(t)
+    count, first = steps(t)
     return f"""
     const int consumer = warpgroup;
 #pragma unroll
@@ -249,7 +241,7 @@ def _producer_cp_async(t: GemmTcTiling) -> str:
     """The producer warpgroup's 128 threads copy; step kt - lag is handed over once this
     thread's copies of it completed (lag groups stay in flight), every thread arriving."""
     s, stage_bytes, lag = t.stages, t.wgmma_stage_bytes, t.wgmma_lag
-    count, first = _steps(t)
+    count, first = steps(t)
     tail = str(max(0, t.k_tiles - lag)) if count.isdigit() else f"max(0, {count} - {lag})"
     return f"""
 #pragma unroll 1
@@ -302,7 +294,7 @@ def _mainloop_specialised(t: GemmTcTiling) -> str:
 {f"    registers_up<{consumer_registers}>();" if consumer_registers else ""}
     const int consumer = warpgroup - 1;
 #pragma unroll 1
-    for (int kt = 0; kt < {_steps(t)[0]}; ++kt) {{
+    for (int kt = 0; kt < {steps(t)[0]}; ++kt) {{
         const int s = kt % {s};
         barrier_wait(full + 8 * s, (kt / {s}) & 1);
         __syncwarp();  // the warp leaves the spin loop together: wgmma is .sync.aligned
