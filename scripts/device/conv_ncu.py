@@ -1,0 +1,146 @@
+"""The tensor-core conv's confirmed bests, a few more tilings, and cuDNN's own pick on the same
+layers, in one process: a target for Nsight Compute. Every compile and cuDNN's exhaustive search
+happen first; only one launch of each kernel sits between cudaProfilerStart and cudaProfilerStop.
+
+    ncu --profile-from-start off --clock-control none --set full --export $OUT/conv \\
+        python3 scripts/device/conv_ncu.py --json <a tensor_core_conv.json> --layers "7² 512,14² 1024"
+
+Without ncu it prints each kernel's registers, shared memory and µs (the median of `--rounds`
+event-timed runs of `--launches` back-to-back launches, warm: a probe's ranking, not a confirmed
+figure). `--config` adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's
+KNOBS) to every chosen layer; one the template refuses there is reported and skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+os.environ.setdefault("CUPY_TF32", "0")
+
+import numpy as np  # noqa: E402
+
+import engine  # noqa: E402
+from engine.gpu.baselines import fp32_torch, tensor_core_conv2d, tensor_core_conv_operands  # noqa: E402
+from engine.gpu.runner import relative_l2_error  # noqa: E402
+from engine.workloads import CONV_TC  # noqa: E402
+from gemm_probe import compiled_launch, parse_tiling  # noqa: E402  (this folder's probe)
+from tensor_core_conv import KNOBS, TEMPLATE  # noqa: E402
+
+
+def confirmed_bests(path: str | None) -> dict[str, dict]:
+    """Layer description -> the config a benchmark run confirmed for it."""
+    if not path:
+        return {}
+    with open(path) as f:
+        return {row["workload"]: row["config"] for row in json.load(f).get("confirm", [])}
+
+
+def chosen_layers(selectors: str, precision: str) -> list:
+    wanted = [s.strip() for s in selectors.split(",") if s.strip()]
+    return [p for p in CONV_TC if p.args[0][2] == precision
+            and (not wanted or any(s in p.description for s in wanted))]
+
+
+def config_of(task, values: dict, label: str):
+    config = task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    reason = task.why_invalid(config)
+    if reason:
+        print(f"  {label}: invalid here: {reason}")
+        return None
+    return config
+
+
+def timed_us(cp, launch, launches: int, rounds: int) -> tuple[float, float]:
+    """Median and spread (max - min) over `rounds` of the mean of `launches` back-to-back launches."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(3):
+        launch()
+    samples = []
+    for _ in range(rounds):
+        start.record()
+        for _ in range(launches):
+            launch()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / launches)
+    return statistics.median(samples), max(samples) - min(samples)
+
+
+def short(config) -> str:
+    v = config.values()
+    text = f"{v['mainloop']} {v['block_m']}x{v['block_n']}x{v['block_k']} stages {v['stages']}"
+    if v["mainloop"] == "wgmma":
+        text += f" consumers {v['consumers']} producer {v['producer']} ring {v['ring']}"
+    else:
+        text += f" warp {v['warp_m']}x{v['warp_n']} {v['epilogue']}"
+    return text + (f" split K {v['split_k']}" if v["split_k"] > 1 else "") + f" raster {v['raster']}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", default=None, help="a tensor_core_conv.json whose confirmed bests to profile")
+    parser.add_argument("--layers", default="", help="comma-separated parts of layer descriptions (default: all)")
+    parser.add_argument("--precision", default="float16")
+    parser.add_argument("--config", action="append", default=[], help="knob values in KNOBS order (repeatable)")
+    parser.add_argument("--launches", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    import cupy as cp
+
+    torch = fp32_torch()
+    bests = confirmed_bests(options.json)
+    arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
+    profiled = []  # (label, launch) in the order the profiler will see them
+    for preset in chosen_layers(options.layers, options.precision):
+        task = engine.create_task(TEMPLATE, preset.args)
+        host = task.template.make_inputs(task.params, np.random.default_rng(0))
+        inputs = [cp.asarray(a) for a in host]
+        reference = cp.asarray(task.template.reference(task.params, host))
+        flops = task.flops
+        print(f"{preset.description} ({preset.name}):")
+        candidates = []
+        if preset.description in bests:
+            candidates.append(("confirmed best", config_of(task, bests[preset.description], "confirmed best")))
+        for text in options.config:
+            candidates.append((text, config_of(task, dict(zip(KNOBS, parse_tiling(text))), text)))
+        for label, config in candidates:
+            if config is None:
+                continue
+            source = task.template.kernel(task.params, config)
+            kernel, launch = compiled_launch(cp, source, inputs, arch)
+            us, spread = timed_us(cp, launch, options.launches, options.rounds)
+            error = relative_l2_error(inputs[source.output_index], reference)
+            print(f"  ours {short(config)} [{label}]: grid {source.grid} block {source.block} shared "
+                  f"{source.shared_bytes} B registers {kernel.num_regs} local {kernel.local_size_bytes} B: "
+                  f"{us:.2f} µs ±{spread:.2f} ({flops / us / 1e6:.0f} TFLOP/s), error {error:.1e}", flush=True)
+            profiled.append((f"{preset.name} ours {short(config)}", launch))
+        data, weight = tensor_core_conv_operands(torch, task, host)
+
+        def cudnn(data=data, weight=weight, params=task.params):
+            tensor_core_conv2d(torch, params.conv, data, weight)
+
+        us, spread = timed_us(cp, cudnn, options.launches, options.rounds)  # the first call runs cudnnFind
+        print(f"  cuDNN (exhaustive search, channels-last): {us:.2f} µs ±{spread:.2f} "
+              f"({flops / us / 1e6:.0f} TFLOP/s)", flush=True)
+        profiled.append((f"{preset.name} cuDNN", cudnn))
+    torch.cuda.synchronize()
+    cp.cuda.Device().synchronize()
+    print("profiled launches, in order:")
+    torch.cuda.profiler.start()
+    for label, launch in profiled:
+        print(f"  {label}", flush=True)
+        launch()
+        cp.cuda.Device().synchronize()
+        torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""One line per kernel of an Nsight Compute report's raw page (`ncu --import R --page raw --csv`,
+plain or gzipped): time, the SM's and memory's share of their peaks, L1, L2 and DRAM, the tensor
+pipe, occupancy, and the stall reasons that cost the most (cycles per issued instruction).
+
+    python3 scripts/device/ncu_summary.py ncu-raw.csv.gz [--names]   (--names: every metric's name)
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import re
+import sys
+
+COLUMNS = [  # (heading, metric): the first of a heading's metrics the report holds
+    ("µs", ["gpu__time_duration.sum"]),
+    ("SM %", ["sm__throughput.avg.pct_of_peak_sustained_elapsed"]),
+    ("mem %", ["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]),
+    ("L1 %", ["l1tex__throughput.avg.pct_of_peak_sustained_active"]),
+    ("L2 %", ["lts__throughput.avg.pct_of_peak_sustained_elapsed"]),
+    ("L2 hit %", ["lts__t_sector_hit_rate.pct"]),
+    ("DRAM %", ["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]),
+    ("tensor %", ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+                  "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                  "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
+                  "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]),
+    ("occupancy %", ["sm__warps_active.avg.pct_of_peak_sustained_active"]),
+    ("regs", ["launch__registers_per_thread"]),
+    ("grid", ["launch__grid_size"]),
+    ("cluster", ["launch__cluster_size", "launch__cluster_dim_x"]),
+]
+STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
+
+
+def rows_of(path: str) -> tuple[list[str], dict, list[dict]]:
+    """The metric names, their units, and one dict per kernel."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", newline="") as f:
+        lines = [line for line in f if not line.startswith("==")]  # ncu's own messages
+    table = list(csv.reader(lines))
+    header = table[0]
+    return header, dict(zip(header, table[1])), [dict(zip(header, row)) for row in table[2:]]
+
+
+def number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except (AttributeError, ValueError):
+        return None
+
+
+MICROSECONDS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+
+
+def line_of(row: dict, units: dict) -> str:
+    cells = [row.get("Kernel Name", "?")[:60]]
+    for heading, metrics in COLUMNS:
+        value = next((row[m] for m in metrics if row.get(m) not in (None, "")), "")
+        if heading == "µs" and number(value) is not None:
+            value = f"{number(value) * MICROSECONDS.get(units.get('gpu__time_duration.sum'), 1e-3):.2f}"
+        cells.append(f"{heading} {value}")
+    stalls = sorted(((number(v) or 0.0, STALL.match(k).group(1)) for k, v in row.items() if STALL.match(k)), reverse=True)
+    cells.append("stalls " + ", ".join(f"{name} {value:.2f}" for value, name in stalls[:4]))
+    return " | ".join(cells)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("csv")
+    parser.add_argument("--names", action="store_true")
+    options = parser.parse_args()
+    header, units, rows = rows_of(options.csv)
+    if options.names:
+        print("\n".join(header))
+        return 0
+    for row in rows:
+        print(line_of(row, units))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
