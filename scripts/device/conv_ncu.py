@@ -9,6 +9,11 @@ Without ncu it prints each kernel's registers, shared memory and µs (the median
 event-timed runs of `--launches` back-to-back launches, warm: a probe's ranking, not a confirmed
 figure). `--config` adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's
 KNOBS) to every chosen layer; one the template refuses there is reported and skipped.
+
+`--profile-search` profiles cuDNN's algorithm search instead (its first call, cudnnFind, which
+launches every algorithm): with ncu's `-k regex:<the kernel a confirmation recorded> -c 1` that is
+the profile of cuDNN's best algorithm, which a process under ncu need not pick itself (its search
+timed under the profiler's interception: one 2026-12-03 run picked sm80 kernels 1.4-2x slower).
 """
 from __future__ import annotations
 
@@ -90,6 +95,7 @@ def main() -> int:
     parser.add_argument("--config", action="append", default=[], help="knob values in KNOBS order (repeatable)")
     parser.add_argument("--launches", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile-search", action="store_true", help="profile cuDNN's first call (its search) only")
     options = parser.parse_args()
     import cupy as cp
 
@@ -109,7 +115,7 @@ def main() -> int:
             candidates.append(("confirmed best", config_of(task, bests[preset.description], "confirmed best")))
         for text in options.config:
             candidates.append((text, config_of(task, dict(zip(KNOBS, parse_tiling(text))), text)))
-        for label, config in candidates:
+        for label, config in candidates if not options.profile_search else []:
             if config is None:
                 continue
             source = task.template.kernel(task.params, config)
@@ -125,6 +131,14 @@ def main() -> int:
         def cudnn(data=data, weight=weight, params=task.params):
             tensor_core_conv2d(torch, params.conv, data, weight)
 
+        if options.profile_search:
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            cudnn()
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            print(f"  cuDNN's search profiled", flush=True)
+            continue
         us, spread = timed_us(cp, cudnn, options.launches, options.rounds)  # the first call runs cudnnFind
         print(f"  cuDNN (exhaustive search, channels-last): {us:.2f} µs ±{spread:.2f} "
               f"({flops / us / 1e6:.0f} TFLOP/s)", flush=True)

@@ -4,7 +4,9 @@
 #       bash scripts/device/conv_ncu.sh", timeout_s=420)
 # 1. the probe alone (<= PROBE_S, 120 s): registers, shared memory, event-timed warm µs of every kernel;
 # 2. the confirmed bests and cuDNN's (with NCU_CONFIGS=1 the CONFIGS too) once each under ncu --set full (--clock-control none: the clocks left alone), <= NCU_S (240 s);
-# 3. the report's details page and its raw metrics (CSV, gzipped); scripts/device/ncu_summary.py's table printed last.
+# 3. the report's details page and its raw metrics (CSV, gzipped); scripts/device/ncu_summary.py's table printed last;
+# 4. SEARCH=1: per layer of JSON's confirmed rows, cuDNN's search under ncu, profiling the one kernel the confirmation
+#    recorded as cuDNN's pick (-k, -c 1; <= SEARCH_S, 60 s each): cudnn-<n>.{ncu-rep,details.txt,raw.csv.gz,summary.txt}.
 # Writes to $OUT: conv_ncu.txt (the probe), ncu-run.txt, conv.ncu-rep, ncu-details.txt, ncu-raw.csv.gz, ncu-summary.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -29,3 +31,23 @@ grep -E '^==(ERROR|WARNING)' "$OUT/ncu-run.txt" | head -n 5
 ncu --import "$OUT/conv.ncu-rep" --page details > "$OUT/ncu-details.txt" 2>&1
 ncu --import "$OUT/conv.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$OUT/ncu-raw.csv.gz"
 python3 scripts/device/ncu_summary.py "$OUT/ncu-raw.csv.gz" | tee "$OUT/ncu-summary.txt" | cut -c1-330
+if [ "${SEARCH:-0}" = 1 ]; then
+    python3 - "$JSON" "${PRECISION:-float16}" > "$OUT/search-targets.tsv" <<'PY'
+import json, sys
+for row in json.load(open(sys.argv[1]))["confirm"]:
+    if row["workload"].endswith(" " + sys.argv[2]) and row["cudnn"]["details"].get("algorithm"):
+        print(row["workload"], row["cudnn"]["details"]["algorithm"].split(",")[0].strip(), sep="\t")
+PY
+    n=0
+    while IFS=$'\t' read -r layer kernel; do
+        n=$((n + 1))
+        timeout -k 5 "${SEARCH_S:-60}" ncu --profile-from-start off --clock-control none --set full --import-source no \
+            -k "regex:^${kernel}" -c 1 --export "$OUT/cudnn-$n" --force-overwrite \
+            python3 scripts/device/conv_ncu.py --layers "$layer" --precision "${PRECISION:-float16}" --profile-search \
+            > "$OUT/cudnn-$n-run.txt" 2>&1 < /dev/null
+        echo "search $n ($layer: $kernel): ncu exit status $?" | tee -a "$OUT/conv_ncu.txt"
+        ncu --import "$OUT/cudnn-$n.ncu-rep" --page details > "$OUT/cudnn-$n-details.txt" 2>&1
+        ncu --import "$OUT/cudnn-$n.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$OUT/cudnn-$n-raw.csv.gz"
+        python3 scripts/device/ncu_summary.py "$OUT/cudnn-$n-raw.csv.gz" | tee "$OUT/cudnn-$n-summary.txt" | cut -c1-330
+    done < "$OUT/search-targets.tsv"
+fi
