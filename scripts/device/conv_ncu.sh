@@ -7,7 +7,8 @@
 # 3. the report's details page and its raw metrics (CSV, gzipped); scripts/device/ncu_summary.py's table printed last;
 # 4. SEARCH=1: per layer of JSON's confirmed rows, cuDNN's search under ncu, profiling the one kernel the confirmation
 #    recorded as cuDNN's pick (-k, -c 1; <= SEARCH_S, 60 s each): cudnn-<n>.{ncu-rep,details.txt,raw.csv.gz,summary.txt}.
-# Writes to $OUT: conv_ncu.txt (the probe), ncu-run.txt, conv.ncu-rep, ncu-details.txt, ncu-raw.csv.gz, ncu-summary.txt.
+# Writes to $OUT: conv_ncu.txt (the probe), ncu-summary.txt, and conv_ncu.tgz holding those and ncu-run.txt,
+# ncu-details.txt, ncu-raw.csv.gz and the cudnn-<n> files.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -51,3 +52,8 @@ PY
         python3 scripts/device/ncu_summary.py "$OUT/cudnn-$n-raw.csv.gz" | tee "$OUT/cudnn-$n-summary.txt" | cut -c1-330
     done < "$OUT/search-targets.tsv"
 fi
+# At most 8 files come back from a device call: the text and CSVs in one archive, the reports (16 MB each) left there
+# unless KEEP_REPORTS=1.
+(cd "$OUT" && tar czf conv_ncu.tgz --exclude conv_ncu.tgz --exclude '*.ncu-rep' . && find . -maxdepth 1 -type f \
+    ! -name conv_ncu.tgz ! -name conv_ncu.txt ! -name ncu-summary.txt $([ "${KEEP_REPORTS:-0}" = 1 ] && echo ! -name '*.ncu-rep') -delete)
+ls "$OUT"
