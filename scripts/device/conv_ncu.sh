@@ -54,6 +54,6 @@ PY
 fi
 # At most 8 files come back from a device call: the text and CSVs in one archive, the reports (16 MB each) left there
 # unless KEEP_REPORTS=1.
-(cd "$OUT" && tar czf conv_ncu.tgz --exclude conv_ncu.tgz --exclude '*.ncu-rep' . && find . -maxdepth 1 -type f \
+(cd "$OUT" && tar czf /tmp/conv_ncu.tgz --exclude "*.ncu-rep" . && mv /tmp/conv_ncu.tgz . && find . -maxdepth 1 -type f \
     ! -name conv_ncu.tgz ! -name conv_ncu.txt ! -name ncu-summary.txt $([ "${KEEP_REPORTS:-0}" = 1 ] && echo ! -name '*.ncu-rep') -delete)
 ls "$OUT"

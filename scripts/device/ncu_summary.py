@@ -12,22 +12,23 @@ import gzip
 import re
 import sys
 
-COLUMNS = [  # (heading, metric): the first of a heading's metrics the report holds
+COLUMNS = [  # (heading, metrics): the first of a heading's metrics the report holds
     ("µs", ["gpu__time_duration.sum"]),
-    ("SM %", ["sm__throughput.avg.pct_of_peak_sustained_elapsed"]),
-    ("mem %", ["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]),
+    ("instructions M", ["smsp__inst_issued.sum"]),
+    ("SM active %", ["sm__cycles_active.avg"]),  # of the elapsed cycles: SMs without a block count as idle
+    ("tensor % elapsed", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]),
+    ("tensor % active", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]),
+    ("issue % active", ["smsp__issue_active.avg.pct_of_peak_sustained_active"]),
     ("L1 %", ["l1tex__throughput.avg.pct_of_peak_sustained_active"]),
     ("L2 %", ["lts__throughput.avg.pct_of_peak_sustained_elapsed"]),
     ("L2 hit %", ["lts__t_sector_hit_rate.pct"]),
     ("DRAM %", ["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]),
-    ("tensor %", ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-                  "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                  "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
-                  "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("occupancy %", ["sm__warps_active.avg.pct_of_peak_sustained_active"]),
+    ("warps/SM", ["sm__warps_active.avg.per_cycle_active"]),
     ("regs", ["launch__registers_per_thread"]),
+    ("block", ["launch__block_size"]),
     ("grid", ["launch__grid_size"]),
-    ("cluster", ["launch__cluster_size", "launch__cluster_dim_x"]),
+    ("cluster", ["launch__cluster_size"]),
+    ("shared KB", ["launch__shared_mem_per_block"]),
 ]
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
 
@@ -53,11 +54,19 @@ MICROSECONDS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e
 
 
 def line_of(row: dict, units: dict) -> str:
-    cells = [row.get("Kernel Name", "?")[:60]]
+    cells = [row.get("Kernel Name", "?")[:48]]
     for heading, metrics in COLUMNS:
         value = next((row[m] for m in metrics if row.get(m) not in (None, "")), "")
         if heading == "µs" and number(value) is not None:
             value = f"{number(value) * MICROSECONDS.get(units.get('gpu__time_duration.sum'), 1e-3):.2f}"
+        elif heading == "instructions M" and number(value) is not None:
+            value = f"{number(value) / 1e6:.1f}"
+        elif heading == "SM active %" and number(value) and number(row.get("sm__cycles_elapsed.avg")):
+            value = f"{100 * number(value) / number(row['sm__cycles_elapsed.avg']):.0f}"
+        elif heading == "shared KB" and number(value) is not None:
+            value = f"{number(value) / (1 if units.get(metrics[0], '').startswith('Kbyte') else 1024):.0f}"
+        elif number(value) is not None and "." in value:
+            value = f"{number(value):.1f}"
         cells.append(f"{heading} {value}")
     stalls = sorted(((number(v) or 0.0, STALL.match(k).group(1)) for k, v in row.items() if STALL.match(k)), reverse=True)
     cells.append("stalls " + ", ".join(f"{name} {value:.2f}" for value, name in stalls[:4]))
