@@ -19,7 +19,7 @@
   the default config, warm and cold); prints the table last.
 
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
-`--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096, 16 x 4096 x 14336: issue 18's
+`--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096 and x 4096 x 14336: issue 18's
 goal of beating cuBLAS there).
 `--tf32` checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90 of cuBLAS), with the
 wgmma configs of engine.ops.gemm_tc.wgmma_tf32 (C's transpose, B^T from registers) beside mma_sync's.
@@ -203,6 +203,7 @@ def wgmma_picked(task, tiles) -> list:
 ONLY = "all"  # --only: all, wgmma or mma_sync
 SQUARE = False  # --square: tune the large square shapes only
 DECODE = False  # --decode: tune bf16's decode steps only
+SHAPES: list[str] = []  # --shapes: tune only the workloads of these tags (16x4096x14336, 8192^3, ...)
 TF32 = False  # --tf32: check and tune tf32 only, at 4096^3 and 8192^3
 C16 = False  # --c16: every bf16 and fp16 workload writes C in its precision
 
@@ -252,7 +253,8 @@ def check_tasks() -> list:
 
 
 SQUARE_GOAL = [("4096^3", 4096, 4096, 4096), ("8192^3", 8192, 8192, 8192)]  # issue 18's bf16 and fp16 goal
-DECODE_GOAL = [("16x4096x4096", 16, 4096, 4096), *MORE_BF16_SHAPES[:3]]  # issue 18's decode steps, bf16
+DECODE_GOAL = [("16x4096x4096", 16, 4096, 4096), *MORE_BF16_SHAPES[:3],  # issue 18's decode steps, bf16
+               ("64x4096x14336", 64, 4096, 14336), ("128x4096x14336", 128, 4096, 14336)]
 
 
 def tune_tasks() -> list[tuple[str, object]]:
@@ -260,7 +262,7 @@ def tune_tasks() -> list[tuple[str, object]]:
     --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's
     decode steps. A 16-bit C (--c16) is said in the name."""
     return [(name if task.params.c_dtype == "float32" else f"{name} → {task.params.c_dtype}", task)
-            for name, task in _tune_tasks()]
+            for name, task in _tune_tasks() if not SHAPES or name.split()[-1] in SHAPES]
 
 
 def _tune_tasks() -> list[tuple[str, object]]:
@@ -471,11 +473,13 @@ def main(argv=None) -> int:
     parser.add_argument("--square", action="store_true", help="tune bf16 and fp16 at 4096^3 and 8192^3 only")
     parser.add_argument("--decode", action="store_true",
                         help="tune bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 only")
+    parser.add_argument("--shapes", default="", help="comma-separated tags: tune only these of the list")
     parser.add_argument("--tf32", action="store_true", help="check and tune tf32 only, at 4096^3 and 8192^3")
     parser.add_argument("--c16", action="store_true", help="bf16 and fp16 workloads write C in their precision")
     options = parser.parse_args(argv)
-    global ONLY, SQUARE, DECODE, TF32, C16
+    global ONLY, SQUARE, DECODE, TF32, C16, SHAPES
     ONLY, SQUARE, DECODE, TF32, C16 = options.only, options.square, options.decode, options.tf32, options.c16
+    SHAPES = [tag for tag in options.shapes.split(",") if tag]
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -15,7 +15,7 @@
 # runs four 4096^3 wgmma configs, cp_async, tma, tma in 2-block clusters and those persistent, and
 # prints each config's relative L2 error).
 # SQUARE=1 tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
-# DECODE=1 only bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 (issue 18's decode steps).
+# DECODE=1 only bf16 16x, 64x, 128x4096x4096 and 16x, 64x, 128x4096x14336 (issue 18's decode steps); SHAPES=<tags, comma-separated> tunes only those.
 # TF32=1 checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90), wgmma's configs beside mma_sync's.
 # C16=1 gives the bf16 and fp16 workloads of check and tune a C in their own precision (cuBLAS writes the same).
 # GPU_TESTS=1 first runs pytest -m gpu tests/test_gpu_gemm_tensorcore.py (up to GPU_TESTS_S=90 s more; then timeout_s=400;
@@ -38,9 +38,10 @@ SQUARE_ARGS=$([ "${SQUARE:-0}" = 1 ] && echo --square)
 DECODE_ARGS=$([ "${DECODE:-0}" = 1 ] && echo --decode)
 TF32_ARGS=$([ "${TF32:-0}" = 1 ] && echo --tf32)
 C16_ARGS=$([ "${C16:-0}" = 1 ] && echo --c16)
+SHAPES_ARGS=${SHAPES:+--shapes $SHAPES}
 phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 )) $ONLY_ARGS $TF32_ARGS $C16_ARGS
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
-phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS $SQUARE_ARGS $DECODE_ARGS $TF32_ARGS $C16_ARGS
+phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS $SQUARE_ARGS $DECODE_ARGS $TF32_ARGS $C16_ARGS $SHAPES_ARGS
 grep -E '^tune' "$TXT" | tail -n 8
 phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5
