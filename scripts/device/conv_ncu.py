@@ -5,9 +5,9 @@ happen first; only one launch of each kernel sits between cudaProfilerStart and 
     ncu --profile-from-start off --clock-control none --set full --export $OUT/conv \\
         python3 scripts/device/conv_ncu.py --json <a tensor_core_conv.json> --layers "7² 512,14² 1024"
 
-Without ncu it prints each kernel's registers, shared memory and µs (the median of `--rounds`
-event-timed runs of `--launches` back-to-back launches, warm: a probe's ranking, not a confirmed
-figure). `--config` adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's
+Without ncu it prints each kernel's registers, shared memory and µs (ours: the median of `--rounds`
+event-timed runs of `--launches` back-to-back launches; cuDNN: its baseline's CUDA-graph timing,
+as engine.gpu.baselines times it; warm: a probe's ranking, not a confirmed figure). `--config` adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's
 KNOBS) to every chosen layer; one the template refuses there is reported and skipped.
 
 `--profile-search` profiles cuDNN's algorithm search instead (its first call, cudnnFind, which
@@ -31,7 +31,8 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from engine.gpu.baselines import fp32_torch, tensor_core_conv2d, tensor_core_conv_operands  # noqa: E402
+from engine.gpu.baselines import (cudnn_tensor_core_conv2d, fp32_torch, tensor_core_conv2d,  # noqa: E402
+                                  tensor_core_conv_operands)
 from engine.gpu.runner import relative_l2_error  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
 from gemm_probe import compiled_launch, parse_tiling  # noqa: E402  (this folder's probe)
@@ -137,11 +138,14 @@ def main() -> int:
             cudnn()
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
-            print(f"  cuDNN's search profiled", flush=True)
+            print("  cuDNN's search profiled", flush=True)
             continue
-        us, spread = timed_us(cp, cudnn, options.launches, options.rounds)  # the first call runs cudnnFind
+        # Timed as a CUDA graph: eager calls would time PyTorch's launch overhead (10-30 µs a call).
+        result = cudnn_tensor_core_conv2d(task)
+        us = statistics.median(result.costs) * 1e6 if result.ok else float("nan")
+        spread = (max(result.costs) - min(result.costs)) * 1e6 if result.ok else float("nan")
         print(f"  cuDNN (exhaustive search, channels-last): {us:.2f} µs ±{spread:.2f} "
-              f"({flops / us / 1e6:.0f} TFLOP/s)", flush=True)
+              f"({flops / us / 1e6:.0f} TFLOP/s) {result.error_msg}", flush=True)
         profiled.append((f"{preset.name} cuDNN", cudnn))
     torch.cuda.synchronize()
     cp.cuda.Device().synchronize()
