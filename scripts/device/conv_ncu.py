@@ -13,7 +13,7 @@ KNOBS) to every chosen layer; one the template refuses there is reported and ski
 `--profile-search` profiles cuDNN's algorithm search instead (its first call, cudnnFind, which
 launches every algorithm): with ncu's `-k regex:<the kernel a confirmation recorded> -c 1` that is
 the profile of cuDNN's best algorithm, which a process under ncu need not pick itself (its search
-timed under the profiler's interception: one 2026-12-03 run picked sm80 kernels 1.4-2x slower).
+timed under the profiler's interception: one 2026-12-03 run picked sm80 kernels 1.4-1.8x slower).
 """
 from __future__ import annotations
 
