@@ -20,7 +20,7 @@
 
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
 `--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096 and x 4096 x 14336: issue 18's
-goal of beating cuBLAS there).
+goal of beating cuBLAS there); `--shapes 64x4096x14336,...` tunes only the workloads of those tags.
 `--tf32` checks and tunes only tf32, at 4096^3 and 8192^3 (issue 18's goal of 0.90 of cuBLAS), with the
 wgmma configs of engine.ops.gemm_tc.wgmma_tf32 (C's transpose, B^T from registers) beside mma_sync's.
 `--c16` gives every bf16 and fp16 workload of check and tune a C in its own precision (the third
@@ -260,9 +260,14 @@ DECODE_GOAL = [("16x4096x4096", 16, 4096, 4096), *MORE_BF16_SHAPES[:3],  # issue
 def tune_tasks() -> list[tuple[str, object]]:
     """Every precision but tf32 first, then the more bf16 shapes, then tf32 (its 4096^3 runs long);
     --square: bf16 and fp16 at 4096^3 and 8192^3 only (the goal of 0.95 of cuBLAS); --decode: bf16's
-    decode steps. A 16-bit C (--c16) is said in the name."""
+    decode steps; --shapes: only the workloads of those tags. A 16-bit C (--c16) is said in the name."""
+    tasks = _tune_tasks()
+    tags = [name.split()[-1] for name, _ in tasks]
+    unknown = [tag for tag in SHAPES if tag not in tags]
+    if unknown:
+        raise SystemExit(f"--shapes: no workload tagged {', '.join(unknown)} here; the list's tags: {', '.join(dict.fromkeys(tags))}")
     return [(name if task.params.c_dtype == "float32" else f"{name} → {task.params.c_dtype}", task)
-            for name, task in _tune_tasks() if not SHAPES or name.split()[-1] in SHAPES]
+            for (name, task), tag in zip(tasks, tags) if not SHAPES or tag in SHAPES]
 
 
 def _tune_tasks() -> list[tuple[str, object]]:
@@ -472,14 +477,15 @@ def main(argv=None) -> int:
                         help="one mainloop's configs (and its precisions) only")
     parser.add_argument("--square", action="store_true", help="tune bf16 and fp16 at 4096^3 and 8192^3 only")
     parser.add_argument("--decode", action="store_true",
-                        help="tune bf16 16x, 64x, 128x4096x4096 and 16x4096x14336 only")
-    parser.add_argument("--shapes", default="", help="comma-separated tags: tune only these of the list")
+                        help="tune bf16 16x, 64x, 128x4096x4096 and 16x, 64x, 128x4096x14336 only")
+    parser.add_argument("--shapes", default="",
+                        help="comma-separated tags (64x4096x14336, 8192^3, ...): tune only these of the list")
     parser.add_argument("--tf32", action="store_true", help="check and tune tf32 only, at 4096^3 and 8192^3")
     parser.add_argument("--c16", action="store_true", help="bf16 and fp16 workloads write C in their precision")
     options = parser.parse_args(argv)
     global ONLY, SQUARE, DECODE, TF32, C16, SHAPES
     ONLY, SQUARE, DECODE, TF32, C16 = options.only, options.square, options.decode, options.tf32, options.c16
-    SHAPES = [tag for tag in options.shapes.split(",") if tag]
+    SHAPES = [tag.strip() for tag in options.shapes.split(",") if tag.strip()]
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -248,7 +248,8 @@ def test_the_benchmarks_tf32_and_pingpong_tiles_compile_unserialised_without_spi
     assert used * source.block[0] <= DeviceLimits().regs_per_block, log
 
 
-DECODE_SHAPES = [(16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (16, 4096, 14336)]
+DECODE_SHAPES = [(16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (16, 4096, 14336), (64, 4096, 14336),
+                 (128, 4096, 14336)]
 
 
 def test_every_split_k_pick_of_the_benchmark_compiles_for_sm_90a_without_spills(tmp_path):
@@ -277,6 +278,18 @@ def test_the_decode_option_tunes_bf16_decode_steps_with_wgmma_split_k_configs(mo
         configs = tensor_core_gemm.tune_configs(task)
         assert all(c["mainloop"].val == "wgmma" for c in configs)
         assert sum(c["split_k"].val > 1 for c in configs) >= 8
+
+
+def test_the_shapes_option_tunes_only_the_tags_named_and_refuses_an_unknown_one(monkeypatch):
+    monkeypatch.setattr(tensor_core_gemm, "ONLY", "wgmma")
+    monkeypatch.setattr(tensor_core_gemm, "DECODE", True)
+    monkeypatch.setattr(tensor_core_gemm, "C16", True)
+    monkeypatch.setattr(tensor_core_gemm, "SHAPES", ["128x4096x14336", "16x4096x4096"])
+    tasks = tensor_core_gemm.tune_tasks()
+    assert [name for name, _ in tasks] == ["bfloat16 16x4096x4096 → bfloat16", "bfloat16 128x4096x14336 → bfloat16"]
+    monkeypatch.setattr(tensor_core_gemm, "SHAPES", ["64×4096×14336"])  # the docs' spelling, not a tag
+    with pytest.raises(SystemExit, match="no workload tagged 64×4096×14336"):
+        tensor_core_gemm.tune_tasks()
 
 
 def test_split_k_wgmma_configs_are_drawn_on_a_decode_shape():

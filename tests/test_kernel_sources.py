@@ -24,8 +24,8 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # spell them, so a spec typed in another key order makes the same source. The tensor-core conv's
 # split-K rows changed once on purpose: four outputs in one 8-byte store, the GEMM's 16-bit C's;
 # its rows changed again at 9d99535: the gathered A finds a step's tap once where block_k divides
-# C. Its last row per workload is a wgmma config the H200 runs confirmed, the 7² one's ring row
-# the deeper cp.async ring.)
+# C. After the five draws come wgmma rows: each workload's best the H200 confirmed at 9d99535, and
+# for 7² that best's tile with 2 more ring stages in place of split K.)
 SOURCES = [
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),

@@ -7,8 +7,9 @@ happen first; only one launch of each kernel sits between cudaProfilerStart and 
 
 Without ncu it prints each kernel's registers, shared memory and µs (ours: the median of `--rounds`
 event-timed runs of `--launches` back-to-back launches; cuDNN: its baseline's CUDA-graph timing,
-as engine.gpu.baselines times it; warm: a probe's ranking, not a confirmed figure). `--config` adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's
-KNOBS) to every chosen layer; one the template refuses there is reported and skipped.
+as engine.gpu.baselines times it; warm: a probe's ranking, not a confirmed figure). `--config`
+adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's KNOBS) to every
+chosen layer; one the template refuses there is reported and skipped.
 
 `--profile-search` profiles cuDNN's algorithm search instead (its first call, cudnnFind, which
 launches every algorithm): with ncu's `-k regex:<the kernel a confirmation recorded> -c 1` that is
@@ -31,12 +32,14 @@ os.environ.setdefault("CUPY_TF32", "0")
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
+from engine.space import EntityError  # noqa: E402
 from engine.gpu.baselines import (cudnn_tensor_core_conv2d, fp32_torch, tensor_core_conv2d,  # noqa: E402
                                   tensor_core_conv_operands)
 from engine.gpu.runner import relative_l2_error  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
-from gemm_probe import compiled_launch, parse_tiling  # noqa: E402  (this folder's probe)
-from tensor_core_conv import KNOBS, TEMPLATE  # noqa: E402
+from gemm_ncu import event_us  # noqa: E402  (this folder's GEMM profiling target)
+from gemm_probe import compiled_launch, tiling_config, valid_tiling_config  # noqa: E402  (this folder's probe)
+from tensor_core_conv import TEMPLATE  # noqa: E402
 
 
 def confirmed_bests(path: str | None) -> dict[str, dict]:
@@ -53,28 +56,18 @@ def chosen_layers(selectors: str, precision: str) -> list:
             and (not wanted or any(s in p.description for s in wanted))]
 
 
-def config_of(task, values: dict, label: str):
-    config = task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
-    reason = task.why_invalid(config)
-    if reason:
-        print(f"  {label}: invalid here: {reason}")
+def listed_config(task, text: str):
+    """The config a `--config` text names, or None, having said why not (a value off its knob too)."""
+    try:
+        return valid_tiling_config(task, text)
+    except EntityError as exc:
+        print(f"  {text}: {exc}")
         return None
-    return config
 
 
 def timed_us(cp, launch, launches: int, rounds: int) -> tuple[float, float]:
-    """Median and spread (max - min) over `rounds` of the mean of `launches` back-to-back launches."""
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(3):
-        launch()
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(launches):
-            launch()
-        stop.record()
-        stop.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / launches)
+    """Median and spread (max - min) of `rounds` event-timed means of `launches` launches."""
+    samples = [event_us(cp, launch, launches) for _ in range(rounds)]
     return statistics.median(samples), max(samples) - min(samples)
 
 
@@ -107,26 +100,7 @@ def main() -> int:
     for preset in chosen_layers(options.layers, options.precision):
         task = engine.create_task(TEMPLATE, preset.args)
         host = task.template.make_inputs(task.params, np.random.default_rng(0))
-        inputs = [cp.asarray(a) for a in host]
-        reference = cp.asarray(task.template.reference(task.params, host))
-        flops = task.flops
         print(f"{preset.description} ({preset.name}):")
-        candidates = []
-        if preset.description in bests:
-            candidates.append(("confirmed best", config_of(task, bests[preset.description], "confirmed best")))
-        for text in options.config:
-            candidates.append((text, config_of(task, dict(zip(KNOBS, parse_tiling(text))), text)))
-        for label, config in candidates if not options.profile_search else []:
-            if config is None:
-                continue
-            source = task.template.kernel(task.params, config)
-            kernel, launch = compiled_launch(cp, source, inputs, arch)
-            us, spread = timed_us(cp, launch, options.launches, options.rounds)
-            error = relative_l2_error(inputs[source.output_index], reference)
-            print(f"  ours {short(config)} [{label}]: grid {source.grid} block {source.block} shared "
-                  f"{source.shared_bytes} B registers {kernel.num_regs} local {kernel.local_size_bytes} B: "
-                  f"{us:.2f} µs ±{spread:.2f} ({flops / us / 1e6:.0f} TFLOP/s), error {error:.1e}", flush=True)
-            profiled.append((f"{preset.name} ours {short(config)}", launch))
         data, weight = tensor_core_conv_operands(torch, task, host)
 
         def cudnn(data=data, weight=weight, params=task.params):
@@ -140,6 +114,27 @@ def main() -> int:
             torch.cuda.profiler.stop()
             print("  cuDNN's search profiled", flush=True)
             continue
+        inputs = [cp.asarray(a) for a in host]
+        reference = cp.asarray(task.template.reference(task.params, host))
+        flops = task.flops
+        candidates = [(text, listed_config(task, text)) for text in options.config]
+        if preset.description in bests:
+            best = tiling_config(task, bests[preset.description])
+            reason = task.why_invalid(best)
+            if reason:
+                print(f"  confirmed best: invalid here: {reason}")
+            candidates.insert(0, ("confirmed best", None if reason else best))
+        for label, config in candidates:
+            if config is None:
+                continue
+            source = task.template.kernel(task.params, config)
+            kernel, launch = compiled_launch(cp, source, inputs, arch)
+            us, spread = timed_us(cp, launch, options.launches, options.rounds)
+            error = relative_l2_error(inputs[source.output_index], reference)
+            print(f"  ours {short(config)} [{label}]: grid {source.grid} block {source.block} shared "
+                  f"{source.shared_bytes} B registers {kernel.num_regs} local {kernel.local_size_bytes} B: "
+                  f"{us:.2f} µs ±{spread:.2f} ({flops / us / 1e6:.0f} TFLOP/s), error {error:.1e}", flush=True)
+            profiled.append((f"{preset.name} ours {short(config)}", launch))
         # Timed as a CUDA graph: eager calls would time PyTorch's launch overhead (10-30 µs a call).
         result = cudnn_tensor_core_conv2d(task)
         us = statistics.median(result.costs) * 1e6 if result.ok else float("nan")

@@ -39,6 +39,8 @@ def rows_of(path: str) -> tuple[list[str], dict, list[dict]]:
     with opener(path, "rt", newline="") as f:
         lines = [line for line in f if not line.startswith("==")]  # ncu's own messages
     table = list(csv.reader(lines))
+    if len(table) < 2:  # a failed ncu run leaves no report, so no page
+        return [], {}, []
     header = table[0]
     return header, dict(zip(header, table[1])), [dict(zip(header, row)) for row in table[2:]]
 
@@ -64,7 +66,7 @@ def line_of(row: dict, units: dict) -> str:
         elif heading == "SM active %" and number(value) and number(row.get("sm__cycles_elapsed.avg")):
             value = f"{100 * number(value) / number(row['sm__cycles_elapsed.avg']):.0f}"
         elif heading == "shared KB" and number(value) is not None:
-            value = f"{number(value) / (1 if units.get(metrics[0], '').startswith('Kbyte') else 1024):.0f}"
+            value = f"{number(value) / (1 if units.get(metrics[0], '').startswith('Kbyte') else 1000):.0f}"  # ncu's Kbyte
         elif number(value) is not None and "." in value:
             value = f"{number(value):.1f}"
         cells.append(f"{heading} {value}")
