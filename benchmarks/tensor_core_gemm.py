@@ -265,7 +265,8 @@ def tune_tasks() -> list[tuple[str, object]]:
     tags = [name.split()[-1] for name, _ in tasks]
     unknown = [tag for tag in SHAPES if tag not in tags]
     if unknown:
-        raise SystemExit(f"--shapes: no workload tagged {', '.join(unknown)} here; the list's tags: {', '.join(dict.fromkeys(tags))}")
+        raise SystemExit(f"--shapes: no workload tagged {', '.join(unknown)} here; "
+                         f"the list's tags: {', '.join(dict.fromkeys(tags))}")
     return [(name if task.params.c_dtype == "float32" else f"{name} → {task.params.c_dtype}", task)
             for (name, task), tag in zip(tasks, tags) if not SHAPES or tag in SHAPES]
 
