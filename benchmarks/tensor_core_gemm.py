@@ -182,8 +182,7 @@ SPLIT_CHECK_PICKS = [(16, 32, 32, 16, 16, 1, 3, 1, 2), (32, 64, 32, 16, 32, 2, 3
 
 def task_of(m: int, n: int, k: int, precision: str):
     """The workload; --c16: a 16-bit precision's C in that precision too."""
-    c_dtype = precision if C16 and precision != "tf32" else "float32"
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision, c_dtype))
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision, precision if C16 else "float32"))
 
 
 def picked(task, tiles, knobs=KNOBS, fixed=()) -> list:

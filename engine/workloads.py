@@ -47,7 +47,8 @@ def gemm_args(m: int, n: int, k: int) -> list:
 
 def gemm_tc_args(m: int, n: int, k: int, precision: str, c_dtype: str = "float32") -> list:
     """A tensor-core GEMM's args (engine.ops.gemm_tc): float16/bfloat16 tensors, C float32 or
-    (`c_dtype`) in their precision, or float32 ones with the "tf32" compute mode."""
+    (`c_dtype`) in their precision, or float32 ones with the "tf32" compute mode (whose C is
+    float32 whatever `c_dtype` says: so `c_dtype=precision` asks every precision for its own C)."""
     dtype = "float32" if precision == "tf32" else precision
     tensors = [["TENSOR", [m, k], dtype], ["TENSOR", [k, n], dtype]]
     if precision == "tf32":

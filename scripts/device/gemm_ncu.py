@@ -54,7 +54,7 @@ def main() -> int:
 
     m, n, k = (int(v) for v in options.size.split("x"))
     if options.precision:
-        c_dtype = options.precision if options.c16 and options.precision != "tf32" else "float32"
+        c_dtype = options.precision if options.c16 else "float32"
         task = engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, options.precision, c_dtype),
                                   DeviceLimits.for_h200())
     else:
