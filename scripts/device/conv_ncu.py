@@ -11,16 +11,20 @@ as engine.gpu.baselines times it; warm: a probe's ranking, not a confirmed figur
 adds a tiling (knob values in the space's order, benchmarks/tensor_core_conv.py's KNOBS) to every
 chosen layer; one the template refuses there is reported and skipped.
 
-`--profile-search` profiles cuDNN's algorithm search instead (its first call, cudnnFind, which
-launches every algorithm): with ncu's `-k regex:<the kernel a confirmation recorded> -c 1` that is
-the profile of cuDNN's best algorithm, which a process under ncu need not pick itself (its search
+`--search-targets` prints, for the layers of `--json`'s confirmed rows that `--layers` picks, the
+layer and the kernel the confirmation recorded as cuDNN's (regex-escaped: ncu's `-k regex:`), a
+tab between. `--profile-search` profiles cuDNN's algorithm search instead (its first call,
+cudnnFind, which launches every algorithm): with ncu's `-k regex:<such a kernel> -c 1` that is the
+profile of cuDNN's best algorithm, which a process under ncu need not pick itself (its search is
 timed under the profiler's interception: one 2026-12-03 run picked sm80 kernels 1.4-1.8x slower).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -42,18 +46,55 @@ from gemm_probe import compiled_launch, tiling_config, valid_tiling_config  # no
 from tensor_core_conv import TEMPLATE  # noqa: E402
 
 
-def confirmed_bests(path: str | None) -> dict[str, dict]:
-    """Layer description -> the config a benchmark run confirmed for it."""
+def confirmed_rows(path: str | None) -> list[dict]:
+    """The confirm rows of a benchmark run's JSON (none without one)."""
     if not path:
-        return {}
+        return []
     with open(path) as f:
-        return {row["workload"]: row["config"] for row in json.load(f).get("confirm", [])}
+        return json.load(f).get("confirm", [])
+
+
+def picked(description: str, selectors: str) -> bool:
+    """Whether a layer is one of `--layers`' comma-separated parts of descriptions (all without)."""
+    wanted = [s.strip() for s in selectors.split(",") if s.strip()]
+    return not wanted or any(s in description for s in wanted)
 
 
 def chosen_layers(selectors: str, precision: str) -> list:
-    wanted = [s.strip() for s in selectors.split(",") if s.strip()]
-    return [p for p in CONV_TC if p.args[0][2] == precision
-            and (not wanted or any(s in p.description for s in wanted))]
+    return [p for p in CONV_TC if p.args[0][2] == precision and picked(p.description, selectors)]
+
+
+def search_targets(rows: list[dict], selectors: str, precision: str) -> list[tuple[str, str]]:
+    """(layer, the first kernel cuDNN ran in its confirmation, regex-escaped) per picked row."""
+    targets = []
+    for row in rows:
+        kernel = row["cudnn"]["details"].get("algorithm", "").split(",")[0].strip()
+        if row["workload"].endswith(" " + precision) and kernel and picked(row["workload"], selectors):
+            targets.append((row["workload"], re.escape(kernel)))
+    return targets
+
+
+@contextlib.contextmanager
+def profiled(torch):
+    """What runs inside, and nothing else, between cudaProfilerStart and cudaProfilerStop."""
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    yield
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def candidates_of(task, best: dict | None, texts: list[str]) -> list:
+    """(label, config) to time: the confirmed best where it is valid here, then each `--config`."""
+    candidates = []
+    if best is not None:
+        config = tiling_config(task, best)
+        reason = task.why_invalid(config)
+        if reason:
+            print(f"  confirmed best: invalid here: {reason}")
+        else:
+            candidates.append(("confirmed best", config))
+    return candidates + [(text, config) for text in texts if (config := listed_config(task, text)) is not None]
 
 
 def listed_config(task, text: str):
@@ -90,13 +131,19 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile-search", action="store_true", help="profile cuDNN's first call (its search) only")
+    parser.add_argument("--search-targets", action="store_true", help="print the layers and kernels to profile so")
     options = parser.parse_args()
+    rows = confirmed_rows(options.json)
+    if options.search_targets:
+        for layer, kernel in search_targets(rows, options.layers, options.precision):
+            print(layer, kernel, sep="\t")
+        return 0
     import cupy as cp
 
     torch = fp32_torch()
-    bests = confirmed_bests(options.json)
+    bests = {row["workload"]: row["config"] for row in rows}
     arch = "sm_{}{}".format(*cp.cuda.Device().compute_capability)
-    profiled = []  # (label, launch) in the order the profiler will see them
+    launches = []  # (label, launch) in the order the profiler will see them
     for preset in chosen_layers(options.layers, options.precision):
         task = engine.create_task(TEMPLATE, preset.args)
         host = task.template.make_inputs(task.params, np.random.default_rng(0))
@@ -107,26 +154,14 @@ def main() -> int:
             tensor_core_conv2d(torch, params.conv, data, weight)
 
         if options.profile_search:
-            torch.cuda.synchronize()
-            torch.cuda.profiler.start()
-            cudnn()
-            torch.cuda.synchronize()
-            torch.cuda.profiler.stop()
+            with profiled(torch):
+                cudnn()
             print("  cuDNN's search profiled", flush=True)
             continue
         inputs = [cp.asarray(a) for a in host]
         reference = cp.asarray(task.template.reference(task.params, host))
         flops = task.flops
-        candidates = [(text, listed_config(task, text)) for text in options.config]
-        if preset.description in bests:
-            best = tiling_config(task, bests[preset.description])
-            reason = task.why_invalid(best)
-            if reason:
-                print(f"  confirmed best: invalid here: {reason}")
-            candidates.insert(0, ("confirmed best", None if reason else best))
-        for label, config in candidates:
-            if config is None:
-                continue
+        for label, config in candidates_of(task, bests.get(preset.description), options.config):
             source = task.template.kernel(task.params, config)
             kernel, launch = compiled_launch(cp, source, inputs, arch)
             us, spread = timed_us(cp, launch, options.launches, options.rounds)
@@ -134,24 +169,20 @@ def main() -> int:
             print(f"  ours {short(config)} [{label}]: grid {source.grid} block {source.block} shared "
                   f"{source.shared_bytes} B registers {kernel.num_regs} local {kernel.local_size_bytes} B: "
                   f"{us:.2f} µs ±{spread:.2f} ({flops / us / 1e6:.0f} TFLOP/s), error {error:.1e}", flush=True)
-            profiled.append((f"{preset.name} ours {short(config)}", launch))
+            launches.append((f"{preset.name} ours {short(config)}", launch))
         # Timed as a CUDA graph: eager calls would time PyTorch's launch overhead (10-30 µs a call).
         result = cudnn_tensor_core_conv2d(task)
         us = statistics.median(result.costs) * 1e6 if result.ok else float("nan")
         spread = (max(result.costs) - min(result.costs)) * 1e6 if result.ok else float("nan")
         print(f"  cuDNN (exhaustive search, channels-last): {us:.2f} µs ±{spread:.2f} "
               f"({flops / us / 1e6:.0f} TFLOP/s) {result.error_msg}", flush=True)
-        profiled.append((f"{preset.name} cuDNN", cudnn))
-    torch.cuda.synchronize()
-    cp.cuda.Device().synchronize()
+        launches.append((f"{preset.name} cuDNN", cudnn))
     print("profiled launches, in order:")
-    torch.cuda.profiler.start()
-    for label, launch in profiled:
-        print(f"  {label}", flush=True)
-        launch()
-        cp.cuda.Device().synchronize()
-        torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    with profiled(torch):
+        for label, launch in launches:
+            print(f"  {label}", flush=True)
+            launch()
+            torch.cuda.synchronize()  # one kernel at a time: the device, CuPy's streams and PyTorch's
     return 0
 
 

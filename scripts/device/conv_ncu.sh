@@ -46,15 +46,8 @@ echo "probe exit status $?" | tee -a "$OUT/conv_ncu.txt"
 grep -E '^\S|ours|cuDNN' "$OUT/conv_ncu.txt" | grep -v '^  [[:upper:]]' | cut -c1-200 | tail -n 40
 profile conv "${NCU_S:-240}" -- "${ARGS[@]}" --launches 1 --rounds 1
 if [ "${SEARCH:-0}" = 1 ]; then
-    python3 - "$JSON" "${PRECISION:-float16}" "${SEARCH_LAYERS:-}" > "$OUT/search-targets.tsv" <<'PY'
-import json, re, sys
-path, precision, layers = sys.argv[1:]
-wanted = [part.strip() for part in layers.split(",") if part.strip()]
-for row in json.load(open(path))["confirm"]:
-    kernel = row["cudnn"]["details"].get("algorithm", "").split(",")[0].strip()
-    if row["workload"].endswith(" " + precision) and kernel and (not wanted or any(w in row["workload"] for w in wanted)):
-        print(row["workload"], re.escape(kernel), sep="\t")
-PY
+    python3 scripts/device/conv_ncu.py --json "$JSON" --layers "${SEARCH_LAYERS:-}" --precision "${PRECISION:-float16}" \
+        --search-targets > "$OUT/search-targets.tsv"
     n=0
     while IFS=$'\t' read -r layer kernel; do
         n=$((n + 1))

@@ -12,23 +12,51 @@ import gzip
 import re
 import sys
 
-COLUMNS = [  # (heading, metrics): the first of a heading's metrics the report holds
-    ("µs", ["gpu__time_duration.sum"]),
-    ("instructions M", ["smsp__inst_issued.sum"]),
-    ("SM active %", ["sm__cycles_active.avg"]),  # of the elapsed cycles: SMs without a block count as idle
-    ("tensor % elapsed", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]),
-    ("tensor % active", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("issue % active", ["smsp__issue_active.avg.pct_of_peak_sustained_active"]),
-    ("L1 %", ["l1tex__throughput.avg.pct_of_peak_sustained_active"]),
-    ("L2 %", ["lts__throughput.avg.pct_of_peak_sustained_elapsed"]),
-    ("L2 hit %", ["lts__t_sector_hit_rate.pct"]),
-    ("DRAM %", ["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]),
-    ("warps/SM", ["sm__warps_active.avg.per_cycle_active"]),
-    ("regs", ["launch__registers_per_thread"]),
-    ("block", ["launch__block_size"]),
-    ("grid", ["launch__grid_size"]),
-    ("cluster", ["launch__cluster_size"]),
-    ("shared KB", ["launch__shared_mem_per_block"]),
+def one_decimal(value: float, row: dict, unit: str) -> str:
+    return f"{value:.1f}"
+
+
+def whole(value: float, row: dict, unit: str) -> str:
+    return f"{value:,.0f}"  # as ncu writes counts: 3,136
+
+
+def microseconds(value: float, row: dict, unit: str) -> str:
+    return f"{value * MICROSECONDS.get(unit, 1e-3):.2f}"
+
+
+def millions(value: float, row: dict, unit: str) -> str:
+    return f"{value / 1e6:.1f}"
+
+
+def share_of_elapsed(value: float, row: dict, unit: str) -> str:
+    """Active cycles over elapsed ones: an SM without a block counts as idle."""
+    elapsed = number(row.get("sm__cycles_elapsed.avg"))
+    return f"{100 * value / elapsed:.0f}" if elapsed else ""
+
+
+def kilobytes(value: float, row: dict, unit: str) -> str:
+    return f"{value / (1 if unit.startswith('Kbyte') else 1000):.0f}"  # ncu's Kbyte is 1000 bytes
+
+
+# (heading, metrics, format): the first of a heading's metrics the report holds, formatted
+COLUMNS = [
+    ("µs", ["gpu__time_duration.sum"], microseconds),
+    ("instructions M", ["smsp__inst_issued.sum"], millions),
+    ("SM active %", ["sm__cycles_active.avg"], share_of_elapsed),
+    ("tensor % elapsed", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"], one_decimal),
+    ("tensor % active", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"], one_decimal),
+    ("issue % active", ["smsp__issue_active.avg.pct_of_peak_sustained_active"], one_decimal),
+    ("L1 %", ["l1tex__throughput.avg.pct_of_peak_sustained_active"], one_decimal),
+    ("L2 %", ["lts__throughput.avg.pct_of_peak_sustained_elapsed"], one_decimal),
+    ("L2 hit %", ["lts__t_sector_hit_rate.pct"], one_decimal),
+    ("DRAM %", ["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed"], one_decimal),
+    ("warps/SM", ["sm__warps_active.avg.per_cycle_active"], one_decimal),
+    ("regs", ["launch__registers_per_thread"], whole),
+    ("block", ["launch__block_size"], whole),
+    ("grid", ["launch__grid_size"], whole),
+    ("cluster", ["launch__cluster_size"], whole),
+    ("shared KB", ["launch__shared_mem_per_block"], kilobytes),
 ]
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
 
@@ -57,19 +85,10 @@ MICROSECONDS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e
 
 def line_of(row: dict, units: dict) -> str:
     cells = [row.get("Kernel Name", "?")[:48]]
-    for heading, metrics in COLUMNS:
-        value = next((row[m] for m in metrics if row.get(m) not in (None, "")), "")
-        if heading == "µs" and number(value) is not None:
-            value = f"{number(value) * MICROSECONDS.get(units.get('gpu__time_duration.sum'), 1e-3):.2f}"
-        elif heading == "instructions M" and number(value) is not None:
-            value = f"{number(value) / 1e6:.1f}"
-        elif heading == "SM active %" and number(value) and number(row.get("sm__cycles_elapsed.avg")):
-            value = f"{100 * number(value) / number(row['sm__cycles_elapsed.avg']):.0f}"
-        elif heading == "shared KB" and number(value) is not None:
-            value = f"{number(value) / (1 if units.get(metrics[0], '').startswith('Kbyte') else 1000):.0f}"  # ncu's Kbyte
-        elif number(value) is not None and "." in value:
-            value = f"{number(value):.1f}"
-        cells.append(f"{heading} {value}")
+    for heading, metrics, format_ in COLUMNS:
+        metric = next((m for m in metrics if row.get(m) not in (None, "")), None)
+        value = number(row[metric]) if metric else None
+        cells.append(f"{heading} {'' if value is None else format_(value, row, units.get(metric, ''))}")
     stalls = sorted(((number(v) or 0.0, STALL.match(k).group(1)) for k, v in row.items() if STALL.match(k)), reverse=True)
     cells.append("stalls " + ", ".join(f"{name} {value:.2f}" for value, name in stalls[:4]))
     return " | ".join(cells)
