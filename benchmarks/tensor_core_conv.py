@@ -39,8 +39,8 @@ from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
-         "mainloop", "consumers", "producer", "ring")
-MMA_SYNC = ("mma_sync", 1, 0, 0)
+         "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent")
+MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
 TILES = [
@@ -77,17 +77,42 @@ WGMMA_SPLITS = [
 ]
 
 
+# The TMA loader (A by im2col, B's rows by boxes; a producer warpgroup), tiles (BM, BN, stages, raster,
+# consumers, ring, split_k, cluster, persistent): the cp_async tiles that won, with clusters of 2
+# multicasting B, persistent blocks, and split K on the layers of few tiles.
+TMA_TILES = [
+    (128, 64, 4, 1, 2, 0, 1, 1, 0), (128, 64, 5, 1, 2, 2, 1, 1, 0), (128, 64, 4, 1, 1, 0, 1, 1, 0),
+    (128, 64, 4, 1, 2, 0, 1, 2, 0), (128, 64, 4, 1, 2, 2, 1, 1, 1), (256, 64, 4, 1, 2, 0, 1, 1, 0),
+    (128, 128, 4, 1, 2, 0, 1, 1, 0), (128, 128, 5, 1, 2, 0, 1, 1, 0), (128, 128, 4, 8, 2, 2, 1, 1, 0),
+    (128, 128, 4, 1, 2, 0, 1, 2, 0), (128, 128, 4, 1, 2, 0, 1, 1, 1), (128, 128, 4, 1, 2, 0, 1, 2, 1),
+    (128, 256, 3, 1, 2, 0, 1, 1, 0), (128, 256, 4, 1, 2, 0, 1, 1, 0), (128, 256, 4, 1, 2, 0, 1, 2, 0),
+    (128, 256, 4, 1, 2, 0, 1, 1, 1), (256, 128, 4, 1, 2, 0, 1, 1, 0), (256, 128, 4, 1, 2, 0, 1, 2, 0),
+    (64, 128, 5, 1, 1, 0, 1, 1, 0), (64, 256, 4, 1, 1, 0, 1, 1, 0), (64, 128, 4, 1, 1, 2, 1, 2, 0),
+    (128, 128, 4, 1, 2, 0, 2, 1, 0), (128, 128, 4, 1, 2, 2, 4, 1, 0), (128, 64, 5, 1, 2, 0, 2, 1, 0),
+    (128, 256, 3, 1, 2, 0, 2, 1, 0), (64, 128, 5, 1, 1, 0, 2, 1, 0),
+]
+
+
 def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -> tuple:
-    return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, producer, ring)
+    return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, producer, ring,
+            "cp_async", 1, 0)
+
+
+def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent) -> tuple:
+    return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, 1, ring,
+            "tma", cluster, persistent)
 
 
 TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in ("registers", "shared")]
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
-              + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS])
+              + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
+              + [tma_pick(*tile) for tile in TMA_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
-                     wgmma_pick(128, 128, 4, 1, 2, 1, 0, 2), wgmma_pick(128, 256, 3, 1, 2, 1, 0, 4)]
+                     wgmma_pick(128, 128, 4, 1, 2, 1, 0, 2), wgmma_pick(128, 256, 3, 1, 2, 1, 0, 4),
+                     tma_pick(128, 128, 4, 1, 2, 0, 1, 1, 0), tma_pick(128, 64, 5, 1, 2, 2, 1, 2, 0),
+                     tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1)]
 RANDOM_TUNES = 12
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from cuda_on_cpu_shim import DRIVER, SHIM
-from engine.ops.base import KernelSource
+from engine.ops.base import Im2colTensorMap, KernelSource
 
 MAX_ARGS = 8
 
@@ -124,10 +124,14 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         if not array.flags.c_contiguous:
             raise ValueError("arrays must be C-contiguous")
     pointers = (ctypes.c_void_p * len(arrays))(*(a.ctypes.data for a in arrays))
-    for spec in source.tensor_maps:  # the shim's EmulatedTensorMap, where the GPU's runner encodes a CUtensorMap
-        fields = (arrays[spec.argument].ctypes.data, spec.rows, spec.columns, spec.box_rows, spec.box_columns,
-                  spec.element_bytes)
-        (ctypes.c_uint64 * len(fields)).in_dll(library, spec.symbol)[:] = fields
+    for spec in source.tensor_maps:  # the shim's Emulated*Map, where the GPU's runner encodes a CUtensorMap
+        address = arrays[spec.argument].ctypes.data
+        if isinstance(spec, Im2colTensorMap):
+            fields = (address, *spec.shape, *spec.lower, *spec.upper, *spec.strides, spec.channels, spec.pixels,
+                      spec.element_bytes)
+        else:
+            fields = (address, spec.rows, spec.columns, spec.box_rows, spec.box_columns, spec.element_bytes)
+        (ctypes.c_int64 * len(fields)).in_dll(library, spec.symbol)[:] = fields
     cluster = cluster_dims(source)
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")

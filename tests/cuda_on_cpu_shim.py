@@ -276,6 +276,42 @@ inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, u
 inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
     tma_load_2d_multicast(dst, map, x, y, bar, (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
 }
+// The im2col map (cuda_on_cpu.run writes it from the KernelSource's Im2colTensorMap): the NHWC
+// input, the filter corners' box (h, w, from the first row and column and from the last), the
+// walk's strides and one copy's channels and pixels.
+struct EmulatedIm2colMap {
+    const unsigned char* base;
+    long long n, h, w, c, lower_h, lower_w, upper_h, upper_w, stride_h, stride_w, channels, pixels, element_bytes;
+};
+// `pixels` rows of `channels` elements into this block at `dst`, 128B-swizzled: the corners from
+// (w, h) of image n on, W then H then N by the strides within the box, each read at its corner plus
+// the tap's offsets (s, r); zeros outside the input (the padding, and past the last image).
+inline void tma_load_im2col(unsigned dst, const void* map, int c, int w, int h, int n, unsigned short s,
+                            unsigned short r, unsigned bar) {
+    const EmulatedIm2colMap& t = *(const EmulatedIm2colMap*)map;
+    const long long row_bytes = t.channels * t.element_bytes;
+    if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
+    const long long last_w = t.w - 1 + t.upper_w, last_h = t.h - 1 + t.upper_h;
+    if (w < t.lower_w || w > last_w || h < t.lower_h || h > last_h) abort();  // a corner outside the box
+    unsigned char* shared = shared_pool[(dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]];
+    long long cw = w, ch = h, image = n;
+    for (long long p = 0; p < t.pixels; ++p) {
+        const long long iw = cw + s, ih = ch + r;
+        for (long long k = 0; k < t.channels; ++k) {
+            unsigned char* to = shared + swizzled(dst + p * row_bytes + k * t.element_bytes);
+            const long long channel = c + k;
+            if (image < t.n && ih >= 0 && ih < t.h && iw >= 0 && iw < t.w && channel < t.c)
+                memcpy(to, t.base + (((image * t.h + ih) * t.w + iw) * t.c + channel) * t.element_bytes, t.element_bytes);
+            else
+                memset(to, 0, t.element_bytes);
+        }
+        if ((cw += t.stride_w) > last_w) {
+            cw = t.lower_w;
+            if ((ch += t.stride_h) > last_h) { ch = t.lower_h; ++image; }
+        }
+    }
+    barrier_update(bar, 0, 0, t.pixels * row_bytes);
+}
 inline void cluster_sync() { arrive_and_wait(*cluster_barrier); }
 inline void wgmma_fence() {}
 // wgmma: a thread's products wait in commit groups and run (reading shared memory then) when a

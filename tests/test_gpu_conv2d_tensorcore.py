@@ -1,7 +1,7 @@
 """On a GPU: the implicit-GEMM tensor-core convolution (conv2d_nhwc_tensorcore: fp16, bf16, NHWC)
 against its float64 reference at each precision's tolerance through the GPU measurer (stride 1
 and 2, padding, 1x1 and 3x3, tails in pixels, channels and R·S·C; random configs, and random
-wgmma configs on their own), and cuDNN on channels-last
+wgmma configs and TMA-loader configs on their own), and cuDNN on channels-last
 tensors in the same precision as its baseline, checked at that tolerance.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -52,6 +52,35 @@ def test_random_wgmma_configs_compute_the_convolution(measurer, precision, layer
     task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(*layer, precision),
                               DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, 6, 5)
+    results = measurer.measure(task, configs)
+    assert len(configs) == 6
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+def unequal_layer(precision: str) -> list:
+    """9x13 input, stride (1, 2), padding top 1, left 0, bottom 1, right 2: 9x7 outputs. The im2col
+    map's corners, dimensions and strides each in their own order, where a square layer would hide one."""
+    return [["TENSOR", [2, 9, 13, 64], precision], ["TENSOR", [64, 3, 3, 64], precision], [1, 2], [1, 0, 1, 2],
+            [1, 1], precision]
+
+
+# The TMA loader's layers (C a multiple of 64): tails in pixels and output channels, stride 2, 1x1, unequal.
+TMA_LAYERS = {"9-64-40-k3s1": lambda p: conv2d_tc_args(3, 9, 64, 40, 3, 1, 1, p),
+              "11-128-24-k3s2": lambda p: conv2d_tc_args(4, 11, 128, 24, 3, 2, 1, p),
+              "10-64-72-k1s2": lambda p: conv2d_tc_args(2, 10, 64, 72, 1, 2, 0, p),
+              "9x13-unequal": unequal_layer,
+              "14-256-256-k3s1": lambda p: conv2d_tc_args(8, 14, 256, 256, 3, 1, 1, p)}
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer", TMA_LAYERS)
+def test_random_tma_configs_compute_the_convolution(measurer, precision, layer):
+    """The TMA loader on its own: A gathered by the im2col tensor map, B's rows by boxes."""
+    from test_conv2d_tc_tma import tma_configs
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = tma_configs(task, 6, 5)
     results = measurer.measure(task, configs)
     assert len(configs) == 6
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []

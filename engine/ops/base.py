@@ -54,6 +54,26 @@ class TensorMap:
 
 
 @dataclass(frozen=True)
+class Im2colTensorMap:
+    """A TMA tensor map in im2col mode for an NHWC input `shape` (N, H, W, C) of `element_bytes`
+    elements, in `__constant__` `symbol` like TensorMap's. One copy brings `pixels` consecutive
+    output pixels' input rows of `channels` channels (one 128-byte swizzled row each): it starts
+    at a pixel's filter corner, walks W then H then N by `strides` (h, w) within the corners'
+    box, from `lower` (h, w) to the input's last row and column plus `upper` (h, w), and reads
+    each corner plus the copy's filter offset (zeros outside the input: the padding)."""
+
+    symbol: str
+    argument: int
+    shape: tuple[int, int, int, int]
+    lower: tuple[int, int]
+    upper: tuple[int, int]
+    strides: tuple[int, int]
+    channels: int
+    pixels: int
+    element_bytes: int
+
+
+@dataclass(frozen=True)
 class KernelSource:
     """Everything the builder and the runner need and nothing else: the builder compiles
     `code` (the entry point is `name`, declared `extern "C"`), the runner launches it on
@@ -73,7 +93,7 @@ class KernelSource:
     output_index: int
     constants: tuple[tuple[str, int], ...] = ()
     tolerance: float | None = None
-    tensor_maps: tuple[TensorMap, ...] = ()
+    tensor_maps: tuple[TensorMap | Im2colTensorMap, ...] = ()
 
 
 # A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import KernelSource
-from ..gemm_tc import wgmma
+from ..base import Im2colTensorMap, KernelSource, TensorMap
+from ..gemm_tc import tma, wgmma
 from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, STORED_DTYPES, TOLERANCE, cluster_sum, compute_16bit,
                                copy_loop, helpers, mma_sync_kernel, store, stored, widen)
 from ..gemm_tc.tiling import SWIZZLE_BYTES
-from .tiling import ConvTcParams, ConvTcTiling
+from .tiling import ConvTcParams, ConvTcTiling, im2col_map
 
 ENTRY = "conv2d_tc_kernel"
 
@@ -148,12 +148,61 @@ def _epilogue(t: ConvTcTiling) -> str:
     return store(t)
 
 
+# Behind __CUDA_ARCH__ like tma.HELPERS: tests/cuda_on_cpu.py supplies it on the CPU.
+IM2COL_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+// loader tma: one im2col copy of the map at `map` into shared memory at `dst`, its bytes counted on
+// `bar`: the map's pixels from filter corner (w, h) of image n on, channels from c, each read at its
+// corner plus the tap's offsets (s, r).
+__device__ __forceinline__ void tma_load_im2col(unsigned dst, const void* map, int c, int w, int h, int n,
+                                                unsigned short s, unsigned short r, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n"
+                 :: "r"(dst), "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(s), "h"(r) : "memory");
+}
+#endif
+"""
+
+
+def _tile_corner(t: ConvTcTiling) -> str:
+    """The producer's lines at a tile's start: its first output pixel's image and filter corner."""
+    c = t.conv
+    return f"""
+                const int image = row0 / {c.oh * c.ow}, pq = row0 % {c.oh * c.ow};
+                const int corner_h = pq / {c.ow} * {c.stride[0]} - {c.padding[0]}, corner_w = pq % {c.ow} * {c.stride[1]} - {c.padding[1]};"""
+
+
+def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
+    """K step `k_step`'s copies: A by im2col at the step's tap and 64 channels, then this block's
+    rows of B's tile (with clusters, its share, multicast into every block of the cluster)."""
+    c = t.conv
+    share = t.block_n // t.cluster
+    b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if t.cluster > 1 else "")
+    b_box = f"&{tma.B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
+    load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
+              else f"tma_load_2d({b_address}, {b_box})")
+    return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
+                    tma_load_im2col(stage, &{tma.A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
+                    {load_b};"""
+
+
+def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:
+    """A's im2col map; B's, the KRSC weights as a K x RSC matrix, boxes of a block's share of rows."""
+    row = SWIZZLE_BYTES // t.element_bytes
+    return (im2col_map(t, tma.A_TENSOR_MAP),
+            TensorMap(tma.B_TENSOR_MAP, 1, t.n, t.k, t.block_n // t.cluster, row, t.element_bytes))
+
+
 def generate(t: ConvTcTiling) -> KernelSource:
     c = t.conv
     layer = (f"conv2d_nhwc_tensorcore {t.precision}: N {c.n} {c.h}x{c.w}x{c.ci} -> {c.oh}x{c.ow}x{c.co}, "
              f"{c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)}")
-    if t.wgmma:
-        code = wgmma.kernel_code(t, ENTRY, f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma", _load_stage_wgmma(t))
+    title = f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma"
+    if t.wgmma and t.tma:
+        code = wgmma.kernel_code(t, ENTRY, title, tma.HELPERS + IM2COL_HELPERS + tma.DECLARATIONS,
+                                 tma.StageCopies(_im2col_copies, _tile_corner(t)))
+    elif t.wgmma:
+        code = wgmma.kernel_code(t, ENTRY, title, _load_stage_wgmma(t))
     else:
         head = f"""// {layer};
 // implicit GEMM {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k}, warp {t.warp_m}x{t.warp_n}, {t.stages} stages, raster {t.raster},
@@ -162,7 +211,8 @@ typedef unsigned short ELEM;
 {helpers(t.precision)}{PACK_HELPERS}{CLUSTER_HELPERS if t.split_k > 1 else ""}{_load_stage(t)}"""
         code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
-                        arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision])
+                        arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision],
+                        tensor_maps=_tensor_maps(t) if t.wgmma and t.tma else ())
 
 
 def make_inputs(params: ConvTcParams, rng: np.random.Generator) -> list[np.ndarray]:

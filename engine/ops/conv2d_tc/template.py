@@ -7,16 +7,17 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import tiling_features, why_tiling_invalid
-from ..gemm_tc.tiling import MAINLOOPS
+from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS
 from . import kernel
 from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
 
 
 # Each mainloop's configs leave the other's knobs at one value (the tiling's rules), so random
 # draws keep them there (engine.ops.gemm_tc.template's mainloop_pins says why): wgmma stages
-# one 128-byte row of K and stores its rows itself; the deeper rings are its alone (split K is both's).
+# one 128-byte row of K and stores its rows itself; the deeper rings and the TMA loader are its alone
+# (split K is both's).
 MAINLOOP_PINS = ("mainloop", {
-    "mma_sync": {"consumers": 1, "producer": 0, "ring": 0},
+    "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0},
     "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
 })
 
@@ -47,6 +48,11 @@ class Conv2dNHWCTensorCore(Template):
             # After producer, for the same reason: stages added to `stages`, so wgmma's copies keep
             # more of a step's gathered rows in flight (its stages are 16-48 KB of shared memory's 227).
             OtherKnob("ring", list(CONV_RINGS), default=0),
+            # After ring, for the same reason: the TMA producer (A by im2col, B by tiled boxes) and its
+            # schedules, the GEMM's knobs of the same names.
+            OtherKnob("loader", list(LOADERS), default="cp_async"),
+            OtherKnob("cluster", list(CLUSTERS), default=1),
+            OtherKnob("persistent", [0, 1], default=0),
         ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

@@ -19,8 +19,16 @@ warpgroup and 1 or 2 consumers, as the GEMM's). So `ConvTcTiling` is a `GemmTcTi
 gathered A and the K-major B. Its knobs are the GEMM's mma.sync ones less sliced K (split K, over a
 thread block cluster, for layers of few tiles: 7x7 at batch 32 is 1568 pixels; either mainloop),
 the epilogue's path (`ConvTcTiling.epilogue`), and wgmma's consumers, producer and deeper rings
-(`ring`: cp_async is its only loader, so it takes what the GEMM gives its TMA loader). A TMA
-loader would need the input gathered (im2col), which a 2-D tensor map cannot do: not built.
+(`ring`: its cp_async loader takes what the GEMM gives its TMA loader).
+
+wgmma's `loader` tma (producer 1): the tensor memory accelerator gathers A itself, in im2col mode
+(`im2col_map`): one copy a step brings the tile's block_m output pixels' input rows of the step's
+64 channels at the step's filter tap, zeros in the padding and past the last image, straight into
+the 128B-swizzled rows the descriptors read; B's rows are a tiled map's box of the weights as a
+K x RSC matrix. One producer thread issues both, so no thread computes a gathered address (the
+Nsight profile of 2026-12-03: the cp_async loaders issued 1.8-2.6x cuDNN's instructions). With
+it, the GEMM's clusters (the blocks of neighbouring pixel tiles share B's rows by multicast),
+persistent blocks and split K. It takes C a multiple of 64 (a step is one tap's 64 channels).
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -30,9 +38,9 @@ from dataclasses import dataclass
 
 from ...space import ConfigEntity
 from ..args import tensor_shape
-from ..base import BadArgs
+from ..base import BadArgs, Im2colTensorMap
 from ..conv2d.tiling import ConvParams, conv_params
-from ..gemm_tc.tiling import B_PAD_ELEMENTS, GemmTcTiling
+from ..gemm_tc.tiling import B_PAD_ELEMENTS, SWIZZLE_BYTES, GemmTcTiling
 from ..gemm_tc.workload import COPY_BYTES, ELEMENT_BYTES
 
 TEMPLATE_NAME = "conv2d_nhwc_tensorcore"
@@ -118,6 +126,10 @@ CONV_RINGS = (0, 2, 4)
 # The output tile's rows in shared memory (epilogue "shared"): padded by 16 bytes, so the eight
 # rows one warp's packed pairs land in start four banks apart (no conflicts).
 TILE_PAD_ELEMENTS = 8
+# 4-D im2col tensor maps: the box's corners lie within [-128, 127] of the input's edges, and
+# TMA steps by at most 8 elements along a dimension (cuTensorMapEncodeIm2col's limits).
+IM2COL_CORNER_RANGE = 128
+IM2COL_MAX_STRIDE = 8
 
 
 @dataclass(frozen=True)
@@ -133,7 +145,7 @@ class ConvTcTiling(GemmTcTiling):
     epilogue: str = "registers"
 
     b_k_major = True
-    cp_async_only = True
+    cp_async_rings = True
 
     @property
     def b_stride(self) -> int:
@@ -153,13 +165,59 @@ class ConvTcTiling(GemmTcTiling):
         tile = self.block_m * self.tile_stride * self.element_bytes if self.epilogue == "shared" else 0
         return max(super().shared_bytes, tile)
 
+    @property
+    def a_box_rows(self) -> int:
+        """tma: an im2col copy always brings block_m pixels (past the last image, zeros)."""
+        return self.block_m
+
+    @property
+    def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The box the filter's top-left tap walks, (h, w) from the input's first row and column
+        and from its last: from -padding to the last output pixel's corner."""
+        c = self.conv
+        top, left = c.padding[0], c.padding[1]
+        lower = (-top, -left)
+        upper = ((c.oh - 1) * c.stride[0] - top - (c.h - 1), (c.ow - 1) * c.stride[1] - left - (c.w - 1))
+        return lower, upper
+
     def why_not_tiled(self) -> str | None:
+        if self.wgmma and self.tma:
+            reason = self._why_not_im2col()
+            if reason:
+                return reason
         if self.epilogue == "shared" and self.wgmma:
             return ("the wgmma mainloop's consumers store their rows in 16-byte pieces themselves: "
                     "it takes epilogue \"registers\"")
         if self.epilogue == "shared" and self.split_k > 1:
             return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
         return super().why_not_tiled()
+
+    def _why_not_im2col(self) -> str | None:
+        c = self.conv
+        if c.ci % self.block_k:
+            return (f"the tma loader's steps are one filter tap's {self.block_k} channels each (one im2col copy): "
+                    f"C = {c.ci} is not a multiple of {self.block_k}")
+        if max(c.stride) > IM2COL_MAX_STRIDE:
+            return f"TMA walks pixels by strides of at most {IM2COL_MAX_STRIDE}, not {list(c.stride)}"
+        if any(not -IM2COL_CORNER_RANGE <= x < IM2COL_CORNER_RANGE for corner in self.im2col_corners for x in corner):
+            return (f"an im2col box's corners lie within {IM2COL_CORNER_RANGE} pixels of the input's edges "
+                    f"(4-D tensor maps): this layer's are {self.im2col_corners}")
+        return None
+
+    def _why_not_multicast(self) -> str | None:
+        """A cluster's blocks each load and multicast an equal share of B's rows, whole 1024-byte
+        swizzle atoms (8 rows) each."""
+        if self.block_n % (8 * self.cluster):
+            return f"B's {self.block_n} rows do not part into whole 8-row atoms among a cluster of {self.cluster}"
+        return None
+
+
+def im2col_map(t: ConvTcTiling, symbol: str) -> Im2colTensorMap:
+    """The tma loader's map of the input (argument 0): block_m pixels of 64 channels a copy."""
+    lower, upper = t.im2col_corners
+    c = t.conv
+    return Im2colTensorMap(symbol, 0, (c.n, c.h, c.w, c.ci), lower, upper, c.stride, SWIZZLE_BYTES // t.element_bytes,
+                           t.block_m, t.element_bytes)
 
 
 def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
@@ -170,4 +228,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
+        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"],
     )

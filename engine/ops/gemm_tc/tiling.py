@@ -141,8 +141,8 @@ class GemmTcTiling:
     # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
     b_k_major = False
     # The ring knob's deeper rings and wgmma's split K are the GEMM's TMA loader's; a subclass whose
-    # only loader is cp_async (a gathered A, which no tensor map copies) takes them with it: True.
-    cp_async_only = False
+    # cp_async loader takes them too (the conv's gathered A, which came before its TMA loader) says True.
+    cp_async_rings = False
 
     @property
     def partial_bytes(self) -> int:
@@ -474,9 +474,10 @@ class GemmTcTiling:
         reason = self._why_not_multicast()
         if reason:
             return reason
-        if self.ring and not (self.tma or self.cp_async_only):
+        if self.ring and not (self.tma or self.cp_async_rings):
             return f"a ring of {self.stages} stages is the tma loader's: it takes loader tma (or ring 0)"
-        if self.split_k > 1 and not (self.cp_async_only or self.tma and self.cluster == 1 and not self.persistent):
+        if self.split_k > 1 and not (self.cp_async_rings and not self.tma
+                                     or self.tma and self.cluster == 1 and not self.persistent):
             return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
                     "it takes loader tma, cluster 1 and persistent 0")
         ring_bytes = self.stages * self.wgmma_stage_bytes

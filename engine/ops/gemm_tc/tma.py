@@ -32,6 +32,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ..base import TensorMap
 from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
@@ -141,31 +144,47 @@ def _steps(t: GemmTcTiling) -> tuple[str, str]:
     return (str(t.k_tiles), "kt") if t.split_k == 1 else ("k_count", "(k_first + kt)")
 
 
-def _producer(t: GemmTcTiling) -> str:
-    """One thread fills step `step`'s buffer once the step `stages` before it was released."""
-    s, stage_bytes, panel_bytes = t.stages, t.wgmma_stage_bytes, t.block_k * SWIZZLE_BYTES
-    count, k_step = _steps(t)
+def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
+    """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`: A's box, then this
+    block's B panels (with clusters, its share, multicast into every block of the cluster)."""
+    panel_bytes = t.block_k * SWIZZLE_BYTES
     share = t.b_panels // t.cluster
     first = f"rank * {share} + " if t.cluster > 1 else ""
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
     b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, {k_step} * {t.block_k}, bar"
     load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
               else f"tma_load_2d({b_address}, {b_box})")
+    return f"""                    tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
+#pragma unroll
+                    for (int p = {first}0; p < {first}{share}; ++p) {load_b};"""
+
+
+@dataclass(frozen=True)
+class StageCopies:
+    """What the producer thread issues: `tile`, lines once per tile (after row0 and col0), and
+    `step(t, k_step)`, the copies of K step `k_step` into shared address `stage` that complete
+    on barrier `bar` (the GEMM's: gemm_copies; the implicit-GEMM conv gathers A by im2col)."""
+    step: Callable[[GemmTcTiling, str], str] = gemm_copies
+    tile: str = ""
+
+
+def _producer(t: GemmTcTiling, copies: StageCopies) -> str:
+    """One thread fills step `step`'s buffer once the step `stages` before it was released."""
+    s, stage_bytes = t.stages, t.wgmma_stage_bytes
+    count, k_step = _steps(t)
     return f"""
         if (tid == 0) {{
             int step = 0;
 #pragma unroll 1
             {_tiles(t)} {{
-{_tile_origin(t)}
+{_tile_origin(t)}{copies.tile}
 #pragma unroll 1
                 for (int kt = 0; kt < {count}; ++kt, ++step) {{
                     const int s = step % {s};
                     const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
                     if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
                     barrier_arrive_expect_tx(bar, {t.tma_stage_bytes});
-                    tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
-#pragma unroll
-                    for (int p = {first}0; p < {first}{share}; ++p) {load_b};
+{copies.step(t, k_step)}
                 }}
             }}
         }}"""
@@ -180,9 +199,9 @@ def _release(t: GemmTcTiling, step: str) -> str:
             f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
 
 
-def mainloop(t: GemmTcTiling, store: str) -> str:
-    """The kernel's body after its shared memory and thread indexes: barriers, the producer and
-    the consumers, each consumer storing its rows of every tile with `store`."""
+def mainloop(t: GemmTcTiling, store: str, copies: StageCopies = StageCopies()) -> str:
+    """The kernel's body after its shared memory and thread indexes: barriers, the producer (its
+    copies `copies`) and the consumers, each consumer storing its rows of every tile with `store`."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     count, _ = _steps(t)
     tiles, per_tile = t.accumulator_tiles
@@ -205,7 +224,7 @@ def mainloop(t: GemmTcTiling, store: str) -> str:
     }}
     {start}
     if (warpgroup == 0) {{
-{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}{_producer(t)}{producer_leave.replace(chr(10), chr(10) + "    ")}
+{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}{_producer(t, copies)}{producer_leave.replace(chr(10), chr(10) + "    ")}
         return;
     }}
 {f"    registers_up<{t.consumer_registers}>();" if t.consumer_registers else ""}

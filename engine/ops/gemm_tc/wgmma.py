@@ -434,12 +434,13 @@ def generate(t: GemmTcTiling) -> KernelSource:
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
 
 
-def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str) -> str:
+def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str,
+                copies: tma.StageCopies = tma.StageCopies()) -> str:
     """The wgmma kernel `entry` of a 16-bit tiling, (A, B, C) -> C: `title` its first comment's
     start, `loads` the staging of a step (the cp_async loaders' `load_stage(stage, A, B, row0,
-    col0, k0, tid)` into the swizzled rows, or the TMA helpers)."""
+    col0, k0, tid)` into the swizzled rows, or the TMA helpers), `copies` the TMA producer's."""
     if t.tma:  # the TMA schedule walks its tiles itself
-        body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t))
+        body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t), copies)
     else:
         body = f"""{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};

@@ -1,0 +1,124 @@
+"""The implicit-GEMM conv's TMA loader (wgmma, `loader` tma) without a GPU: A gathered by an
+im2col tensor map, B's rows by a tiled one. Its rules, its maps (the filter corners' box of
+each layer), NVRTC compiles of random valid configs for sm_90, and its kernels' answers on the
+CPU (tests/cuda_on_cpu.py walks the im2col copy's pixels as the PTX ISA defines it: W, then H,
+then N, by the strides, within the box): stride 1 and 2, 1x1 and 3x3, tails in pixels and output
+channels, a pixel tile crossing images, clusters multicasting B's rows, split K and deeper rings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.gpu.builder import Builder
+from engine.ops.base import Im2colTensorMap, TensorMap
+from test_conv2d_tensorcore import OUTPUT_ROUNDING, PRECISIONS, options_of, task_of, wgmma_config
+
+TMA = {"loader": "tma", "producer": 1}
+TMA_KNOBS = ("block_m", "block_n", "stages", "consumers", "ring", "split_k", "cluster")
+TMA_CPU_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, knob values of TMA_KNOBS)
+    (2, 8, 64, 64, 3, 1, 1, (64, 64, 3, 1, 0, 1, 1)),      # ResNet-like 3x3: 9 taps, one a step; a tile crosses images
+    (2, 7, 64, 24, 3, 1, 1, (128, 64, 4, 2, 0, 1, 1)),     # 98 pixels in a 128-row tile (zeros past the last image), N tail
+    (3, 9, 64, 40, 3, 2, 1, (64, 64, 2, 1, 0, 1, 1)),      # stride 2: the corners walk by 2, 75 pixels over 2 tiles
+    (2, 8, 128, 72, 1, 2, 0, (64, 128, 3, 1, 0, 1, 1)),    # 1x1 stride 2, two channel steps a tap, N tail of 128
+    (2, 8, 64, 128, 3, 1, 1, (64, 128, 3, 1, 0, 1, 2)),    # a cluster of 2: each block multicasts 64 of B's rows
+    (1, 6, 64, 40, 3, 1, 1, (64, 64, 3, 1, 0, 2, 1)),      # split K: 9 steps over 2, the partial past the ring
+    (2, 8, 64, 64, 3, 1, 1, (64, 64, 2, 1, 2, 1, 1)),      # a ring of 4 (2 + 2): 9 steps wrap it twice
+]
+
+
+def tma_config(task, **values):
+    return wgmma_config(task, **TMA, **values)
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("case", TMA_CPU_CASES, ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}s{c[5]}p{c[6]}-{c[7][0]}x{c[7][1]}"
+                                                     f"-c{c[7][3]}r{c[7][4]}s{c[7][5]}cl{c[7][6]}" for c in TMA_CPU_CASES])
+def test_the_tma_kernel_computes_the_reference_on_the_cpu(case, precision):
+    *layer, values = case
+    task = task_of(*layer, precision)
+    config = tma_config(task, **dict(zip(TMA_KNOBS, values)))
+    assert task.why_invalid(config) is None
+    source = task.template.kernel(task.params, config)
+    assert "load_stage" not in source.code and "tma_load_im2col(stage" in source.code  # no thread gathers A
+    # Split K runs twice (the output poisoned before each): a cluster's sum leaves nothing behind.
+    launches = 2 if config["split_k"].val > 1 else 1
+    assert cuda_on_cpu.error_against_reference(task, config, launches) < OUTPUT_ROUNDING[precision] + 1e-5
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+def test_unequal_height_width_strides_and_padding_each_walk_their_own_dimension():
+    """9x13 input, stride (1, 2), padding top 1, left 0, bottom 1, right 2: 9x7 outputs."""
+    args = [["TENSOR", [2, 9, 13, 64], "float16"], ["TENSOR", [64, 3, 3, 64], "float16"], [1, 2], [1, 0, 1, 2],
+            [1, 1], "float16"]
+    task = engine.create_task("conv2d_nhwc_tensorcore", args)
+    config = tma_config(task, block_m=64, block_n=64, stages=3)
+    a_map = task.template.kernel(task.params, config).tensor_maps[0]
+    assert (a_map.lower, a_map.upper, a_map.strides) == ((-1, 0), (-1, 0), (1, 2))
+    assert cuda_on_cpu.error_against_reference(task, config) < OUTPUT_ROUNDING["float16"] + 1e-5
+
+
+@pytest.mark.parametrize("layer, lower, upper", [
+    ((32, 56, 64, 64, 3, 1, 1), (-1, -1), (-1, -1)),   # the corners run from -1 to 54 of 56: the last output's
+    ((32, 56, 64, 128, 3, 2, 1), (-1, -1), (-2, -2)),  # stride 2: 28 corners, -1 to 53
+    ((32, 14, 1024, 256, 1, 1, 0), (0, 0), (0, 0)),    # 1x1: every pixel its own corner
+    ((32, 56, 256, 512, 1, 2, 0), (0, 0), (-1, -1)),   # 1x1 stride 2: 0 to 54
+])
+def test_the_maps_describe_the_input_walk_and_the_weights_rows(layer, lower, upper):
+    task = task_of(*layer)
+    source = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, consumers=2))
+    a, b = source.tensor_maps
+    batch, size, ci, co, kernel = layer[:5]
+    assert isinstance(a, Im2colTensorMap) and isinstance(b, TensorMap)
+    assert (a.shape, a.lower, a.upper, a.strides) == ((batch, size, size, ci), lower, upper, (layer[5],) * 2)
+    assert (a.channels, a.pixels, a.argument) == (64, 128, 0)
+    assert (b.rows, b.columns, b.box_rows, b.box_columns, b.argument) == (co, kernel * kernel * ci, 128, 64, 1)
+    clustered = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, consumers=2, cluster=2))
+    assert clustered.tensor_maps[1].box_rows == 64  # each block of the cluster loads half of B's rows
+
+
+def test_the_tma_loaders_rules_say_why():
+    task = task_of(32, 28, 128, 128, 3, 1, 1)
+    assert task.why_invalid(tma_config(task)) is None
+    narrow = task_of(32, 28, 96, 128, 3, 1, 1)  # a 64-channel step would cross a tap
+    assert "C = 96 is not a multiple of 64" in narrow.why_invalid(tma_config(narrow))
+    assert narrow.why_invalid(wgmma_config(narrow, producer=1)) is None  # its cp_async loader gathers any C
+    assert "it takes producer 1" in task.why_invalid(wgmma_config(task, loader="tma"))
+    assert "loader tma, cluster 1 and persistent 0" in task_of(32, 7, 512, 512, 3, 1, 1).why_invalid(
+        tma_config(task_of(32, 7, 512, 512, 3, 1, 1), block_n=128, split_k=2, cluster=2))
+    assert "are the wgmma mainloop's knobs" in task.why_invalid(
+        wgmma_config(task, mainloop="mma_sync", block_k=32, warp_m=32, warp_n=32, loader="tma"))
+
+
+def test_the_tma_knobs_come_last_so_earlier_configs_keep_their_index():
+    task = task_of(32, 28, 128, 128, 3, 1, 1)
+    names = task.config_space.knob_names
+    assert names[-3:] == ["loader", "cluster", "persistent"]
+    assert [options_of(task, n)[0] for n in names[-3:]] == ["cp_async", 1, 0]
+    earlier = wgmma_config(task, producer=1)
+    assert earlier.index < np.prod([len(options_of(task, n)) for n in names[:-3]])
+
+
+def tma_configs(task, count: int, seed: int) -> list:
+    """`count` of the task's valid TMA configs, drawn at random from all of them."""
+    knobs = ("block_m", "block_n", "stages", "raster", "consumers", "ring", "split_k", "cluster", "persistent")
+    options = [options_of(task, name) for name in knobs]
+    valid = [config for digits in np.ndindex(*map(len, options))
+             if task.why_invalid(config := tma_config(task, **{
+                 name: choices[i] for name, choices, i in zip(knobs, options, digits)})) is None]
+    picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
+    return [valid[int(i)] for i in picks]
+
+
+def test_random_valid_tma_configs_compile_for_sm_90(tmp_path):
+    picked = []
+    for precision, layer in [("float16", (32, 56, 64, 64, 3, 1, 1)), ("bfloat16", (32, 7, 512, 512, 3, 1, 1)),
+                             ("float16", (32, 56, 256, 512, 1, 2, 0))]:
+        task = task_of(*layer, precision)
+        picked += [(task, config) for config in tma_configs(task, 4, 90)]
+    assert len(picked) == 12
+    with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
+    assert [(config.values(), r.message[:400]) for (task, config), r in zip(picked, results) if not r.ok] == []
