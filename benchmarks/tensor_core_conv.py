@@ -13,8 +13,8 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
   layer has few tiles), through the GPU measurer: its float64 reference and the
   precision's tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
-  layer: mma.sync's and wgmma's), the default and a seeded random sample of valid configs; every
-  record to an AutoTVM log.
+  layer: mma.sync's, wgmma's with either loader, and stream-K's), the default and a seeded random
+  sample of valid configs; every record to an AutoTVM log.
 * confirm: each tuned layer's fastest config re-timed by the confirmation protocol (engine.confirm:
   a fresh measuring process, interleaved with cuDNN of the same precision on channels-last tensors,
   cudnn.benchmark's exhaustive search, and the default config, warm and cold); the table last.
@@ -39,8 +39,8 @@ from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
-         "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent")
-MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0)
+         "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent", "stream_k")
+MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
 TILES = [
@@ -89,30 +89,43 @@ TMA_TILES = [
     (128, 256, 4, 1, 2, 0, 1, 1, 1), (256, 128, 4, 1, 2, 0, 1, 1, 0), (256, 128, 4, 1, 2, 0, 1, 2, 0),
     (64, 128, 5, 1, 1, 0, 1, 1, 0), (64, 256, 4, 1, 1, 0, 1, 1, 0), (64, 128, 4, 1, 1, 2, 1, 2, 0),
     (128, 128, 4, 1, 2, 0, 2, 1, 0), (128, 128, 4, 1, 2, 2, 4, 1, 0), (128, 64, 5, 1, 2, 0, 2, 1, 0),
-    (128, 256, 3, 1, 2, 0, 2, 1, 0), (64, 128, 5, 1, 1, 0, 2, 1, 0),
+    (128, 256, 3, 1, 2, 0, 2, 1, 0), (64, 128, 5, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 2, 2, 1, 1, 1),
+    (128, 64, 4, 1, 2, 4, 1, 1, 1), (128, 64, 4, 1, 1, 2, 1, 1, 0),
+]
+# Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
+# consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
+STREAM_K_TILES = [
+    (128, 128, 4, 1, 2, 0), (128, 128, 5, 1, 2, 0), (128, 128, 4, 1, 2, 2), (128, 256, 4, 1, 2, 0),
+    (128, 256, 3, 1, 2, 0), (256, 128, 4, 1, 2, 0), (128, 64, 4, 1, 2, 2), (128, 64, 5, 1, 2, 2),
+    (128, 64, 4, 1, 1, 2), (64, 256, 4, 1, 1, 0), (64, 128, 5, 1, 1, 0), (128, 128, 4, 8, 2, 2),
 ]
 
 
 def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -> tuple:
     return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, producer, ring,
-            "cp_async", 1, 0)
+            "cp_async", 1, 0, 0)
 
 
-def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent) -> tuple:
+def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, stream_k=0) -> tuple:
     return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, 1, ring,
-            "tma", cluster, persistent)
+            "tma", cluster, persistent, stream_k)
+
+
+def stream_k_pick(bm, bn, stages, raster, consumers, ring) -> tuple:
+    return tma_pick(bm, bn, stages, raster, consumers, ring, 1, 1, 1, 1)
 
 
 TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in ("registers", "shared")]
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
               + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
-              + [tma_pick(*tile) for tile in TMA_TILES])
+              + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
                      wgmma_pick(128, 128, 4, 1, 2, 1, 0, 2), wgmma_pick(128, 256, 3, 1, 2, 1, 0, 4),
                      tma_pick(128, 128, 4, 1, 2, 0, 1, 1, 0), tma_pick(128, 64, 5, 1, 2, 2, 1, 2, 0),
-                     tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1)]
+                     tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1),
+                     stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2)]
 RANDOM_TUNES = 12
 
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from cuda_on_cpu_shim import DRIVER, SHIM
 from engine.ops.base import Im2colTensorMap, KernelSource
+from engine.ops.gemm_tc.tma import CO_RESIDENT_MARK
 
 MAX_ARGS = 8
 
@@ -56,7 +57,10 @@ _CLUSTER_DIMS = re.compile(r"__cluster_dims__\((\d+), (\d+), (\d+)\)")
 
 
 def cluster_dims(source: KernelSource) -> tuple[int, int, int]:
-    """The blocks of one thread block cluster the kernel declares (`__cluster_dims__`), else 1 x 1 x 1."""
+    """The blocks of one thread block cluster the kernel declares (`__cluster_dims__`), else 1 x 1 x 1;
+    a kernel whose blocks wait on one another (tma.CO_RESIDENT_MARK) runs its whole grid as one."""
+    if CO_RESIDENT_MARK in source.code:
+        return source.grid
     found = _CLUSTER_DIMS.search(source.code)
     return tuple(int(d) for d in found.groups()) if found else (1, 1, 1)
 

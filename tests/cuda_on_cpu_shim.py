@@ -107,6 +107,7 @@ inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline void __stcg(T* p, T v) { *p = v; }
 inline int atomicAdd(int* p, int v) { int old = *p; *p += v; return old; }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 // fp16 storage (engine.ops.broadcast.kernel): the PTX cvt conversions, rounding to nearest even.
@@ -376,6 +377,17 @@ inline void turn_arrive(unsigned id) {
     b.count = 256;
     ++sync_events;
     if (++b.arrived == b.count) { b.arrived = 0; ++b.phase; }
+}
+// stream_k (engine.ops.gemm_tc.tma): named barrier 3 of the consumers, and a block's flag in global
+// memory that another block of the grid waits on (cuda_on_cpu.run runs such a grid's blocks together).
+inline void consumers_sync(unsigned count) { named_barriers[3].count = count; arrive_and_wait(named_barriers[3]); }
+inline void flag_release(unsigned* flag) { __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); ++sync_events; }
+inline void flag_wait(const unsigned* flag) {
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+        self->spinning = true;
+        yield_thread();
+    }
+    self->spinning = false;
 }
 inline unsigned load_shared_word(unsigned address) { unsigned w; memcpy(&w, dynamic_smem + address, 4); return w; }
 inline unsigned round_tf32(unsigned bits) { float f; memcpy(&f, &bits, 4); return to_tf32(f); }

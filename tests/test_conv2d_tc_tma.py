@@ -3,7 +3,8 @@ im2col tensor map, B's rows by a tiled one. Its rules, its maps (the filter corn
 each layer), NVRTC compiles of random valid configs for sm_90, and its kernels' answers on the
 CPU (tests/cuda_on_cpu.py walks the im2col copy's pixels as the PTX ISA defines it: W, then H,
 then N, by the strides, within the box): stride 1 and 2, 1x1 and 3x3, tails in pixels and output
-channels, a pixel tile crossing images, clusters multicasting B's rows, split K and deeper rings."""
+channels, a pixel tile crossing images, clusters multicasting B's rows, split K, deeper rings and
+stream-K's shares of the steps (the emulator runs such a grid's blocks together, as the GPU holds them)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
 from engine.ops.base import Im2colTensorMap, TensorMap
+from engine.ops.conv2d_tc.tiling import conv_tc_tiling
 from test_conv2d_tensorcore import OUTPUT_ROUNDING, PRECISIONS, options_of, task_of, wgmma_config
 
 TMA = {"loader": "tma", "producer": 1}
@@ -46,6 +48,40 @@ def test_the_tma_kernel_computes_the_reference_on_the_cpu(case, precision):
     # Split K runs twice (the output poisoned before each): a cluster's sum leaves nothing behind.
     launches = 2 if config["split_k"].val > 1 else 1
     assert cuda_on_cpu.error_against_reference(task, config, launches) < OUTPUT_ROUNDING[precision] + 1e-5
+
+
+STREAM_K_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, block_m, consumers): the blocks' shares of the steps
+    (2, 8, 64, 64, 3, 1, 1, 64, 1),    # 2 tiles of 9 steps over 4 blocks: each tile a first piece and a later one
+    (1, 6, 128, 40, 3, 1, 1, 64, 1),   # 1 tile of 18 steps over 4 blocks: two later pieces between; N tail
+    (5, 8, 128, 64, 1, 1, 0, 64, 1),   # 5 tiles of 2 steps over 2 blocks: whole tiles, and one tile in two pieces
+    (2, 8, 64, 64, 3, 1, 1, 128, 2),   # 1 tile of 9 steps over 2 blocks, two consumers' partials
+]
+
+
+@pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+@pytest.mark.parametrize("case", STREAM_K_CASES, ids=[f"{c[1]}x{c[2]}-{c[3]}-k{c[4]}-{c[7]}c{c[8]}" for c in STREAM_K_CASES])
+def test_stream_k_shares_add_up_to_the_reference_on_the_cpu(case):
+    *layer, block_m, consumers = case
+    task = task_of(*layer)
+    config = tma_config(task, block_m=block_m, block_n=64, stages=3, consumers=consumers, persistent=1, stream_k=1)
+    assert task.why_invalid(config) is None
+    tiling = conv_tc_tiling(task.params, config)
+    assert tiling.grid[0] == tiling.stream_steps // 4 <= 8 and tiling.stream_steps % tiling.k_tiles == 0
+    # Twice, the output poisoned before each: the second launch finds every flag cleared by the first.
+    assert cuda_on_cpu.error_against_reference(task, config, launches=2) < OUTPUT_ROUNDING["float16"] + 1e-5
+
+
+def test_stream_k_rules_say_why():
+    task = task_of(32, 7, 512, 512, 3, 1, 1)
+    assert task.why_invalid(tma_config(task, block_m=128, block_n=128, consumers=2, persistent=1, stream_k=1)) is None
+    assert "it takes a 16-bit precision, loader tma, persistent 1" in task.why_invalid(
+        tma_config(task, block_n=128, stream_k=1))
+    assert "split_k 1" in task.why_invalid(tma_config(task, block_n=128, persistent=1, split_k=2, stream_k=1))
+    tiny = task_of(1, 4, 64, 64, 1, 1, 0)  # 1 tile of 1 step
+    assert "are too few to share" in tiny.why_invalid(tma_config(tiny, block_m=64, persistent=1, stream_k=1))
+    source = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, consumers=2,
+                                                          persistent=1, stream_k=1))
+    assert source.grid == (132, 1, 1)  # 52 tiles of 72 steps: 28 or 29 steps a block
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
@@ -95,15 +131,16 @@ def test_the_tma_loaders_rules_say_why():
 def test_the_tma_knobs_come_last_so_earlier_configs_keep_their_index():
     task = task_of(32, 28, 128, 128, 3, 1, 1)
     names = task.config_space.knob_names
-    assert names[-3:] == ["loader", "cluster", "persistent"]
-    assert [options_of(task, n)[0] for n in names[-3:]] == ["cp_async", 1, 0]
+    assert names[-4:] == ["loader", "cluster", "persistent", "stream_k"]
+    assert [options_of(task, n)[0] for n in names[-4:]] == ["cp_async", 1, 0, 0]
     earlier = wgmma_config(task, producer=1)
-    assert earlier.index < np.prod([len(options_of(task, n)) for n in names[:-3]])
+    assert earlier.index < np.prod([len(options_of(task, n)) for n in names[:-4]])
 
 
 def tma_configs(task, count: int, seed: int) -> list:
     """`count` of the task's valid TMA configs, drawn at random from all of them."""
-    knobs = ("block_m", "block_n", "stages", "raster", "consumers", "ring", "split_k", "cluster", "persistent")
+    knobs = ("block_m", "block_n", "stages", "raster", "consumers", "ring", "split_k", "cluster", "persistent",
+             "stream_k")
     options = [options_of(task, name) for name in knobs]
     valid = [config for digits in np.ndindex(*map(len, options))
              if task.why_invalid(config := tma_config(task, **{

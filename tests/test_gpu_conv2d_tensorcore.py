@@ -127,3 +127,37 @@ def test_the_logged_best_kernel_comes_back_with_a_16_bit_output(measurer, tmp_pa
     kernel = load_best_kernel(str(log), task)
     assert kernel.output_dtype == "uint16"
     assert check_and_time(kernel).relative_error < task.template.tolerance(task.params)
+
+
+def test_stream_k_sums_afresh_at_every_launch_and_leaves_its_flags_clear(tmp_path):
+    """stream_k: three launches of one module on new inputs each are each right, and the flags the
+    tiles' first shares waited on are clear after them (a module's __device__ memory starts zeroed)."""
+    import cupy as cp
+
+    from engine.gpu.nvrtc import compile_to_cubin
+    from engine.gpu.runner import opt_in_shared_memory, poison, relative_l2_error
+    from engine.gpu.tensor_map import fill_tensor_maps
+    from engine.ops.gemm_tc.tma import STREAM_FLAGS
+    from test_conv2d_tc_tma import tma_config
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(32, 7, 512, 512, 3, 1, 1, "float16"))
+    source = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, consumers=2,
+                                                          persistent=1, stream_k=1))
+    cubin, _ = compile_to_cubin(source.code, f"sm_{cp.cuda.Device().compute_capability}")
+    (tmp_path / "k.cubin").write_bytes(cubin)
+    module = cp.RawModule(path=str(tmp_path / "k.cubin"))
+    arrays = [cp.asarray(a) for a in task.template.make_inputs(task.params, np.random.default_rng(0))]
+    fill_tensor_maps(module, source, arrays)
+    function = module.get_function(source.name)
+    opt_in_shared_memory(function, source)
+    errors = []
+    for seed in range(3):
+        inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+        for array, values in zip(arrays[:2], inputs[:2]):
+            array.set(values)
+        poison(arrays[2])
+        function(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
+        errors.append(relative_l2_error(arrays[2].get(), task.template.reference(task.params, inputs)))
+    assert max(errors) < task.template.tolerance(task.params), errors
+    flags = cp.ndarray((source.grid[0],), cp.uint32, module.get_global(STREAM_FLAGS))
+    assert int(flags.sum()) == 0

@@ -17,7 +17,8 @@ from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_
 # one 128-byte row of K and stores its rows itself; the deeper rings and the TMA loader are its alone
 # (split K is both's).
 MAINLOOP_PINS = ("mainloop", {
-    "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0},
+    "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
+                 "stream_k": 0},
     "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
 })
 
@@ -53,6 +54,9 @@ class Conv2dNHWCTensorCore(Template):
             OtherKnob("loader", list(LOADERS), default="cp_async"),
             OtherKnob("cluster", list(CLUSTERS), default=1),
             OtherKnob("persistent", [0, 1], default=0),
+            # After persistent, for the same reason: the persistent blocks' even shares of every tile's
+            # K steps (stream-K), for the layers whose tiles leave SMs idle (98-104 tiles on 132).
+            OtherKnob("stream_k", [0, 1], default=0),
         ], pins=MAINLOOP_PINS)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

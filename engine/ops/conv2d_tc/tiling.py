@@ -228,5 +228,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
-        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"],
+        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
     )

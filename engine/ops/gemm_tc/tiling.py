@@ -92,6 +92,9 @@ CLUSTERS = (1, 2)
 # each block's producer loads its next tile while its consumers store the last one. The grid
 # is the kernel's only tie to it: on another GPU the same kernel runs in more or fewer waves.
 PERSISTENT_BLOCKS = 132
+# wgmma tma stream_k 1: each persistent block takes an even share of all tiles' K steps, at least
+# this many (a share may end or start within a tile: the tile's first share adds the others' partials).
+STREAM_K_MIN_STEPS = 4
 # wgmma tma: stages beyond the `stages` knob's 2 to 4 (the `ring` knob), so a decode step's blocks keep
 # more of B in flight from HBM; shared memory bounds them (a 64x64 tile's stage is 16 KB: at most 14).
 RINGS = (0, 4, 8, 12)
@@ -124,6 +127,7 @@ class GemmTcTiling:
     pingpong: int = 0  # wgmma 16-bit, tma, persistent, 2 consumers: 1 gives each consumer whole tiles in turn
     c_dtype: str = "float32"  # the workload's: C float32, or in the 16-bit input's precision
     ring: int = 0  # wgmma tma: of `stages`, how many the ring knob added to the stages knob's
+    stream_k: int = 0  # wgmma tma persistent: 1 parts every tile's K steps evenly among the blocks (stream-K)
 
     @property
     def c_16bit(self) -> bool:
@@ -374,8 +378,21 @@ class GemmTcTiling:
         return self.cluster_rows * self.cluster * self.tiles_n
 
     @property
+    def stream_steps(self) -> int:
+        """stream_k: the steps the blocks share, every tile's K steps in tile order."""
+        return self.tile_blocks * self.k_tiles
+
+    @property
+    def stream_blocks(self) -> int:
+        """stream_k: PERSISTENT_BLOCKS blocks, fewer where they would have under STREAM_K_MIN_STEPS each."""
+        return min(PERSISTENT_BLOCKS, self.stream_steps // STREAM_K_MIN_STEPS)
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        """One block per tile, times split_k; persistent: at most PERSISTENT_BLOCKS (whole clusters)."""
+        """One block per tile, times split_k; persistent: at most PERSISTENT_BLOCKS (whole clusters);
+        stream_k: stream_blocks."""
+        if self.stream_k:
+            return (self.stream_blocks, 1, 1)
         if self.persistent:
             return (min(self.tile_blocks, PERSISTENT_BLOCKS // self.cluster * self.cluster), 1, 1)
         return (self.tile_blocks, 1, self.split_k)
@@ -420,9 +437,9 @@ class GemmTcTiling:
 
     def _why_not_mma_sync(self) -> str | None:
         if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong,
-                self.ring) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0):
-            return ("consumers, producer, loader, cluster, persistent, turns, pingpong and ring are the wgmma "
-                    f"mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0 and 0")
+                self.ring, self.stream_k) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0):
+            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring and stream_k are the "
+                    f"wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0, 0 and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -452,6 +469,13 @@ class GemmTcTiling:
         if self.pingpong and not (self.tma and self.persistent and self.consumers == 2 and self.split_k == 1):
             return ("pingpong has 2 consumers take whole tiles in turn as persistent blocks walk them: it takes "
                     "loader tma, persistent 1, consumers 2 and split_k 1")
+        if self.stream_k and not (self.tma and self.persistent and self.cluster == 1 and self.split_k == 1
+                                  and not self.pingpong and self.precision != TF32_MODE):
+            return ("stream_k parts the tiles' K steps among persistent blocks, one tile's shares summed in global "
+                    "memory: it takes a 16-bit precision, loader tma, persistent 1, cluster 1, split_k 1 and pingpong 0")
+        if self.stream_k and self.stream_blocks < 2:
+            return (f"stream_k gives each block {STREAM_K_MIN_STEPS} steps or more: {self.stream_steps} steps "
+                    "are too few to share")
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         block_k = WGMMA_BLOCK_K[self.precision]

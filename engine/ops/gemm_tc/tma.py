@@ -110,9 +110,87 @@ __device__ __forceinline__ void turn_arrive(unsigned id) { asm volatile("bar.arr
 
 
 def _tiles(t: GemmTcTiling) -> str:
-    """The loop over this block's tiles (clusters' tiles: a cluster's blocks walk the same)."""
+    """The loop over this block's tiles (clusters' tiles: a cluster's blocks walk the same);
+    stream_k: over its share's pieces of tiles (`it`, the piece's first step of all tiles' steps)."""
+    if t.stream_k:
+        return "for (int it = share_first; it < share_end; it += k_count)"
     first, stride = _walk(t)
     return f"for (int tile = {first}; tile < {t.tile_blocks // t.cluster}; tile += {stride})"
+
+
+# stream_k: a share's partial tiles wait in global memory for the block of the tile's first share,
+# one slot a block (only a share's first piece of a tile can start past the tile's first step), and
+# a flag a block says its slot is written; the tile's first share clears the flags it read, so
+# every launch starts with them clear (a module's __device__ memory starts zeroed).
+STREAM_PARTIALS, STREAM_FLAGS = "stream_partials", "stream_flags"
+NL = "\n"
+# Marks a kernel whose blocks wait on other blocks of the grid (tests/cuda_on_cpu.py runs them together).
+CO_RESIDENT_MARK = "// every block of the grid resident at once: a tile's first share waits on later blocks"
+STREAM_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void flag_release(unsigned* flag) {
+    asm volatile("st.release.gpu.global.u32 [%0], 1;\n" :: "l"(flag) : "memory");
+}
+__device__ __forceinline__ void flag_wait(const unsigned* flag) {
+    unsigned set;
+    do { asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(set) : "l"(flag) : "memory"); } while (!set);
+}
+// Named barrier 3 of the consumer warpgroups' `count` threads.
+__device__ __forceinline__ void consumers_sync(unsigned count) { asm volatile("bar.sync 3, %0;\n" :: "r"(count) : "memory"); }
+#endif
+"""
+
+
+def stream_declarations(t: GemmTcTiling) -> str:
+    """stream_k: the partial tiles' slots and their flags, one each a block."""
+    if not t.stream_k:
+        return ""
+    return f"""{CO_RESIDENT_MARK}
+__device__ float {STREAM_PARTIALS}[{t.stream_blocks * t.block_m * t.block_n}];
+__device__ unsigned {STREAM_FLAGS}[{t.stream_blocks}];
+"""
+
+
+def _stream_share(t: GemmTcTiling) -> str:
+    """stream_k: this block's share of the stream_steps steps (block b's starts at b * steps / blocks)."""
+    if not t.stream_k:
+        return ""
+    steps, blocks = t.stream_steps, t.stream_blocks
+    return f"""    const int share_first = (int)blockIdx.x * {steps} / {blocks}, share_end = ((int)blockIdx.x + 1) * {steps} / {blocks};
+    int k_first = 0, k_count = 0;
+"""
+
+
+def _stream_sum(t: GemmTcTiling) -> str:
+    """stream_k, after a piece's products: a piece past the tile's first step leaves its partial in
+    its block's slot and sets its flag; the tile's first piece (a share's last), where others follow,
+    waits for each later block whose share starts within the tile and adds its slot."""
+    tiles, per_tile = t.accumulator_tiles
+    threads = t.consumers * WARPGROUP
+    slot = t.block_m * t.block_n
+    each = f"""#pragma unroll
+        for (int mt = 0; mt < {tiles}; ++mt)
+#pragma unroll
+            for (int i = 0; i < {per_tile}; ++i)"""
+    return f"""
+    const int ctid = tid - {WARPGROUP};
+    if (k_first > 0) {{  // a later piece of the tile: its partial, for the block of the tile's first piece
+        float* slot = {STREAM_PARTIALS} + (size_t)blockIdx.x * {slot};
+        {each} __stcg(slot + (mt * {per_tile} + i) * {threads} + ctid, acc[mt][i]);
+        __threadfence();
+        consumers_sync({threads});
+        if (ctid == 0) flag_release({STREAM_FLAGS} + blockIdx.x);
+    }} else if (k_count < {t.k_tiles}) {{  // the tile's first piece: the later pieces' partials
+        int later = blockIdx.x + 1;
+        for (; later < {t.stream_blocks} && later * {t.stream_steps} / {t.stream_blocks} < it + {t.k_tiles}; ++later) {{
+            flag_wait({STREAM_FLAGS} + later);
+            const float* slot = {STREAM_PARTIALS} + (size_t)later * {slot};
+            {each} acc[mt][i] += __ldcg(slot + (mt * {per_tile} + i) * {threads} + ctid);
+        }}
+        consumers_sync({threads});  // every consumer read them: clear their flags for the next launch
+        if (ctid == 0) for (int b = blockIdx.x + 1; b < later; ++b) {STREAM_FLAGS}[b] = 0;
+    }}
+    if (k_first == 0) {{"""
 
 
 def _walk(t: GemmTcTiling) -> tuple[str, str]:
@@ -134,14 +212,18 @@ def _pingpong_rounds(t: GemmTcTiling) -> str:
 
 
 def _tile_origin(t: GemmTcTiling) -> str:
-    return f"""{tile_of_block(t, "tile")}
+    piece = (f"""    const int tile = it / {t.k_tiles};
+    k_first = it % {t.k_tiles}, k_count = min({t.k_tiles} - k_first, share_end - it);
+""" if t.stream_k else "")
+    return f"""{piece}{tile_of_block(t, "tile")}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};"""
 
 
 def _steps(t: GemmTcTiling) -> tuple[str, str]:
     """The block's step count and the K step of its step `kt`: all of them, or (split_k > 1)
-    its split's share (k_range); split_k 1 keeps the count a literal, as before split_k came."""
-    return (str(t.k_tiles), "kt") if t.split_k == 1 else ("k_count", "(k_first + kt)")
+    its split's share (k_range), or (stream_k) the piece's; split_k 1 keeps the count a literal,
+    as before split_k came."""
+    return (str(t.k_tiles), "kt") if t.split_k == 1 and not t.stream_k else ("k_count", "(k_first + kt)")
 
 
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
@@ -214,7 +296,7 @@ def mainloop(t: GemmTcTiling, store: str, copies: StageCopies = StageCopies()) -
     last_release = (f"\n        {_release(t, 'step - 1')}  // the tile's last stage: its group retired"
                     if pending else "")
     return f"""
-{k_range(t)}    if (tid == 0) {{
+{k_range(t)}{_stream_share(t)}    if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + 8 * s, 1);
@@ -247,5 +329,5 @@ def mainloop(t: GemmTcTiling, store: str, copies: StageCopies = StageCopies()) -
         {f"if (kt >= {pending}) " if pending else ""}{_release(t, f"step - {pending}")}
     }}{_PINGPONG_GIVE if t.pingpong else ""}
     wgmma_wait<0>();{last_release}
-{store}
+{f"{_stream_sum(t)}{NL}{store}{NL}    }}" if t.stream_k else store}
     }}{_PINGPONG_ROUND_END if t.pingpong else ""}{_TURNS_END if t.takes_turns else ""}{leave}"""

@@ -459,7 +459,7 @@ def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str,
 // {title}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
 typedef unsigned short ELEM;
-{HELPERS}{PACK_HELPERS + QUAD_TRANSPOSE if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{loads}{tma.TURN_HELPERS if t.takes_turns else ""}{_mma(t)}{_compute(t)}
+{HELPERS}{PACK_HELPERS + QUAD_TRANSPOSE if t.c_16bit else ""}{CLUSTER_HELPERS if t.split_k > 1 else ""}{loads}{tma.TURN_HELPERS if t.takes_turns else ""}{tma.STREAM_HELPERS + tma.stream_declarations(t) if t.stream_k else ""}{_mma(t)}{_compute(t)}
 {kernel_entry(t, cluster, entry)}
 {body}
 }}
