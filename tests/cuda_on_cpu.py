@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -45,7 +46,6 @@ import numpy as np
 
 from cuda_on_cpu_shim import DRIVER, SHIM
 from engine.ops.base import Im2colTensorMap, KernelSource
-from engine.ops.gemm_tc.tma import CO_RESIDENT_MARK
 
 MAX_ARGS = 8
 
@@ -58,8 +58,8 @@ _CLUSTER_DIMS = re.compile(r"__cluster_dims__\((\d+), (\d+), (\d+)\)")
 
 def cluster_dims(source: KernelSource) -> tuple[int, int, int]:
     """The blocks of one thread block cluster the kernel declares (`__cluster_dims__`), else 1 x 1 x 1;
-    a kernel whose blocks wait on one another (tma.CO_RESIDENT_MARK) runs its whole grid as one."""
-    if CO_RESIDENT_MARK in source.code:
+    a kernel whose blocks wait on one another (`co_resident`) runs its whole grid as one."""
+    if source.co_resident:
         return source.grid
     found = _CLUSTER_DIMS.search(source.code)
     return tuple(int(d) for d in found.groups()) if found else (1, 1, 1)
@@ -137,6 +137,9 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
             fields = (address, spec.rows, spec.columns, spec.box_rows, spec.box_columns, spec.element_bytes)
         (ctypes.c_int64 * len(fields)).in_dll(library, spec.symbol)[:] = fields
     cluster = cluster_dims(source)
+    if source.co_resident and math.prod(source.grid) > 8:
+        raise ValueError(f"the emulator holds at most 8 blocks at once, and {source.name}'s grid {source.grid} "
+                         "must be resident at once")
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")
     status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))

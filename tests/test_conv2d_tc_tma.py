@@ -13,9 +13,10 @@ import pytest
 import cuda_on_cpu
 import engine
 from engine.gpu.builder import Builder
+from engine.ops import DeviceLimits
 from engine.ops.base import Im2colTensorMap, TensorMap
 from engine.ops.conv2d_tc.tiling import conv_tc_tiling
-from test_conv2d_tensorcore import OUTPUT_ROUNDING, PRECISIONS, options_of, task_of, wgmma_config
+from test_conv2d_tensorcore import OUTPUT_ROUNDING, PRECISIONS, options_of, random_valid_configs, task_of, wgmma_config
 
 TMA = {"loader": "tma", "producer": 1}
 TMA_KNOBS = ("block_m", "block_n", "stages", "consumers", "ring", "split_k", "cluster")
@@ -27,6 +28,7 @@ TMA_CPU_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, knob values of TMA_
     (2, 8, 64, 128, 3, 1, 1, (64, 128, 3, 1, 0, 1, 2)),    # a cluster of 2: each block multicasts 64 of B's rows
     (1, 6, 64, 40, 3, 1, 1, (64, 64, 3, 1, 0, 2, 1)),      # split K: 9 steps over 2, the partial past the ring
     (2, 8, 64, 64, 3, 1, 1, (64, 64, 2, 1, 2, 1, 1)),      # a ring of 4 (2 + 2): 9 steps wrap it twice
+    (2, 8, 64, 64, 3, 1, 1, (64, 64, 3, 1, 0, 1, 2)),      # a cluster of 2 parting a 64-channel tile: 32 rows each
 ]
 
 
@@ -55,6 +57,8 @@ STREAM_K_CASES = [  # (batch, H=W, C, K, kernel, stride, pad, block_m, consumers
     (1, 6, 128, 40, 3, 1, 1, 64, 1),   # 1 tile of 18 steps over 4 blocks: two later pieces between; N tail
     (5, 8, 128, 64, 1, 1, 0, 64, 1),   # 5 tiles of 2 steps over 2 blocks: whole tiles, and one tile in two pieces
     (2, 8, 64, 64, 3, 1, 1, 128, 2),   # 1 tile of 9 steps over 2 blocks, two consumers' partials
+    (3, 8, 640, 64, 1, 1, 0, 64, 1),   # 3 tiles of 10 steps over 7 blocks: shares that both leave a partial
+                                       # and add others' (the usual share on a GPU)
 ]
 
 
@@ -66,7 +70,7 @@ def test_stream_k_shares_add_up_to_the_reference_on_the_cpu(case):
     config = tma_config(task, block_m=block_m, block_n=64, stages=3, consumers=consumers, persistent=1, stream_k=1)
     assert task.why_invalid(config) is None
     tiling = conv_tc_tiling(task.params, config)
-    assert tiling.grid[0] == tiling.stream_steps // 4 <= 8 and tiling.stream_steps % tiling.k_tiles == 0
+    assert tiling.grid[0] == tiling.stream_steps // 4 <= 8
     # Twice, the output poisoned before each: the second launch finds every flag cleared by the first.
     assert cuda_on_cpu.error_against_reference(task, config, launches=2) < OUTPUT_ROUNDING["float16"] + 1e-5
 
@@ -79,9 +83,15 @@ def test_stream_k_rules_say_why():
     assert "split_k 1" in task.why_invalid(tma_config(task, block_n=128, persistent=1, split_k=2, stream_k=1))
     tiny = task_of(1, 4, 64, 64, 1, 1, 0)  # 1 tile of 1 step
     assert "are too few to share" in tiny.why_invalid(tma_config(tiny, block_m=64, persistent=1, stream_k=1))
-    source = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, consumers=2,
-                                                          persistent=1, stream_k=1))
-    assert source.grid == (132, 1, 1)  # 52 tiles of 72 steps: 28 or 29 steps a block
+    streamed = dict(block_m=128, block_n=128, consumers=2, persistent=1, stream_k=1)
+    source = task.template.kernel(task.params, tma_config(task, **streamed))
+    assert source.grid == (132, 1, 1) and source.co_resident  # 52 tiles of 72 steps: 28 or 29 steps a block
+    fewer = task_of(32, 7, 512, 512, 3, 1, 1, limits=DeviceLimits(multiprocessors=114))
+    assert "more than this GPU's 114 SMs" in fewer.why_invalid(tma_config(fewer, **streamed))
+    large = task_of(64, 112, 1024, 1024, 3, 1, 1)  # 64x64 tiles: 28.9 million steps, 131 x that past 2^31
+    code = large.template.kernel(large.params, tma_config(large, block_n=64, block_m=64, persistent=1,
+                                                          stream_k=1)).code
+    assert "(int)((long long)(blockIdx.x) * 28901376 / 132)" in code
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
@@ -128,25 +138,36 @@ def test_the_tma_loaders_rules_say_why():
         wgmma_config(task, mainloop="mma_sync", block_k=32, warp_m=32, warp_n=32, loader="tma"))
 
 
+@pytest.mark.parametrize("args, message", [
+    # 1x1 stride 9 (20x20 -> 3x3): TMA walks by at most 8
+    ([["TENSOR", [2, 20, 20, 64], "float16"], ["TENSOR", [64, 1, 1, 64], "float16"], [9, 9], [0, 0, 0, 0],
+      [1, 1], "float16"], "strides of at most 8"),
+    # padding 130: the box's lower corner, -130, lies past 4-D maps' reach of 128
+    ([["TENSOR", [1, 8, 8, 64], "float16"], ["TENSOR", [64, 3, 3, 64], "float16"], [1, 1], [130, 130, 130, 130],
+      [1, 1], "float16"], "within 128 pixels of the input's edges"),
+])
+def test_layers_no_im2col_map_walks_say_why(args, message):
+    task = engine.create_task("conv2d_nhwc_tensorcore", args)
+    assert message in task.why_invalid(tma_config(task, block_m=64, block_n=64))
+    assert task.why_invalid(wgmma_config(task, block_m=64, block_n=64, producer=1)) is None  # cp_async gathers them
+
+
 def test_the_tma_knobs_come_last_so_earlier_configs_keep_their_index():
     task = task_of(32, 28, 128, 128, 3, 1, 1)
     names = task.config_space.knob_names
-    assert names[-4:] == ["loader", "cluster", "persistent", "stream_k"]
+    assert names[-4:] == ["loader", "cluster", "persistent", "stream_k"]  # after ring, the knob before them
     assert [options_of(task, n)[0] for n in names[-4:]] == ["cp_async", 1, 0, 0]
     earlier = wgmma_config(task, producer=1)
     assert earlier.index < np.prod([len(options_of(task, n)) for n in names[:-4]])
 
 
+RANDOM_TMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "ring", "split_k", "cluster", "persistent",
+                    "stream_k")
+
+
 def tma_configs(task, count: int, seed: int) -> list:
     """`count` of the task's valid TMA configs, drawn at random from all of them."""
-    knobs = ("block_m", "block_n", "stages", "raster", "consumers", "ring", "split_k", "cluster", "persistent",
-             "stream_k")
-    options = [options_of(task, name) for name in knobs]
-    valid = [config for digits in np.ndindex(*map(len, options))
-             if task.why_invalid(config := tma_config(task, **{
-                 name: choices[i] for name, choices, i in zip(knobs, options, digits)})) is None]
-    picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
-    return [valid[int(i)] for i in picks]
+    return random_valid_configs(task, count, seed, RANDOM_TMA_KNOBS, tma_config)
 
 
 def test_random_valid_tma_configs_compile_for_sm_90(tmp_path):

@@ -225,12 +225,13 @@ def options_of(task, name: str) -> list:
     return space.knobs[space.knob_names.index(name)].options
 
 
-def wgmma_configs(task, count: int, seed: int) -> list:
-    """`count` of the task's valid wgmma configs, drawn at random from all of them."""
-    options = [options_of(task, name) for name in WGMMA_KNOBS]
+def random_valid_configs(task, count: int, seed: int, knobs=WGMMA_KNOBS, build=wgmma_config) -> list:
+    """`count` of the task's valid configs `build` makes from every combination of `knobs`' options
+    (the wgmma ones by default), drawn at random from all of them."""
+    options = [options_of(task, name) for name in knobs]
     valid = [config for digits in np.ndindex(*map(len, options))
-             if task.why_invalid(config := wgmma_config(task, **{
-                 name: choices[i] for name, choices, i in zip(WGMMA_KNOBS, options, digits)})) is None]
+             if task.why_invalid(config := build(task, **{
+                 name: choices[i] for name, choices, i in zip(knobs, options, digits)})) is None]
     picks = np.random.default_rng(seed).choice(len(valid), size=min(count, len(valid)), replace=False)
     return [valid[int(i)] for i in picks]
 
@@ -289,7 +290,7 @@ def test_random_valid_wgmma_configs_compile_for_sm_90(tmp_path):
     for precision, layer in [("float16", (32, 28, 128, 128, 3, 1, 1)), ("bfloat16", (32, 7, 512, 512, 3, 1, 1)),
                              ("float16", (32, 14, 1024, 256, 1, 1, 0))]:
         task = task_of(*layer, precision)
-        picked += [(task, config) for config in wgmma_configs(task, 4, 90)]
+        picked += [(task, config) for config in random_valid_configs(task, 4, 90)]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build([task.template.kernel(task.params, config) for task, config in picked])
     assert len(picked) == 12

@@ -47,11 +47,11 @@ def test_random_configs_compute_the_convolution(measurer, precision, layer):
 @pytest.mark.parametrize("layer", LAYERS, ids=["x".join(map(str, layer)) for layer in LAYERS])
 def test_random_wgmma_configs_compute_the_convolution(measurer, precision, layer):
     """The wgmma mainloop (a few percent of random draws) on its own: its K-major B and gathered A."""
-    from test_conv2d_tensorcore import wgmma_configs
+    from test_conv2d_tensorcore import random_valid_configs
 
     task = engine.create_task("conv2d_nhwc_tensorcore", conv2d_tc_args(*layer, precision),
                               DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, 6, 5)
+    configs = random_valid_configs(task, 6, 5)
     results = measurer.measure(task, configs)
     assert len(configs) == 6
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []

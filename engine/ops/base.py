@@ -94,6 +94,7 @@ class KernelSource:
     constants: tuple[tuple[str, int], ...] = ()
     tolerance: float | None = None
     tensor_maps: tuple[TensorMap | Im2colTensorMap, ...] = ()
+    co_resident: bool = False  # its blocks wait on one another: the whole grid is resident at once
 
 
 # A source that uses sm_90's arch-specific instructions (wgmma.mma_async) starts with this
@@ -151,6 +152,9 @@ class DeviceLimits:
     # sm_90's warpgroup MMA (wgmma.mma_async, compiled for sm_90a): Hopper only, neither
     # older GPUs nor sm_100 and later have it.
     wgmma: bool = True
+    # Streaming multiprocessors (an H200's 132): a grid whose blocks wait on one another (stream-K)
+    # must fit on them at once.
+    multiprocessors: int = 132
 
     @classmethod
     def for_h200(cls) -> "DeviceLimits":
@@ -159,7 +163,7 @@ class DeviceLimits:
 
     @classmethod
     def for_v100(cls) -> "DeviceLimits":
-        return cls(max_shared_memory_optin=96 * 1024, max_cluster_size=1, wgmma=False)
+        return cls(max_shared_memory_optin=96 * 1024, max_cluster_size=1, wgmma=False, multiprocessors=80)
 
     @classmethod
     def for_model(cls, model: str) -> "DeviceLimits":
@@ -177,6 +181,8 @@ class DeviceLimits:
             limits = dataclasses.replace(limits, max_cluster_size=1)
         if major.isdigit() and int(major) != 9:
             limits = dataclasses.replace(limits, wgmma=False)
+        if device.sm_count:
+            limits = dataclasses.replace(limits, multiprocessors=device.sm_count)
         return limits
 
 

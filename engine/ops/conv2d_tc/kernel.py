@@ -212,7 +212,7 @@ typedef unsigned short ELEM;
         code = mma_sync_kernel(t, ENTRY, head, "ELEM", compute_16bit(t), _epilogue(t))
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "out"), output_index=2, tolerance=TOLERANCE[t.precision],
-                        tensor_maps=_tensor_maps(t) if t.wgmma and t.tma else ())
+                        tensor_maps=_tensor_maps(t) if t.wgmma and t.tma else (), co_resident=bool(t.stream_k))
 
 
 def make_inputs(params: ConvTcParams, rng: np.random.Generator) -> list[np.ndarray]:

@@ -28,7 +28,8 @@ the 128B-swizzled rows the descriptors read; B's rows are a tiled map's box of t
 K x RSC matrix. One producer thread issues both, so no thread computes a gathered address (the
 Nsight profile of 2026-12-03: the cp_async loaders issued 1.8-2.6x cuDNN's instructions). With
 it, the GEMM's clusters (the blocks of neighbouring pixel tiles share B's rows by multicast),
-persistent blocks and split K. It takes C a multiple of 64 (a step is one tap's 64 channels).
+persistent blocks and split K, and stream-K (`stream_k`: persistent blocks share every tile's K steps,
+engine.ops.gemm_tc.tma). It takes C a multiple of 64 (a step is one tap's 64 channels).
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -206,7 +207,8 @@ class ConvTcTiling(GemmTcTiling):
 
     def _why_not_multicast(self) -> str | None:
         """A cluster's blocks each load and multicast an equal share of B's rows, whole 1024-byte
-        swizzle atoms (8 rows) each."""
+        swizzle atoms (8 rows) each: in place of the GEMM's rule of whole 64-column panels (its B is
+        N-major), so a 64-channel tile parts in two."""
         if self.block_n % (8 * self.cluster):
             return f"B's {self.block_n} rows do not part into whole 8-row atoms among a cluster of {self.cluster}"
         return None

@@ -487,4 +487,5 @@ def tiled_source(t: GemmTcTiling, code: str) -> KernelSource:
         arg_order=("a", "b", "c"),
         output_index=2,
         tolerance=TOLERANCE[t.precision],
+        co_resident=bool(t.stream_k),
     )

@@ -120,6 +120,9 @@ def why_tiling_invalid(tiling: GemmTcTiling, limits: DeviceLimits) -> str | None
         return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
     if tiling.cluster > limits.max_cluster_size:
         return f"a cluster of {tiling.cluster} blocks cannot be formed ({most})"
+    if tiling.stream_k and tiling.grid[0] > limits.multiprocessors:
+        return (f"stream_k's {tiling.grid[0]} blocks wait on one another, so all must be resident at once: "
+                f"more than this GPU's {limits.multiprocessors} SMs")
     # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
     opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
     return why_launch_fails(tiling.launch(), opted_in)

@@ -2,7 +2,7 @@
 
 * Warpgroup 0 is the producer: it keeps 40 registers (`setmaxnreg`; each of 2 consumers then
   gets 232) and one of its threads issues each stage's copies to the tensor memory accelerator,
-  `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A one box of block_m rows, or of M's where a
+  (the GEMM's) `cp.async.bulk.tensor.2d` boxes of 128-byte rows (A one box of block_m rows, or of M's where a
   tile is taller than M, B one of 64 rows per 64-column panel) that land in the layout the wgmma descriptors read (the tensor map's
   128B swizzle is the same permutation of the address) and zero past the matrix's edges.
   `full[s]` expects the stage's bytes (`arrive.expect_tx`, one arrival) and completes when they
@@ -25,6 +25,11 @@
   `turns` do its stages): a consumer waits on a stage's full barrier only once the other consumer
   consumed every step before its own, because an mbarrier's parity tells apart only its current
   and last phase (a consumer a tile ahead would pass a wait for a phase not yet begun).
+* `stream_k` 1 (persistent, cluster 1): the blocks take even shares of all tiles' K steps in tile
+  order (stream-K), so a share may start or end within a tile; a tile's later pieces leave fp32
+  partials in global memory for the block of its first piece to add before it stores (_stream_sum).
+* The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes by default,
+  the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
 * `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
   cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
   k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
@@ -123,9 +128,6 @@ def _tiles(t: GemmTcTiling) -> str:
 # a flag a block says its slot is written; the tile's first share clears the flags it read, so
 # every launch starts with them clear (a module's __device__ memory starts zeroed).
 STREAM_PARTIALS, STREAM_FLAGS = "stream_partials", "stream_flags"
-NL = "\n"
-# Marks a kernel whose blocks wait on other blocks of the grid (tests/cuda_on_cpu.py runs them together).
-CO_RESIDENT_MARK = "// every block of the grid resident at once: a tile's first share waits on later blocks"
 STREAM_HELPERS = r"""
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ void flag_release(unsigned* flag) {
@@ -145,26 +147,34 @@ def stream_declarations(t: GemmTcTiling) -> str:
     """stream_k: the partial tiles' slots and their flags, one each a block."""
     if not t.stream_k:
         return ""
-    return f"""{CO_RESIDENT_MARK}
+    return f"""
 __device__ float {STREAM_PARTIALS}[{t.stream_blocks * t.block_m * t.block_n}];
 __device__ unsigned {STREAM_FLAGS}[{t.stream_blocks}];
 """
 
 
+def _share_start(t: GemmTcTiling, block: str) -> str:
+    """stream_k: the first step of block `block`'s share, block * steps / blocks (in 64 bits: the
+    product passes 2^31 on large layers)."""
+    return f"(int)((long long)({block}) * {t.stream_steps} / {t.stream_blocks})"
+
+
 def _stream_share(t: GemmTcTiling) -> str:
-    """stream_k: this block's share of the stream_steps steps (block b's starts at b * steps / blocks)."""
+    """stream_k: this block's share of the stream_steps steps."""
     if not t.stream_k:
         return ""
-    steps, blocks = t.stream_steps, t.stream_blocks
-    return f"""    const int share_first = (int)blockIdx.x * {steps} / {blocks}, share_end = ((int)blockIdx.x + 1) * {steps} / {blocks};
+    return f"""    const int share_first = {_share_start(t, "blockIdx.x")}, share_end = {_share_start(t, "blockIdx.x + 1")};
     int k_first = 0, k_count = 0;
 """
 
 
-def _stream_sum(t: GemmTcTiling) -> str:
+def _stream_sum(t: GemmTcTiling, store: str) -> str:
     """stream_k, after a piece's products: a piece past the tile's first step leaves its partial in
     its block's slot and sets its flag; the tile's first piece (a share's last), where others follow,
-    waits for each later block whose share starts within the tile and adds its slot."""
+    waits for each later block whose share starts within the tile, adds its slot, and stores the
+    tile with `store`. The first piece waits, not the last: it comes at the end of its block's
+    share and the later pieces at the start of theirs, so its wait is short (the GPU holds every
+    block at once: why_tiling_invalid's rule)."""
     tiles, per_tile = t.accumulator_tiles
     threads = t.consumers * WARPGROUP
     slot = t.block_m * t.block_n
@@ -177,12 +187,12 @@ def _stream_sum(t: GemmTcTiling) -> str:
     if (k_first > 0) {{  // a later piece of the tile: its partial, for the block of the tile's first piece
         float* slot = {STREAM_PARTIALS} + (size_t)blockIdx.x * {slot};
         {each} __stcg(slot + (mt * {per_tile} + i) * {threads} + ctid, acc[mt][i]);
-        __threadfence();
+        __threadfence();  // each writer's partial at GPU scope before the barrier, as CUTLASS's fixup does
         consumers_sync({threads});
         if (ctid == 0) flag_release({STREAM_FLAGS} + blockIdx.x);
     }} else if (k_count < {t.k_tiles}) {{  // the tile's first piece: the later pieces' partials
         int later = blockIdx.x + 1;
-        for (; later < {t.stream_blocks} && later * {t.stream_steps} / {t.stream_blocks} < it + {t.k_tiles}; ++later) {{
+        for (; later < {t.stream_blocks} && {_share_start(t, "later")} < it + {t.k_tiles}; ++later) {{
             flag_wait({STREAM_FLAGS} + later);
             const float* slot = {STREAM_PARTIALS} + (size_t)later * {slot};
             {each} acc[mt][i] += __ldcg(slot + (mt * {per_tile} + i) * {threads} + ctid);
@@ -190,7 +200,8 @@ def _stream_sum(t: GemmTcTiling) -> str:
         consumers_sync({threads});  // every consumer read them: clear their flags for the next launch
         if (ctid == 0) for (int b = blockIdx.x + 1; b < later; ++b) {STREAM_FLAGS}[b] = 0;
     }}
-    if (k_first == 0) {{"""
+    if (k_first == 0) {{{store}
+    }}"""
 
 
 def _walk(t: GemmTcTiling) -> tuple[str, str]:
@@ -329,5 +340,5 @@ def mainloop(t: GemmTcTiling, store: str, copies: StageCopies = StageCopies()) -
         {f"if (kt >= {pending}) " if pending else ""}{_release(t, f"step - {pending}")}
     }}{_PINGPONG_GIVE if t.pingpong else ""}
     wgmma_wait<0>();{last_release}
-{f"{_stream_sum(t)}{NL}{store}{NL}    }}" if t.stream_k else store}
+{_stream_sum(t, store) if t.stream_k else store}
     }}{_PINGPONG_ROUND_END if t.pingpong else ""}{_TURNS_END if t.takes_turns else ""}{leave}"""
