@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tensor-core implicit-GEMM conv (conv2d_nhwc_tensorcore: fp16, bf16, NHWC) on the device, one call of at most 4.5 minutes:
 #   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/tensor_core_conv.sh", timeout_s=270)
-# No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch with cuDNN, numpy, cuda-bindings NVRTC).
+# No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch with cuDNN, numpy, cuda-bindings NVRTC),
+# but for the GPU tests' tuning test (engine.tuners imports xgboost): carry .whl (scripts/device/wheels.txt) for it.
 # The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/tensor_core_conv.py, each in its own
 # process under its own timeout (GNU timeout signals the whole process group: the measuring children go with it),
 # each merging its part into the JSON, so a phase that fails or runs out of time leaves the others' results:
