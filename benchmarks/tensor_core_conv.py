@@ -91,6 +91,12 @@ TMA_TILES = [
     (128, 128, 4, 1, 2, 0, 2, 1, 0), (128, 128, 4, 1, 2, 2, 4, 1, 0), (128, 64, 5, 1, 2, 0, 2, 1, 0),
     (128, 256, 3, 1, 2, 0, 2, 1, 0), (64, 128, 5, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 2, 2, 1, 1, 1),
     (128, 64, 4, 1, 2, 4, 1, 1, 1), (128, 64, 4, 1, 1, 2, 1, 1, 0),
+    # after the a4194cb profile of the two short layers: cuDNN's one-warpgroup m64n128 tile with deeper rings, one
+    # consumer over 128 rows, 64x256 split in two; 7-stage 128x128 rings (cuDNN's 1x1 kernel keeps 7 stages)
+    (64, 128, 5, 1, 1, 2, 1, 1, 0), (64, 128, 5, 1, 1, 4, 1, 1, 1), (64, 128, 4, 1, 1, 4, 1, 1, 0),
+    (64, 256, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 1, 1, 1),
+    (128, 64, 4, 1, 1, 4, 1, 1, 1), (64, 64, 5, 1, 1, 4, 1, 1, 1), (128, 128, 3, 1, 2, 4, 1, 1, 1),
+    (128, 128, 5, 1, 2, 2, 1, 1, 1), (64, 256, 5, 1, 1, 0, 1, 1, 1),
 ]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.

@@ -9,8 +9,8 @@
 # 0. GPU_TESTS=1 (the default): pytest -m gpu tests/test_gpu_conv2d_tensorcore.py (<= GPU_TESTS_S, 45 s);
 # 1. check (<= CHECK_S, 35 s): the six ResNet-50 batch-32 layers in fp16 and bf16, 11-14 configs each (8-11 wgmma), against the
 #    float64 reference at the precision's tolerance; a failing config is reported, not fatal;
-# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 112-140 configs (hand-picked mma.sync tiles
-#    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 26-29 of the
+# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 121-151 configs (hand-picked mma.sync tiles
+#    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 35-40 of the
 #    TMA loader: clusters, persistent blocks, split K; 12 stream-K tiles; a seeded random sample);
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds.
