@@ -43,10 +43,12 @@ def encode(spec: TensorMap | Im2colTensorMap, address: int) -> bytes:
     return b"".join(int(word).to_bytes(8, "little") for word in tensor_map.opaque)
 
 
-def mapped_shape(spec: TensorMap | Im2colTensorMap) -> tuple[int, ...]:
-    """The shape of the array `spec` maps: an NHWC tensor, or a matrix (whose row may be an
-    array's trailing axes: the KRSC weights are a K x RSC matrix)."""
-    return spec.shape if isinstance(spec, Im2colTensorMap) else (spec.rows, spec.columns)
+def mapped_shapes(spec: TensorMap | Im2colTensorMap, array) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape `spec` maps and `array`'s read the same way: an NHWC tensor, or a matrix whose
+    row is the array's trailing axes (the KRSC weights are a K x RSC matrix)."""
+    if isinstance(spec, Im2colTensorMap):
+        return spec.shape, array.shape
+    return (spec.rows, spec.columns), (array.shape[0], array.size // max(array.shape[0], 1))
 
 
 def fill_tensor_maps(module, source: KernelSource, arrays) -> None:
@@ -63,8 +65,7 @@ def fill_tensor_maps(module, source: KernelSource, arrays) -> None:
     for spec in source.tensor_maps:
         array = arrays[spec.argument]
         # A map is its array's address, shape and pitches: a view of another layout would be read wrong.
-        shape = mapped_shape(spec)
-        as_mapped = array.shape if len(shape) == array.ndim else (array.shape[0], array.size // max(array.shape[0], 1))
+        shape, as_mapped = mapped_shapes(spec, array)
         if as_mapped != shape or not array.flags.c_contiguous or array.itemsize != spec.element_bytes:
             raise ValueError(f"{spec.symbol} wants a C-contiguous {'x'.join(map(str, shape))} array of "
                              f"{spec.element_bytes}-byte elements, not {array.shape} {array.dtype}"

@@ -179,11 +179,9 @@ def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     share = t.block_n // t.cluster
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if t.cluster > 1 else "")
     b_box = f"&{tma.B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
-    load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
-              else f"tma_load_2d({b_address}, {b_box})")
     return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
                     tma_load_im2col(stage, &{tma.A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
-                    {load_b};"""
+                    {tma.load_b(t, b_address, b_box)};"""
 
 
 def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:

@@ -237,19 +237,25 @@ def _steps(t: GemmTcTiling) -> tuple[str, str]:
     return (str(t.k_tiles), "kt") if t.split_k == 1 and not t.stream_k else ("k_count", "(k_first + kt)")
 
 
+def load_b(t: GemmTcTiling, address: str, box: str) -> str:
+    """The copy of one of B's boxes (`box`: the map, its coordinates, the barrier) to shared
+    `address`: with clusters, multicast into every block of the cluster."""
+    if t.cluster > 1:
+        return f"tma_load_2d_multicast({address}, {box}, {(1 << t.cluster) - 1})"
+    return f"tma_load_2d({address}, {box})"
+
+
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
     """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`: A's box, then this
-    block's B panels (with clusters, its share, multicast into every block of the cluster)."""
+    block's B panels (with clusters, its share)."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
     share = t.b_panels // t.cluster
     first = f"rank * {share} + " if t.cluster > 1 else ""
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
     b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, {k_step} * {t.block_k}, bar"
-    load_b = (f"tma_load_2d_multicast({b_address}, {b_box}, {(1 << t.cluster) - 1})" if t.cluster > 1
-              else f"tma_load_2d({b_address}, {b_box})")
     return f"""                    tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
 #pragma unroll
-                    for (int p = {first}0; p < {first}{share}; ++p) {load_b};"""
+                    for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
 
 
 @dataclass(frozen=True)
