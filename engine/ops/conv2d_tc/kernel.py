@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Im2colTensorMap, KernelSource, TensorMap
+from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from ..gemm_tc import tma, wgmma
 from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, STORED_DTYPES, TOLERANCE, cluster_sum, compute_16bit,
                                copy_loop, helpers, mma_sync_kernel, store, stored, widen)
@@ -148,7 +149,7 @@ def _epilogue(t: ConvTcTiling) -> str:
     return store(t)
 
 
-# Behind __CUDA_ARCH__ like tma.HELPERS: tests/cuda_on_cpu.py supplies it on the CPU.
+# Behind __CUDA_ARCH__ like TMA_HELPERS: tests/cuda_on_cpu.py supplies it on the CPU.
 IM2COL_HELPERS = r"""
 #ifdef __CUDA_ARCH__
 // loader tma: one im2col copy of the map at `map` into shared memory at `dst`, its bytes counted on
@@ -178,17 +179,17 @@ def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     c = t.conv
     share = t.block_n // t.cluster
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if t.cluster > 1 else "")
-    b_box = f"&{tma.B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
+    b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
     return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
-                    tma_load_im2col(stage, &{tma.A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
+                    tma_load_im2col(stage, &{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
                     {tma.load_b(t, b_address, b_box)};"""
 
 
 def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:
     """A's im2col map; B's, the KRSC weights as a K x RSC matrix, boxes of a block's share of rows."""
     row = SWIZZLE_BYTES // t.element_bytes
-    return (im2col_map(t, tma.A_TENSOR_MAP),
-            TensorMap(tma.B_TENSOR_MAP, 1, t.n, t.k, t.block_n // t.cluster, row, t.element_bytes))
+    return (im2col_map(t, A_TENSOR_MAP),
+            TensorMap(B_TENSOR_MAP, 1, t.n, t.k, t.block_n // t.cluster, row, t.element_bytes))
 
 
 def generate(t: ConvTcTiling) -> KernelSource:
@@ -197,7 +198,7 @@ def generate(t: ConvTcTiling) -> KernelSource:
              f"{c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)}")
     title = f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma"
     if t.wgmma and t.tma:
-        code = wgmma.kernel_code(t, ENTRY, title, tma.HELPERS + IM2COL_HELPERS + tma.DECLARATIONS,
+        code = wgmma.kernel_code(t, ENTRY, title, TMA_HELPERS + IM2COL_HELPERS + TENSOR_MAP_DECLARATIONS,
                                  tma.StageCopies(_im2col_copies, _tile_corner(t)))
     elif t.wgmma:
         code = wgmma.kernel_code(t, ENTRY, title, _load_stage_wgmma(t))

@@ -353,27 +353,29 @@ def _sum_slices(t: GemmTiling) -> str:
     }}"""
 
 
-def _store_tile(t: GemmTiling, target: str) -> str:
+def store_tile(t: GemmTiling, target: str) -> str:
     """Write the register tile to `target` (row-major M x N), skipping what lies past the edges;
     with K slices, slice 0 holds the sums and writes."""
     if t.slice_k > 1:
         return f"""
-    if (slice == 0) {{{_store_tile(dataclasses.replace(t, slice_k=1), target)}
+    if (slice == 0) {{{store_tile(dataclasses.replace(t, slice_k=1), target)}
     }}"""
     width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
     vt = _VECTOR_TYPE[width]
+    # loader tma's lanes interleave (engine.ops.gemm.tma): rows lanes_m apart, 4-column groups 4 * lanes_n
+    x_row, y_col = (f"x * {t.lanes_m}", f"y / 4 * {4 * t.lanes_n}") if t.uses_tma else ("x", "y")
     return f"""
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
         for (int x = 0; x < {t.thread_m}; ++x) {{
-            const int row = block_row + a_row0 + i * {t.sub_m} + x;
+            const int row = block_row + a_row0 + i * {t.sub_m} + {x_row};
             if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}")}) {{
 #pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                     for (int y = 0; y < {t.thread_n}; y += {width}) {{
-                        const int col = block_col + b_col0 + j * {t.sub_n} + y;
+                        const int col = block_col + b_col0 + j * {t.sub_n} + {y_col};
                         if ({_predicate(None if t.n % t.block_n == 0 else f"col < {t.n}")})
                             *reinterpret_cast<{vt}*>({target} + (size_t)row * {t.n} + col) =
                                 {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
@@ -434,7 +436,7 @@ def _cluster_epilogue(t: GemmTiling) -> str:
 
 def _epilogue(t: GemmTiling) -> str:
     if t.split_k == 1:
-        return _sum_slices(t) + _store_tile(t, "C")
+        return _sum_slices(t) + store_tile(t, "C")
     if t.uses_cluster:
         return _cluster_epilogue(t)
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
@@ -448,7 +450,7 @@ def _epilogue(t: GemmTiling) -> str:
            else "sum += part;")
     return f"""
     {_sum_slices(t)}
-    {_store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
+    {store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
     // The last split to finish this tile sums every split's partial, in split order.
     int* last_split = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
     __threadfence();

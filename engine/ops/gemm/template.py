@@ -9,8 +9,8 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
                     Template, first_valid, knob_features, why_launch_fails)
-from . import kernel
-from .tiling import PIPELINES, TEMPLATE_NAME, GemmParams, gemm_shapes, gemm_tiling
+from . import kernel, tma
+from .tiling import LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, gemm_shapes, gemm_tiling
 
 
 class Gemm(Template):
@@ -46,6 +46,7 @@ class Gemm(Template):
             # Last, defaults first: logs from before these knobs load as before, same index.
             OtherKnob("slice_k", [1, 2, 4], default=1),
             OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
+            OtherKnob("loader", list(LOADERS), default="threads"),
         ])
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
@@ -53,6 +54,8 @@ class Gemm(Template):
         reason = tiling.why_not_tiled()
         if reason:
             return reason
+        if tiling.uses_tma and not limits.wgmma:
+            return "loader tma is built for sm_90a (its producer moves registers by setmaxnreg): Hopper GPUs only"
         if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
             most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
                     else "this GPU has no clusters")
@@ -91,7 +94,7 @@ class Gemm(Template):
             ["warp_lanes_n", "ot", 4],
             ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
             ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
-            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"],
+            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"], ["loader", "ot", "threads"],
         ]
         return first_valid(space, space.from_entity(entity))
 
@@ -100,7 +103,8 @@ class Gemm(Template):
 
     # -- GPU half
     def kernel(self, params: GemmParams, config: ConfigEntity) -> KernelSource:
-        return kernel.generate(gemm_tiling(params, config))
+        tiling = gemm_tiling(params, config)
+        return (tma if tiling.uses_tma else kernel).generate(tiling)
 
     def make_inputs(self, params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
         return kernel.make_inputs(params, rng)

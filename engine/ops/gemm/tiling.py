@@ -47,6 +47,20 @@ from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
 
 TEMPLATE_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
+# Who fills the stages: every thread (`threads`: registers or cp.async, the pipeline knob's), or
+# the tensor memory accelerator (`tma`, sm_90 and newer) issued by a producer warp of its own.
+LOADERS = ("threads", "tma")
+# loader tma: a stage is A's block_m rows of TMA_BLOCK_K floats (one 128-byte swizzled row each) and
+# B's TMA_BLOCK_K rows in panels of TMA_PANEL columns (one 128-byte swizzled row per k), so block_k is this.
+TMA_BLOCK_K = TMA_PANEL = 32
+SWIZZLE_ROW_BYTES, SWIZZLE_ATOM_BYTES, MBARRIER_BYTES = 128, 1024, 8
+# loader tma: the consumers' per-lane tables of swizzled chunk offsets (engine.ops.gemm.tma): 8 for A, 8 for B.
+TMA_OFFSET_REGISTERS = 16
+# loader tma: ptxas sizes a block's registers by whole warpgroups (8 consumer warps and one producer
+# warp got 168 a thread, as 12 warps do), so where the consumers are whole warpgroups the producer
+# is one too and keeps this many registers (setmaxnreg, a warpgroup at a time) if that gives the
+# consumers more than a producer warp would leave them (the tensor-core GEMM's TMA producer does so).
+WARPGROUP, TMA_PRODUCER_REGISTERS, REGISTER_FILE = 128, 40, 65536
 SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
 MAX_WORKSPACE_BYTES = 64 * 2**20
@@ -113,6 +127,11 @@ class GemmTiling:
     unroll: int
     slice_k: int = 1
     split_reduce: str = "workspace"
+    loader: str = "threads"
+
+    @property
+    def uses_tma(self) -> bool:
+        return self.loader == "tma"
 
     @property
     def lanes_m(self) -> int:
@@ -132,8 +151,38 @@ class GemmTiling:
         return self.warps_m * self.warps_n * 32
 
     @property
-    def threads(self) -> int:
+    def consumer_threads(self) -> int:
+        """Threads that compute (all of them, but for loader tma's producer warp)."""
         return self.slice_threads * self.slice_k
+
+    @property
+    def threads(self) -> int:
+        return self.consumer_threads + (self.producer_threads if self.uses_tma else 0)
+
+    @property
+    def producer_threads(self) -> int:
+        """loader tma: a warpgroup that moves registers to the consumers, or one warp."""
+        return WARPGROUP if self._moved_registers() > _launch_registers(self.consumer_threads + 32) else 32
+
+    @property
+    def producer_registers(self) -> int:
+        """loader tma: what a producer warpgroup keeps (setmaxnreg.dec); 0 for a producer warp."""
+        return TMA_PRODUCER_REGISTERS if self.producer_threads == WARPGROUP else 0
+
+    @property
+    def consumer_registers(self) -> int:
+        """loader tma: the registers a consumer thread has to work with (setmaxnreg.inc's, or the launch's)."""
+        return self._moved_registers() if self.producer_registers else _launch_registers(self.threads)
+
+    def _moved_registers(self) -> int:
+        """What each consumer would get beside a producer warpgroup that keeps TMA_PRODUCER_REGISTERS:
+        the block's registers less the producer's in steps of 8, at most 248 (a larger .inc than the
+        block holds would wait forever); 0 where the consumers are not whole warpgroups."""
+        if self.consumer_threads % WARPGROUP:
+            return 0
+        threads = self.consumer_threads + WARPGROUP
+        spare = _launch_registers(threads) * threads - TMA_PRODUCER_REGISTERS * WARPGROUP
+        return min(spare // self.consumer_threads // 8 * 8, 248)
 
     @property
     def slice_steps(self) -> int:
@@ -183,6 +232,22 @@ class GemmTiling:
         return self.block_k * (self.a_stride + self.b_stride)
 
     @property
+    def tma_a_bytes(self) -> int:
+        """loader tma: A's part of a stage, block_m swizzled rows of 128 bytes (B's panels follow)."""
+        return self.block_m * SWIZZLE_ROW_BYTES
+
+    @property
+    def tma_stage_bytes(self) -> int:
+        """loader tma: one stage, A's rows and B's panels: the bytes its copies bring (zeros past
+        the matrix's edges count too)."""
+        return self.tma_a_bytes + self.block_k * self.block_n * FLOAT_BYTES
+
+    @property
+    def tma_ring_offset(self) -> int:
+        """loader tma: the most bytes the ring's start moves up to a 1024-byte swizzle atom."""
+        return SWIZZLE_ATOM_BYTES
+
+    @property
     def slice_exchange_floats(self) -> int:
         """Shared memory the K slices other than the first leave their accumulators in
         (after the main loop, over the stages)."""
@@ -202,7 +267,10 @@ class GemmTiling:
     @property
     def shared_bytes(self) -> int:
         """All the block's shared memory, every byte of it dynamic: a static `__shared__`
-        beside 48 KB of stages would put the launch over the limit the runner opts in to."""
+        beside 48 KB of stages would put the launch over the limit the runner opts in to.
+        loader tma: the ring aligned to a swizzle atom, then its full and empty mbarriers."""
+        if self.uses_tma:
+            return self.tma_ring_offset + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
 
@@ -230,6 +298,9 @@ class GemmTiling:
     @property
     def registers(self) -> int:
         """Accumulators, one k-step's fragments, prefetch registers, plus overhead."""
+        if self.uses_tma:  # A's rows read 4 k at a time, and the swizzle's offset tables
+            fragments = 4 * self.iter_m * self.thread_m + self.iter_n * self.thread_n
+            return self.accumulators + fragments + TMA_OFFSET_REGISTERS + REGISTER_OVERHEAD
         fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
         staged = 0
         if self.pipeline == "prefetch":
@@ -240,7 +311,11 @@ class GemmTiling:
     def launch(self) -> LaunchShape:
         detail = (f"{self.stages} stage(s) of A {self.block_k}x{self.a_stride} + "
                   f"B {self.block_k}x{self.b_stride} floats")
-        return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
+        registers = self.registers
+        if self.uses_tma:  # the consumers' budget is _why_not_tma's rule
+            detail = f"{self.stages} TMA stage(s) of {self.tma_stage_bytes} bytes, aligned, and their barriers"
+            registers = min(registers, _launch_registers(self.threads))
+        return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, registers, detail)
 
     def why_not_tiled(self) -> str | None:
         """Shapes that do not fit together, before any device limit."""
@@ -261,6 +336,8 @@ class GemmTiling:
             return f"slice_k {self.slice_k} does not divide block_k {self.block_k}"
         if self.vector_b > self.block_n:
             return f"vector_b {self.vector_b} is wider than block_n {self.block_n}"
+        if self.uses_tma:
+            return self._why_not_tma()
         if self.uses_cp_async and self.vector_a != 1:
             return ("cp.async pipelines copy A element by element (transposing it into shared memory); "
                     f"vector_a must be 1, not {self.vector_a}")
@@ -268,6 +345,39 @@ class GemmTiling:
             return (f"split_k {self.split_k} with block_k {self.block_k} leaves the last split of "
                     f"K = {self.k} empty")
         return None
+
+    def _why_not_tma(self) -> str | None:
+        """loader tma's rules: the shapes its boxes, swizzle and register layout are built on
+        (engine.ops.gemm.tma), and fixed values for the knobs only the threads' loader reads."""
+        if not self.uses_cp_async:
+            return f"loader tma fills a ring of stages (pipeline cp_async_2 to cp_async_4), not {self.pipeline}"
+        if self.block_k != TMA_BLOCK_K:
+            return f"loader tma copies 128-byte rows of A: block_k must be {TMA_BLOCK_K}, not {self.block_k}"
+        if self.k % 4 or self.n % 4:
+            return (f"loader tma needs rows of 16-byte multiples (the tensor maps' pitches): "
+                    f"K = {self.k} and N = {self.n} must be multiples of 4")
+        if self.thread_n % 4:
+            return f"loader tma reads B 4 columns at a time: thread_n must be a multiple of 4, not {self.thread_n}"
+        if self.warp_n % TMA_PANEL:
+            return f"loader tma's B panels are {TMA_PANEL} columns: warp_n must be a multiple, not {self.warp_n}"
+        fixed = (("vector_a", self.vector_a, 4), ("vector_b", self.vector_b, 4), ("smem_pad", self.pad, 0),
+                 ("unroll_k", self.unroll, 32), ("split_k", self.split_k, 1), ("slice_k", self.slice_k, 1))
+        loose = [f"{knob} {value}" for knob, value, wanted in fixed if value != wanted]
+        if loose:
+            wanted = ", ".join(f"{knob} {wanted}" for knob, _, wanted in fixed)
+            return f"loader tma takes {wanted} (not {', '.join(loose)})"
+        if self.registers > self.consumer_registers:
+            return (f"a consumer thread needs about {self.registers} registers (accumulators and fragments), "
+                    f"more than the {self.consumer_registers} it gets beside the producer")
+        return None
+
+
+def _launch_registers(threads: int) -> int:
+    """Registers per thread that __launch_bounds__(threads, 1) leaves: the register file over
+    the block's warps rounded up to whole warpgroups (as ptxas counts them), allocated 8 a thread
+    at a time, at most 255."""
+    warpgroups = -(-threads // WARPGROUP)
+    return min(REGISTER_FILE // (warpgroups * WARPGROUP * 8) * 8, 255)
 
 
 def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
@@ -278,5 +388,5 @@ def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
         lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
-        slice_k=v["slice_k"], split_reduce=v["split_reduce"],
+        slice_k=v["slice_k"], split_reduce=v["split_reduce"], loader=v["loader"],
     )

@@ -41,51 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import TensorMap
+from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP
 from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
-
-A_TENSOR_MAP, B_TENSOR_MAP = "a_tensor_map", "b_tensor_map"
-
-# Behind __CUDA_ARCH__ like the wgmma PTX: tests/cuda_on_cpu.py supplies these on the CPU.
-HELPERS = r"""
-#ifdef __CUDA_ARCH__
-// loader tma: one box of the tensor map at `map` (a generic address: here a __constant__'s) whose
-// first element is column x, row y, into shared memory at `dst`; its bytes count on `bar`.
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-// One arrival on `bar` that also expects `bytes` more of copies before its phase completes.
-__device__ __forceinline__ void barrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
-                 :: "r"(bar), "r"(bytes) : "memory");
-}
-// cluster > 1: the box lands at `dst` in every block of `mask` (cluster ranks), each block's
-// barrier at `bar` counting its bytes; an arrival on block `rank`'s barrier at `bar`; a barrier
-// of every thread of the cluster (not .aligned: the producer's and consumers' paths reach it apart).
-__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar,
-                                                      unsigned short mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
-}
-// The arrival's default semantics (.release.cta), as CUTLASS's ClusterBarrier::arrive(cta_id): with a
-// .release.cluster here (3820b12) the cluster kernels kept the tensor pipe half as busy as the same
-// tile alone (Nsight); the default is not measured yet.
-__device__ __forceinline__ void barrier_arrive_remote(unsigned bar, unsigned rank) {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(rank) : "memory");
-}
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
-}
-#endif
-"""
-# The CUtensorMaps (128 bytes, 64-byte aligned), filled by the runner before launch.
-DECLARATIONS = f"""struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};
-__constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
-"""
-
 
 def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
     """A's boxes are block_m rows of 64 k (M's rows, where a tile is taller), B's 64 k rows of one

@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from ..hopper import MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma
 from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, steps, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
@@ -63,10 +64,7 @@ HELPERS = r"""
 #error "gemm_tensorcore's wgmma mainloop needs sm_90a (wgmma.mma_async exists on Hopper only)"
 #endif
 #ifdef __CUDA_ARCH__
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool pred) {
+""" + SHARED_ADDRESS + r"""__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool pred) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(dst), "l"(src), "r"(pred ? 16 : 0) : "memory");
 }
@@ -77,32 +75,11 @@ __device__ __forceinline__ void copy16_wait() {
 }
 // This thread's shared-memory writes (its completed copies) become visible to the async proxy.
 __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ __forceinline__ void barrier_init(unsigned bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrier_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void barrier_arrive(unsigned bar) {
-    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void barrier_wait(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+""" + MBARRIERS + r"""__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int PENDING>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(PENDING) : "memory"); }
-// Warp specialisation: the producer warpgroup gives registers back, the consumers take them.
-template <int COUNT>
-__device__ __forceinline__ void registers_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
-template <int COUNT>
-__device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(COUNT)); }
-// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
+""" + REGISTER_MOVES + r"""// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
 __device__ __forceinline__ void hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
 #endif
 // A matrix descriptor: start address, leading and stride byte offsets (all >> 4), 128B swizzle.
@@ -429,7 +406,7 @@ def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
 
 def generate(t: GemmTcTiling) -> KernelSource:
     title = f"gemm_tensorcore {t.precision}{f' (C {t.c_dtype})' if t.c_16bit else ''} wgmma: {t.m}x{t.n}x{t.k}"
-    loads = tma.HELPERS + tma.DECLARATIONS if t.tma else _load_stage(t)
+    loads = TMA_HELPERS + TENSOR_MAP_DECLARATIONS if t.tma else _load_stage(t)
     code = kernel_code(t, ENTRY, title, loads)
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
 

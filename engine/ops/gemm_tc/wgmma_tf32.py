@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from ..hopper import TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma, wgmma
 from .kernel import tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, TF32_FRAGMENT_WORDS, WGMMA_M, GemmTcTiling
@@ -152,7 +153,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 // gemm_tensorcore tf32 wgmma (C^T = B^T A^T, B^T from registers): {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
-{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{tma.HELPERS + tma.DECLARATIONS}{_mma(t)}{_compute(t)}
+{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{TMA_HELPERS + TENSOR_MAP_DECLARATIONS}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
 {tma.mainloop(t, _store(t))}
 }}

@@ -1,0 +1,194 @@
+"""The fp32 SIMT GEMM (engine.ops.gemm) on this GPU: its TMA loader beside the threads' loaders, against cuBLAS.
+
+    python benchmarks/simt_gemm.py check   --json OUT.json [--budget-s 40]
+    python benchmarks/simt_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 120] [--shapes G1,G2]
+    python benchmarks/simt_gemm.py confirm --json OUT.json [--budget-s 90]
+    python benchmarks/simt_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
+    python benchmarks/simt_gemm.py configs                  # every (workload, config) check and tune time
+
+* check: the TMA loader's tiles on small shapes with tails (M, N, K not multiples of any tile),
+  through the GPU measurer and its float64 reference; a failing config is reported.
+* tune: issue 18's step-1 workloads (G1 4096³, G2 8192³, G3 1024³, and G5 128×3136×576, the
+  skinny shape the loader takes: G4's N = 49 is no multiple of 4), each a fixed list: TMA tiles
+  (`TMA_TILES`: block and warp tiles, register tiles, lanes, stages) and, to hold them against,
+  the threads' loaders' confirmed bests (`THREADS_BESTS`), all records to an AutoTVM log.
+* confirm: each workload's fastest config re-timed by the confirmation protocol (a fresh
+  measuring process, interleaved with cuBLAS, TF32 off, and the default config, warm and
+  cold, 5 rounds); prints the table last.
+
+No tuner: the lists are fixed, so the same configs can be compiled beforehand for sm_90a on a
+machine without a GPU (`configs`). The GPU runs are scripts/device/simt_gemm.sh's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import engine  # noqa: E402
+from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row, tune_listed  # noqa: E402
+from engine.space import EntityError  # noqa: E402
+from engine.workloads import PRESETS, gemm_args  # noqa: E402
+
+WORKLOADS = ["G1", "G2", "G3", "G5"]
+CHECK_SHAPES = [(200, 264, 136), (70, 68, 100), (130, 300, 580)]  # (M, N, K): tails everywhere
+
+# loader tma: block m n, warp m n, thread m n, lanes_n, stages (pipeline cp_async_S); the loader's
+# fixed knobs (block_k 32, vectors 4, pad 0, unroll 32, no split or slices) are TMA_FIXED's.
+TMA_KNOBS = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline")
+TMA_FIXED = (("block_k", 32), ("vector_a", 4), ("vector_b", 4), ("smem_pad", 0), ("split_k", 1), ("unroll_k", 32),
+             ("slice_k", 1), ("split_reduce", "workspace"), ("loader", "tma"))
+TMA_TILES = [
+    # 8 consumer warps of 128 accumulators (232 registers each after setmaxnreg), 2 per scheduler
+    (128, 256, 64, 64, 8, 8, 4, "cp_async_2"), (128, 256, 64, 64, 8, 8, 4, "cp_async_3"),
+    (128, 256, 64, 64, 8, 8, 4, "cp_async_4"),
+    (128, 256, 64, 64, 4, 8, 4, "cp_async_3"), (128, 256, 64, 64, 4, 8, 4, "cp_async_4"),
+    (256, 128, 64, 64, 8, 8, 4, "cp_async_3"), (256, 128, 64, 64, 8, 8, 4, "cp_async_4"),
+    (128, 256, 32, 128, 8, 8, 8, "cp_async_3"), (128, 256, 32, 128, 8, 8, 8, "cp_async_4"),
+    # 4 consumer warps of 128 accumulators (255 registers), one block an SM
+    (128, 128, 64, 64, 8, 8, 4, "cp_async_3"), (128, 128, 64, 64, 8, 8, 4, "cp_async_4"),
+    # 8 consumer warps of 64 accumulators
+    (128, 128, 32, 64, 4, 8, 4, "cp_async_3"), (128, 128, 32, 64, 4, 8, 4, "cp_async_4"),
+    # smaller tiles for 1024³ and the skinny shape: more blocks than SMs
+    (64, 128, 32, 64, 4, 8, 4, "cp_async_3"), (64, 128, 32, 64, 4, 8, 4, "cp_async_4"),
+    (64, 64, 32, 32, 4, 4, 8, "cp_async_4"), (128, 64, 64, 32, 8, 4, 8, "cp_async_4"),
+    (64, 256, 32, 128, 8, 8, 8, "cp_async_4"),
+]
+# The threads' loaders' bests so far, in the space's knob order: the confirmed G1, G2 and G3 bests
+# (docs/benchmarks/operators-h200.md) and session 3's hand-written 8x8 tiling (0.90-0.92 there).
+THREADS_BESTS = [
+    (128, 256, 32, 64, 64, 8, 2, 8, 1, 4, "cp_async_2", 4, 1, 32, 1, "workspace", "threads"),
+    (128, 256, 32, 128, 32, 2, 2, 4, 1, 4, "cp_async_2", 4, 1, 32, 1, "workspace", "threads"),
+    (64, 128, 32, 64, 16, 8, 4, 4, 4, 4, "sync", 4, 1, 32, 1, "workspace", "threads"),
+    (128, 256, 16, 64, 64, 8, 8, 8, 1, 4, "cp_async_3", 4, 1, 32, 1, "workspace", "threads"),
+    (32, 64, 16, 16, 64, 8, 2, 16, 2, 4, "prefetch", 4, 2, 32, 2, "cluster", "threads"),  # G5's
+]
+
+
+def valid(task, entities) -> list:
+    """The configs of these entities that this task's space holds and the template accepts."""
+    configs = []
+    for entity in entities:
+        try:
+            configs.append(task.config_space.from_entity(entity))
+        except EntityError:  # a knob value this workload's space does not offer (G5's split K elsewhere)
+            continue
+    return [config for config in configs if task.why_invalid(config) is None]
+
+
+def tma_configs(task) -> list:
+    return valid(task, [[[name, "ot", v] for name, v in (*zip(TMA_KNOBS, tile), *TMA_FIXED)] for tile in TMA_TILES])
+
+
+def threads_configs(task) -> list:
+    names = task.config_space.knob_names
+    return valid(task, [[[name, "ot", v] for name, v in zip(names, best)] for best in THREADS_BESTS])
+
+
+def tune_tasks(shapes: list[str]) -> list[tuple[str, object]]:
+    unknown = [name for name in shapes if name not in WORKLOADS]
+    if unknown:
+        raise SystemExit(f"--shapes: {', '.join(unknown)} not among {', '.join(WORKLOADS)}")
+    return [(name, engine.create_task("gemm", PRESETS[name].args)) for name in shapes or WORKLOADS]
+
+
+def tune_configs(task) -> list:
+    return list({c.index: c for c in [*tma_configs(task), *threads_configs(task)]}.values())
+
+
+def check_tasks() -> list:
+    return [engine.create_task("gemm", gemm_args(m, n, k)) for m, n, k in CHECK_SHAPES]
+
+
+def run_check(options) -> int:
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, rows = time.time(), []
+    with GpuMeasurer(build_timeout=60) as measurer:
+        for task in check_tasks():
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {task} not checked")
+                break
+            configs = tma_configs(task)
+            for config, result in zip(configs, measurer.measure(task, configs)):
+                rows.append(result_row(task, config, result))
+                r = rows[-1]
+                print(f"check {task.params.m}x{task.params.n}x{task.params.k} {'ok  ' if r['ok'] else 'FAIL'} "
+                      f"{list(r['config'].values())} {r['error'][:160]}" + (f" {r['us']:.1f} us" if r["ok"] else ""),
+                      flush=True)
+            merge_json(options.json, "check", rows)
+    failed = [r for r in rows if not r["ok"]]
+    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
+    return 1 if failed else 0
+
+
+def line_of(row: dict) -> str:
+    ours, vendor = row.get("ours", {}), row.get("cublas", {})
+    return (f"confirm {row['workload']}: ours {median(ours.get('warm_us', [])) or ours.get('error', '?')} us, "
+            f"cuBLAS {median(vendor.get('warm_us', [])) or vendor.get('error', '?')} us")
+
+
+def table(rows: list[dict]) -> str:
+    """Medians of the rounds; a ratio's interval is the slowest round of one side against the fastest of the other."""
+    lines = ["| workload | ours warm µs [range] | TFLOP/s | cuBLAS warm µs [range] | cuBLAS / ours warm [interval] "
+             "| ours cold µs | cuBLAS cold µs | cuBLAS / ours cold [interval] | config |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        ours, vendor = row.get("ours", {}), row.get("cublas", {})
+        cells = [row["workload"]]
+        for kind in ("warm_us", "cold_us"):
+            o, v = ours.get(kind, []), vendor.get(kind, [])
+            if not (o and v):
+                cells += ["—"] * (4 if kind == "warm_us" else 3)
+                continue
+            om, vm = median(o), median(v)
+            ratio = f"{vm / om:.3f} [{min(v) / max(o):.3f}–{max(v) / min(o):.3f}]"
+            if kind == "warm_us":
+                cells += [f"{om:.2f} [{min(o):.2f}–{max(o):.2f}]", f"{row['flops'] / om / 1e6:.1f}",
+                          f"{vm:.2f} [{min(v):.2f}–{max(v):.2f}]", ratio]
+            else:
+                cells += [f"{om:.2f}", f"{vm:.2f}", ratio]
+        cells.append(" ".join(str(v) for v in row["config"].values()))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def list_configs() -> int:
+    for task in check_tasks():
+        for config in tma_configs(task):
+            print(json.dumps([task.args, config.index]))
+    for _, task in tune_tasks([]):
+        for config in tune_configs(task):
+            print(json.dumps([task.args, config.index]))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
+    parser.add_argument("--json", default="simt_gemm.json")
+    parser.add_argument("--log", default="simt_gemm.log")
+    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--shapes", default="", help="tune only these of G1, G2, G3, G5 (comma-separated)")
+    options = parser.parse_args(argv)
+    if options.phase == "check":
+        return run_check(options)
+    if options.phase == "tune":
+        return tune_listed(options, tune_tasks([s for s in options.shapes.split(",") if s]), tune_configs)
+    if options.phase == "confirm":
+        rows = confirm_tuned_bests(options, "gemm", "cublas", line_of)
+        print(table(rows))
+        return 0
+    if options.phase == "table":
+        print(table(read_json(options.json).get("confirm", [])))
+        return 0
+    return list_configs()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

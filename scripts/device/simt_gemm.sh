@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The fp32 SIMT GEMM (gemm: its TMA loader beside the threads' loaders) on the device, one call of at most 7 minutes:
+#   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/simt_gemm.sh", timeout_s=450)
+# No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch, numpy, cuda-bindings NVRTC, ncu).
+# The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/simt_gemm.py, each in its own process
+# under its own timeout, each merging its part into the JSON:
+# 0. GPU_TESTS=1 (the default): pytest -m gpu -k tma tests/test_gpu_operators.py (<= GPU_TESTS_S, 60 s);
+# 1. check (<= CHECK_S, 40 s): the TMA loader's 18 tiles on three small shapes with tails, against the float64 reference;
+# 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
+#    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
+# 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the
+#    default config, warm and cold, 5 rounds;
+# 4. NCU_TILING="<knob values in the space's order> ..." (one or more tilings): Nsight Compute of those kernels and
+#    cuBLAS's at NCU_SIZE (4096x4096x4096) into $OUT/ncu.txt (up to NCU_S, 120 s): speed of light, compute and
+#    memory workloads, instruction statistics, warp stalls, occupancy.
+# Writes to $OUT: simt_gemm.txt (all output), simt_gemm.json (every phase's rows), simt_gemm.log (every tuning
+# record, AutoTVM format); prints the confirmed table last.
+NAME=simt_gemm source scripts/device/phases.sh
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$TXT"
+python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' | tee -a "$TXT"
+echo "commit ${TUNERWEB_COMMIT:-unknown}" | tee -a "$TXT"
+if [ "${GPU_TESTS:-1}" = 1 ]; then
+    timeout -k 5 "${GPU_TESTS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider -k tma tests/test_gpu_operators.py >> "$TXT" 2>&1
+    echo "gpu tests exit status $?" | tee -a "$TXT"
+    grep -E 'passed|failed|FAILED' "$TXT" | tail -n 6
+fi
+phase check ${CHECK_S:=40} $(( CHECK_S * 3 / 5 ))
+grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 12
+phase tune ${TUNE_S:=150} $(( TUNE_S * 3 / 4 )) --log "$OUT/simt_gemm.log" ${SHAPES:+--shapes $SHAPES}
+grep -E '^tune' "$TXT" | tail -n 6
+phase confirm ${CONFIRM_S:=120} $(( CONFIRM_S * 2 / 3 ))
+grep -E 'Traceback|Error' "$TXT" | tail -n 5
+if [ -n "${NCU_TILING:-}" ]; then
+    timeout -k 5 "${NCU_S:-120}" ncu --clock-control none -k 'regex:gemm|sgemm|cutlass|sm90|xmma' \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
+        --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+        python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" \
+        $(for tiling in $NCU_TILING; do echo --tiling "$tiling"; done) --launches 1 > "$OUT/ncu.txt" 2>&1
+    echo "ncu exit status $?" | tee -a "$TXT"
+    grep -E 'gemm_kernel|sgemm|cutlass|sm90|xmma|Duration|Issue Slots Busy|Compute \(SM\) Throughput|error' "$OUT/ncu.txt" | head -n 30
+fi
+python3 "$BENCH" table --json "$JSON"
