@@ -320,7 +320,7 @@ def read_json(path: str) -> dict:
 
 
 def result_row(task, config, result) -> dict:
-    return {"workload": engine.canonical_args(task.args), "precision": task.params.precision,
+    return {"workload": engine.canonical_args(task.args), "precision": getattr(task.params, "precision", "float32"),
             "config": config.values(), "index": config.index, "ok": result.ok,
             "error_no": int(result.error_no), "error": result.error_msg[:300],
             "us": result.mean_cost * 1e6 if result.ok else None,

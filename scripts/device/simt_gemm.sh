@@ -12,7 +12,7 @@
 #    default config, warm and cold, 5 rounds;
 # 4. NCU_TILING="<knob values in the space's order> ..." (one or more tilings): Nsight Compute of those kernels and
 #    cuBLAS's at NCU_SIZE (4096x4096x4096) into $OUT/ncu.txt (up to NCU_S, 120 s): speed of light, compute and
-#    memory workloads, instruction statistics, warp stalls, occupancy.
+#    memory workloads, instruction statistics, warp states and each stall reason's warps per issue, occupancy.
 # Writes to $OUT: simt_gemm.txt (all output), simt_gemm.json (every phase's rows), simt_gemm.log (every tuning
 # record, AutoTVM format); prints the confirmed table last.
 NAME=simt_gemm source scripts/device/phases.sh
@@ -35,6 +35,7 @@ if [ -n "${NCU_TILING:-}" ]; then
     timeout -k 5 "${NCU_S:-120}" ncu --clock-control none -k 'regex:gemm|sgemm|cutlass|sm90|xmma' \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
         --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+        --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
         python3 scripts/device/gemm_ncu.py --size "${NCU_SIZE:-4096x4096x4096}" \
         $(for tiling in $NCU_TILING; do echo --tiling "$tiling"; done) --launches 1 > "$OUT/ncu.txt" 2>&1
     echo "ncu exit status $?" | tee -a "$TXT"
