@@ -359,13 +359,16 @@ def run_tune(options) -> int:
     return tune_listed(options, tune_tasks(), tune_configs)
 
 
-def tune_listed(options, named_tasks, configs_of) -> int:
+def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = None) -> int:
     """Each (name, task)'s listed configs (`configs_of(task)`) timed by the GPU measurer, every record
-    logged; each workload's three fastest merged into the JSON as it is done."""
+    logged; each workload's three fastest merged into the JSON as it is done. `run_timeout`: the
+    measurer's limit on one config's run (its default where None), for workloads whose reference
+    check alone takes seconds."""
     from engine.gpu.measurer import GpuMeasurer
 
     started, bests = time.time(), {}
-    with GpuMeasurer(build_timeout=30) as measurer, open(options.log, "a") as log:
+    timeouts = {} if run_timeout is None else {"run_timeout": run_timeout}
+    with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log:
         for name, task in named_tasks:
             if time.time() - started > options.budget_s:
                 print(f"budget spent: {name} not tuned")

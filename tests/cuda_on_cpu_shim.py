@@ -381,6 +381,10 @@ inline void turn_arrive(unsigned id) {
 // stream_k (engine.ops.gemm_tc.tma): named barrier 3 of the consumers, and a block's flag in global
 // memory that another block of the grid waits on (cuda_on_cpu.run runs such a grid's blocks together).
 inline void consumers_sync(unsigned count) { named_barriers[3].count = count; arrive_and_wait(named_barriers[3]); }
+// The fp32 GEMM's TMA producer (engine.ops.gemm.tma): named barrier 1 of its `count` threads, and the
+// bytes a stage's copies bring, expected without an arrival (the producer arrives once its stores are done).
+inline void producers_sync(unsigned count) { named_barriers[1].count = count; arrive_and_wait(named_barriers[1]); }
+inline void barrier_expect_tx(unsigned bar, unsigned bytes) { barrier_update(bar, 0, bytes, 0); }
 inline void flag_release(unsigned* flag) { __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); ++sync_events; }
 inline void flag_wait(const unsigned* flag) {
     while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {

@@ -5,7 +5,7 @@
 # The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/simt_gemm.py, each in its own process
 # under its own timeout, each merging its part into the JSON:
 # 0. GPU_TESTS=1 (the default): pytest -m gpu -k tma tests/test_gpu_operators.py (<= GPU_TESTS_S, 60 s);
-# 1. check (<= CHECK_S, 40 s): the TMA loader's 18 tiles on three small shapes with tails, against the float64 reference;
+# 1. check (<= CHECK_S, 40 s): the TMA loader's 17 tiles on three small shapes with tails, against the float64 reference;
 # 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
 #    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
 # 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the

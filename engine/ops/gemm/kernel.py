@@ -362,14 +362,14 @@ def store_tile(t: GemmTiling, target: str) -> str:
     }}"""
     width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
     vt = _VECTOR_TYPE[width]
-    # loader tma's lanes interleave (engine.ops.gemm.tma): rows lanes_m apart, 4-column groups 4 * lanes_n
-    x_row, y_col = (f"x * {t.lanes_m}", f"y / 4 * {4 * t.lanes_n}") if t.uses_tma else ("x", "y")
+    # loader tma's lanes interleave their 4-column groups (engine.ops.gemm.tma), 4 * lanes_n apart
+    y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
     return f"""
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
         for (int x = 0; x < {t.thread_m}; ++x) {{
-            const int row = block_row + a_row0 + i * {t.sub_m} + {x_row};
+            const int row = block_row + a_row0 + i * {t.sub_m} + x;
             if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}")}) {{
 #pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)

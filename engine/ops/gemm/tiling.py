@@ -54,8 +54,8 @@ LOADERS = ("threads", "tma")
 # B's TMA_BLOCK_K rows in panels of TMA_PANEL columns (one 128-byte swizzled row per k), so block_k is this.
 TMA_BLOCK_K = TMA_PANEL = 32
 SWIZZLE_ROW_BYTES, SWIZZLE_ATOM_BYTES, MBARRIER_BYTES = 128, 1024, 8
-# loader tma: the consumers' per-lane tables of swizzled chunk offsets (engine.ops.gemm.tma): 8 for A, 8 for B.
-TMA_OFFSET_REGISTERS = 16
+# loader tma: the consumers' per-lane table of B's swizzled chunk offsets (engine.ops.gemm.tma).
+TMA_OFFSET_REGISTERS = 8
 # loader tma: ptxas sizes a block's registers by whole warpgroups (8 consumer warps and one producer
 # warp got 168 a thread, as 12 warps do), so where the consumers are whole warpgroups the producer
 # is one too and keeps this many registers (setmaxnreg, a warpgroup at a time) if that gives the
@@ -233,14 +233,18 @@ class GemmTiling:
 
     @property
     def tma_a_bytes(self) -> int:
-        """loader tma: A's part of a stage, block_m swizzled rows of 128 bytes (B's panels follow)."""
+        """loader tma: A's box of a step, block_m rows of 128 bytes (its staging buffer's, and
+        its transpose's in the stage)."""
         return self.block_m * SWIZZLE_ROW_BYTES
 
     @property
+    def tma_b_bytes(self) -> int:
+        """loader tma: B's panels of a step, the stage's first part (1024-byte aligned)."""
+        return self.block_k * self.block_n * FLOAT_BYTES
+
+    @property
     def tma_stage_bytes(self) -> int:
-        """loader tma: one stage, A's rows and B's panels: the bytes its copies bring (zeros past
-        the matrix's edges count too)."""
-        return self.tma_a_bytes + self.block_k * self.block_n * FLOAT_BYTES
+        return self.tma_b_bytes + self.tma_a_bytes
 
     @property
     def tma_ring_offset(self) -> int:
@@ -268,9 +272,11 @@ class GemmTiling:
     def shared_bytes(self) -> int:
         """All the block's shared memory, every byte of it dynamic: a static `__shared__`
         beside 48 KB of stages would put the launch over the limit the runner opts in to.
-        loader tma: the ring aligned to a swizzle atom, then its full and empty mbarriers."""
+        loader tma: the ring aligned to a swizzle atom, A's two staging buffers, then the ring's
+        full and empty mbarriers and the buffers' two."""
         if self.uses_tma:
-            return self.tma_ring_offset + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
+            return (self.tma_ring_offset + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
+                    + 2 * (self.tma_a_bytes + MBARRIER_BYTES))
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
 
@@ -298,10 +304,9 @@ class GemmTiling:
     @property
     def registers(self) -> int:
         """Accumulators, one k-step's fragments, prefetch registers, plus overhead."""
-        if self.uses_tma:  # A's rows read 4 k at a time, and the swizzle's offset tables
-            fragments = 4 * self.iter_m * self.thread_m + self.iter_n * self.thread_n
-            return self.accumulators + fragments + TMA_OFFSET_REGISTERS + REGISTER_OVERHEAD
         fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
+        if self.uses_tma:  # and the table of B's swizzled chunk offsets
+            return self.accumulators + fragments + TMA_OFFSET_REGISTERS + REGISTER_OVERHEAD
         staged = 0
         if self.pipeline == "prefetch":
             staged = (-(-self.a_vectors // self.threads) * self.vector_a
@@ -353,13 +358,12 @@ class GemmTiling:
             return f"loader tma fills a ring of stages (pipeline cp_async_2 to cp_async_4), not {self.pipeline}"
         if self.block_k != TMA_BLOCK_K:
             return f"loader tma copies 128-byte rows of A: block_k must be {TMA_BLOCK_K}, not {self.block_k}"
-        if self.k % 4 or self.n % 4:
-            return (f"loader tma needs rows of 16-byte multiples (the tensor maps' pitches): "
-                    f"K = {self.k} and N = {self.n} must be multiples of 4")
         if self.thread_n % 4:
             return f"loader tma reads B 4 columns at a time: thread_n must be a multiple of 4, not {self.thread_n}"
         if self.warp_n % TMA_PANEL:
             return f"loader tma's B panels are {TMA_PANEL} columns: warp_n must be a multiple, not {self.warp_n}"
+        # vector_a and vector_b 4 (the vectors' rules: K and N multiples of 4) also keep the tensor maps'
+        # row pitches the 16-byte multiples the TMA unit needs.
         fixed = (("vector_a", self.vector_a, 4), ("vector_b", self.vector_b, 4), ("smem_pad", self.pad, 0),
                  ("unroll_k", self.unroll, 32), ("split_k", self.split_k, 1), ("slice_k", self.slice_k, 1))
         loose = [f"{knob} {value}" for knob, value, wanted in fixed if value != wanted]

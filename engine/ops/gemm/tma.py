@@ -1,24 +1,31 @@
-"""CUDA source of the fp32 GEMM's TMA loader (`loader` tma, sm_90 and newer), from a GemmTiling.
+"""CUDA source of the fp32 GEMM's TMA loader (`loader` tma, sm_90a), from a GemmTiling.
 
 The threads' loaders spend issue slots on every copy: a cp.async (or a load and a store) per
-vector and its address and bounds arithmetic, and a `__syncthreads` per stage that stalls every
+vector with its address and bounds arithmetic, and a `__syncthreads` per stage that stalls every
 warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instructions for
 17.2 G FFMAs at 8192³), so those slots are what this loader gives back to the FFMAs:
 
-* A warp of its own (the block's last) is the producer: one of its threads issues each stage's
-  copies to the tensor memory accelerator, A's `block_m x 32` box (one 128-byte row per M row)
-  and B's `32 x block_n` tile as `block_n / 32` boxes of 32 x 32 (one 128-byte row per k), into a
-  ring of `stages` with the 128-byte swizzle (the 16-byte chunk c of a box row r lands at chunk
-  c ^ (r % 8)), zeros past M, N and K. `full[s]` completes when a stage's bytes landed (the
-  producer's one arrival expects them), `empty[s]` when every consumer warp is done reading it.
-* The consumer warps tile the block as the threads' loader's do, but a lane's rows and columns
-  interleave with its warp's other lanes: its rows are `lanes_m` apart and its 4-column groups
-  `4 * lanes_n` apart. A warp's reads of A at one chunk then touch consecutive rows, 8 distinct
-  chunks under the swizzle, and its reads of B one k-row's consecutive chunks: no bank conflicts.
-* A lane reads 4 k of each of its A rows at once (a float4 along the row), then per k its B
-  columns as float4s. The swizzle's XOR splits into the lane's part (its row's or column's
-  place in the atom) and the instruction's (a literal), so the lane keeps two tables of 8 byte
-  offsets and every read is a table entry plus a literal: no address arithmetic in the loop.
+* Producer threads of their own (a warpgroup that hands registers to the consumers by setmaxnreg,
+  or one warp: GemmTiling.producer_threads) fill a ring of `stages`. Their first thread issues
+  the tensor memory accelerator's copies: B's `32 x block_n` tile as `block_n / 32` boxes of
+  32 x 32 straight into the stage (one 128-byte row per k, 128B-swizzled: the 16-byte chunk c
+  of row k lands at chunk c ^ (k % 8)), and A's `block_m x 32` box, one step ahead, into one of
+  two staging buffers. All producer threads then write the staged A transposed into the stage
+  (`[k][m]`, a row of A a thread, so a warp's stores are consecutive words), as the threads'
+  loaders do: a consumer reads 4 rows of one k as a float4, and each FFMA's two factors come
+  from registers of different banks. (Reading A as TMA lands it, 4 k of one row at a time,
+  put the 4 rows' values of one k in registers of one bank: 0.74 warps per issue stalled on
+  dispatch, against 0.10 for cuBLAS, Nsight at de06fd9.)
+* Barriers: `landed[b]` completes when a staging buffer's box arrived; `full[s]` when the
+  stage's B bytes landed (expected by the first producer thread) and every producer thread
+  stored its rows of A; `empty[s]` when every consumer warp is done reading the stage. The
+  producers meet at a named barrier after each step, so a staging buffer is read before the
+  copy two steps on refills it.
+* The consumer warps tile the block as the threads' loaders' do, but a lane's 4-column groups of
+  B interleave with its warp's other lanes (`4 * lanes_n` apart): a warp's reads of one k-row of
+  a B panel are then consecutive chunks, conflict-free under the swizzle, whose XOR splits into
+  the lane's part and a literal, so the lane keeps a table of 8 byte offsets and every read of B
+  is a table entry plus a literal.
 """
 from __future__ import annotations
 
@@ -30,6 +37,13 @@ from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_RO
                      GemmTiling)
 
 PANEL_BYTES = TMA_BLOCK_K * SWIZZLE_ROW_BYTES  # one of B's 32-column boxes in a stage
+# The producers' own: a copy's bytes expected without an arrival (the producer arrives once its
+# stores of A are done too), and their named barrier.
+PRODUCER_HELPERS = r"""__device__ __forceinline__ void barrier_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void producers_sync(unsigned count) { asm volatile("bar.sync 1, %0;\n" :: "r"(count) : "memory"); }
+"""
 CHUNKS = SWIZZLE_ROW_BYTES // 16  # 16-byte chunks of a swizzled row, and the atom's rows
 
 
@@ -39,70 +53,90 @@ def tensor_maps(t: GemmTiling) -> tuple[TensorMap, TensorMap]:
 
 
 def _producer(t: GemmTiling) -> str:
-    s = t.stages
+    """The producer threads' loop; `ptid` is a producer thread's rank among them."""
+    s, bar = t.stages, MBARRIER_BYTES
+    a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, (kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
     return f"""
-    if (warp >= {t.consumer_threads // 32}) {{  // the producer warpgroup: one thread issues every copy
+    if (warp >= {t.consumer_threads // 32}) {{  // the producers
 {f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
-        if (tid == {t.consumer_threads}) {{
+        const int ptid = tid - {t.consumer_threads};
+        if (ptid == 0) {{  // A's first box
+            barrier_arrive_expect_tx(landed, {t.tma_a_bytes});
+            tma_load_2d(staging, &{A_TENSOR_MAP}, 0, block_row, landed);
+        }}
 #pragma unroll 1
-            for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
-                const int s = kt % {s};
-                const unsigned stage = ring + s * {t.tma_stage_bytes}, bar = full + {MBARRIER_BYTES} * s;
-                if (kt >= {s}) barrier_wait(empty + {MBARRIER_BYTES} * s, ((kt / {s}) + 1) & 1);
-                barrier_arrive_expect_tx(bar, {t.tma_stage_bytes});
-                tma_load_2d(stage, &{A_TENSOR_MAP}, kt * {TMA_BLOCK_K}, block_row, bar);
+        for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+            const int s = kt % {s};
+            const unsigned stage = ring + s * {t.tma_stage_bytes};
+            if (ptid == 0 && kt + 1 < {t.k_tiles}) {{  // the next step's A, into the other staging buffer
+                barrier_arrive_expect_tx(landed + {bar} * ((kt + 1) & 1), {t.tma_a_bytes});
+                {a_box};
+            }}
+            if (kt >= {s}) barrier_wait(empty + {bar} * s, ((kt / {s}) + 1) & 1);
+            if (ptid == 0) {{  // B's panels, straight into the stage
+                barrier_expect_tx(full + {bar} * s, {t.tma_b_bytes});
 #pragma unroll
                 for (int p = 0; p < {t.block_n // TMA_PANEL}; ++p)
-                    tma_load_2d(stage + {t.tma_a_bytes} + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL},
-                                kt * {TMA_BLOCK_K}, bar);
+                    tma_load_2d(stage + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL}, kt * {TMA_BLOCK_K},
+                                full + {bar} * s);
             }}
+            barrier_wait(landed + {bar} * (kt & 1), (kt >> 1) & 1);
+            // A's rows, transposed: row r's chunk c (at c ^ (r % 8) in the swizzled box) is k 4c..4c+3.
+            const unsigned char* box = staging_rows + (kt & 1) * {t.tma_a_bytes};
+            float* at = reinterpret_cast<float*>(stages + s * {t.tma_stage_bytes} + {t.tma_b_bytes});
+#pragma unroll 1
+            for (int r = ptid; r < {t.block_m}; r += {t.producer_threads}) {{
+#pragma unroll
+                for (int c = 0; c < {CHUNKS}; ++c) {{
+                    const float4 v = *reinterpret_cast<const float4*>(box + r * {SWIZZLE_ROW_BYTES} + ((c ^ (r & 7)) << 4));
+                    at[(4 * c) * {t.block_m} + r] = v.x; at[(4 * c + 1) * {t.block_m} + r] = v.y;
+                    at[(4 * c + 2) * {t.block_m} + r] = v.z; at[(4 * c + 3) * {t.block_m} + r] = v.w;
+                }}
+            }}
+            barrier_arrive(full + {bar} * s);
+            producers_sync({t.producer_threads});  // the staging buffer is read: the copy after next may refill it
         }}
         return;
     }}"""
 
 
 def _compute(t: GemmTiling) -> str:
-    """One stage: per 16-byte chunk of A's rows (4 k), the lane's A rows, then per k its B
-    columns and the outer product. `rows` and `cols` are a row's and a 4-column group's literal
-    offsets from the lane's first; the chunk tables take their place in the swizzle atom."""
-    rows = f"(i * {t.sub_m} + x * {t.lanes_m})"
+    """One stage: per k, the lane's A rows (float4s of the transposed tile) and B columns, then
+    the outer product. `cols` is a 4-column group's literal offset from the lane's first; the
+    chunk table takes its place in the swizzle atom."""
     cols = f"(j * {t.sub_n} + g * {4 * t.lanes_n})"
-    groups = t.thread_n // 4
+    fa = min(t.thread_m, 4)
+    ta = {1: "float", 2: "float2", 4: "float4"}[fa]
+    parts = " ".join(f"a[i][x + {e}] = v{'.' + 'xyzw'[e] if fa > 1 else ''};" for e in range(fa))
     return f"""
 #pragma unroll
-        for (int c = 0; c < {CHUNKS}; ++c) {{
-            float a[{t.iter_m}][{t.thread_m}][4];
+        for (int kk = 0; kk < {TMA_BLOCK_K}; ++kk) {{
+            float a[{t.iter_m}][{t.thread_m}], b[{t.iter_n}][{t.thread_n}];
 #pragma unroll
             for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
-                for (int x = 0; x < {t.thread_m}; ++x) {{
-                    const float4 v = *reinterpret_cast<const float4*>(
-                        stage + a_at[c ^ ({rows} & 7)] + {rows} * {SWIZZLE_ROW_BYTES});
-                    a[i][x][0] = v.x; a[i][x][1] = v.y; a[i][x][2] = v.z; a[i][x][3] = v.w;
+                for (int x = 0; x < {t.thread_m}; x += {fa}) {{
+                    const {ta} v = *reinterpret_cast<const {ta}*>(at + kk * {t.block_m} + a_row0 + i * {t.sub_m} + x);
+                    {parts}
                 }}
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {{
-                const int kk = c * 4 + q;
-                float b[{t.iter_n}][{t.thread_n}];
+            for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                for (int g = 0; g < {t.thread_n // 4}; ++g) {{
+                    const float4 v = *reinterpret_cast<const float4*>(
+                        stage + b_at[(({cols} / 4) & 7) ^ (kk & 7)] + {cols} / {TMA_PANEL} * {PANEL_BYTES}
+                        + kk * {SWIZZLE_ROW_BYTES});
+                    b[j][g * 4] = v.x; b[j][g * 4 + 1] = v.y; b[j][g * 4 + 2] = v.z; b[j][g * 4 + 3] = v.w;
+                }}
+#pragma unroll
+            for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
-                    for (int g = 0; g < {groups}; ++g) {{
-                        const float4 v = *reinterpret_cast<const float4*>(
-                            stage + b_at[(({cols} / 4) & 7) ^ (kk & 7)] + {cols} / {TMA_PANEL} * {PANEL_BYTES}
-                            + kk * {SWIZZLE_ROW_BYTES});
-                        b[j][g * 4] = v.x; b[j][g * 4 + 1] = v.y; b[j][g * 4 + 2] = v.z; b[j][g * 4 + 3] = v.w;
-                    }}
+                    for (int x = 0; x < {t.thread_m}; ++x)
 #pragma unroll
-                for (int i = 0; i < {t.iter_m}; ++i)
-#pragma unroll
-                    for (int j = 0; j < {t.iter_n}; ++j)
-#pragma unroll
-                        for (int x = 0; x < {t.thread_m}; ++x)
-#pragma unroll
-                            for (int y = 0; y < {t.thread_n}; ++y)
-                                acc[i][j][x][y] = fmaf(a[i][x][q], b[j][y], acc[i][j][x][y]);
-            }}
+                        for (int y = 0; y < {t.thread_n}; ++y)
+                            acc[i][j][x][y] = fmaf(a[i][x], b[j][y], acc[i][j][x][y]);
         }}"""
 
 
@@ -110,18 +144,15 @@ def _consumers(t: GemmTiling) -> str:
     s = t.stages
     return f"""{f"{chr(10)}    registers_up<{t.consumer_registers}>();" if t.producer_registers else ""}
     const int lane_m = lane / {t.lanes_n}, lane_n = lane % {t.lanes_n};
-    // This lane's first row (within the block) of A's tile and first column of B's; its others
-    // are lanes_m rows and 4 * lanes_n columns apart.
-    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + lane_m;
+    // This lane's first row (within the block) of A's tile, its rows consecutive, and first column
+    // of B's, its 4-column groups 4 * lanes_n apart.
+    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + lane_m * {t.thread_m};
     const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + lane_n * 4;
-    // Byte offsets within a stage of this lane's first A row's and first B column's chunk whose
-    // place in the swizzle atom, XORed with the lane's own, is v.
-    unsigned a_at[{CHUNKS}], b_at[{CHUNKS}];
+    // Byte offsets within a stage of this lane's first B column's chunk whose place in the
+    // swizzle atom, XORed with the lane's own, is v.
+    unsigned b_at[{CHUNKS}];
 #pragma unroll
-    for (int v = 0; v < {CHUNKS}; ++v) {{
-        a_at[v] = a_row0 * {SWIZZLE_ROW_BYTES} + ((v ^ (lane_m & 7)) << 4);
-        b_at[v] = {t.tma_a_bytes} + (b_col0 / {TMA_PANEL}) * {PANEL_BYTES} + ((v ^ (lane_n & 7)) << 4);
-    }}
+    for (int v = 0; v < {CHUNKS}; ++v) b_at[v] = (b_col0 / {TMA_PANEL}) * {PANEL_BYTES} + ((v ^ (lane_n & 7)) << 4);
     float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
@@ -136,6 +167,7 @@ def _consumers(t: GemmTiling) -> str:
         const int s = kt % {s};
         barrier_wait(full + {MBARRIER_BYTES} * s, (kt / {s}) & 1);
         const unsigned char* stage = stages + s * {t.tma_stage_bytes};
+        const float* at = reinterpret_cast<const float*>(stage + {t.tma_b_bytes});
 {_compute(t)}
         __syncwarp();  // the warp's reads of the stage are done: one arrival for them all
         if (lane == 0) barrier_arrive(empty + {MBARRIER_BYTES} * s);
@@ -151,10 +183,10 @@ def generate(t: GemmTiling) -> KernelSource:
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
-// thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), interleaved
-// loader tma: a producer warpgroup, {s} stages of {t.tma_stage_bytes} bytes
+// thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), B's columns interleaved
+// loader tma: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes, A transposed by them
 #ifdef __CUDA_ARCH__
-{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}#endif
+{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}#endif
 {TMA_HELPERS}{TENSOR_MAP_DECLARATIONS}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
@@ -164,16 +196,21 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
     const unsigned base = shared_address(smem);
     const unsigned ring = (base + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
-    const unsigned full = ring + {s * t.tma_stage_bytes}, empty = full + {MBARRIER_BYTES * s};
-    const unsigned char* stages = smem + (ring - base);
+    // The ring's stages (B's panels, then A transposed), A's two staging buffers, the barriers.
+    const unsigned staging = ring + {s * t.tma_stage_bytes}, full = staging + {2 * t.tma_a_bytes};
+    const unsigned empty = full + {MBARRIER_BYTES * s}, landed = empty + {MBARRIER_BYTES * s};
+    unsigned char* stages = smem + (ring - base);
+    const unsigned char* staging_rows = stages + {s * t.tma_stage_bytes};
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
     if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
-            barrier_init(full + {MBARRIER_BYTES} * s, 1);
+            barrier_init(full + {MBARRIER_BYTES} * s, {t.producer_threads});
             barrier_init(empty + {MBARRIER_BYTES} * s, {t.consumer_threads // 32});
         }}
+        barrier_init(landed, 1);
+        barrier_init(landed + {MBARRIER_BYTES}, 1);
         barrier_init_fence();
     }}
     __syncthreads();
