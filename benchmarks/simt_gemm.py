@@ -37,25 +37,29 @@ from engine.workloads import PRESETS, gemm_args  # noqa: E402
 WORKLOADS = ["G1", "G2", "G3", "G5"]
 CHECK_SHAPES = [(200, 264, 136), (70, 68, 100), (130, 300, 580)]  # (M, N, K): tails everywhere
 
-# loader tma: block m n, warp m n, thread m n, lanes_n, stages (pipeline cp_async_S); the loader's
-# fixed knobs (block_k 32, vectors 4, pad 0, unroll 32, no split or slices) are TMA_FIXED's.
-TMA_KNOBS = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline")
+# The TMA loaders: block m n, warp m n, thread m n, lanes_n, stages (pipeline cp_async_S), loader (tma:
+# A transposed by the producers; tma_rows: A's rows as they land); their fixed knobs (block_k 32,
+# vectors 4, pad 0, unroll 32, no split or slices) are TMA_FIXED's.
+TMA_KNOBS = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
 TMA_FIXED = (("block_k", 32), ("vector_a", 4), ("vector_b", 4), ("smem_pad", 0), ("split_k", 1), ("unroll_k", 32),
-             ("slice_k", 1), ("split_reduce", "workspace"), ("loader", "tma"))
+             ("slice_k", 1), ("split_reduce", "workspace"))
 TMA_TILES = [
     # 8 consumer warps of 128 accumulators (232 registers each after setmaxnreg), 2 per scheduler
-    (128, 256, 64, 64, 8, 8, 8, "cp_async_3"), (128, 256, 64, 64, 8, 8, 8, "cp_async_4"),
-    (128, 256, 64, 64, 8, 8, 4, "cp_async_3"), (128, 256, 64, 64, 8, 8, 4, "cp_async_4"),
-    (128, 256, 64, 64, 4, 8, 4, "cp_async_4"), (128, 256, 32, 128, 8, 8, 8, "cp_async_4"),
-    (256, 128, 64, 64, 8, 8, 8, "cp_async_2"), (256, 128, 64, 64, 8, 8, 8, "cp_async_3"),
+    *[(128, 256, 64, 64, 8, 8, lanes, stages, "tma") for lanes in (4, 8) for stages in ("cp_async_3", "cp_async_4")],
+    (128, 256, 64, 64, 4, 8, 4, "cp_async_4", "tma"), (128, 256, 32, 128, 8, 8, 8, "cp_async_4", "tma"),
+    (128, 256, 32, 128, 8, 8, 8, "cp_async_3", "tma"), (128, 256, 32, 128, 4, 8, 8, "cp_async_4", "tma"),
+    (256, 128, 64, 64, 8, 8, 8, "cp_async_3", "tma"), (256, 128, 128, 32, 8, 8, 4, "cp_async_3", "tma"),
     # 4 consumer warps of 128 accumulators (255 registers), one block an SM
-    (128, 128, 64, 64, 8, 8, 8, "cp_async_4"), (128, 128, 64, 64, 8, 8, 4, "cp_async_4"),
+    (128, 128, 64, 64, 8, 8, 8, "cp_async_4", "tma"),
     # 8 consumer warps of 64 accumulators
-    (128, 128, 32, 64, 4, 8, 4, "cp_async_3"), (128, 128, 32, 64, 4, 8, 4, "cp_async_4"),
+    (128, 128, 32, 64, 4, 8, 4, "cp_async_4", "tma"),
     # smaller tiles, several blocks an SM: for 1024³ and the skinny shape, more blocks than SMs
-    (64, 128, 32, 64, 4, 8, 4, "cp_async_4"), (64, 64, 32, 32, 4, 4, 8, "cp_async_3"),
-    (64, 64, 32, 32, 4, 4, 8, "cp_async_4"), (128, 64, 64, 32, 8, 4, 8, "cp_async_4"),
-    (64, 256, 32, 128, 8, 8, 8, "cp_async_4"),
+    *[(64, 64, 32, 32, 4, 4, 8, stages, loader) for loader in ("tma", "tma_rows")
+      for stages in ("cp_async_2", "cp_async_3", "cp_async_4")],
+    (64, 64, 32, 32, 4, 4, 4, "cp_async_3", "tma_rows"), (64, 64, 32, 32, 8, 4, 8, "cp_async_3", "tma_rows"),
+    (64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma_rows"), (128, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"),
+    (64, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), (32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"),
+    (64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), (128, 256, 32, 128, 8, 8, 8, "cp_async_4", "tma_rows"),
 ]
 # The threads' loaders' bests so far, in the space's knob order: the confirmed G1, G2 and G3 bests
 # (docs/benchmarks/operators-h200.md) and session 3's hand-written 8x8 tiling (0.90-0.92 there).

@@ -1,6 +1,6 @@
-"""The fp32 GEMM's TMA loader (engine.ops.gemm.tma): its rules, what its kernels compute on the CPU
+"""The fp32 GEMM's TMA loaders (engine.ops.gemm.tma): their rules, what their kernels compute on the CPU
 emulator (tails on every side, two launches so the barriers' phases start over), that they compile
-for sm_90a, and that the knob it came with left every earlier config as it was."""
+for sm_90a, and that the knob they came with left every earlier config as it was."""
 from __future__ import annotations
 
 import numpy as np
@@ -57,28 +57,33 @@ def test_eight_consumer_warps_get_a_producer_warpgroup_and_its_registers_four_a_
     assert (big.consumer_threads, big.producer_threads, big.producer_registers, big.consumer_registers) == (256, 128, 40, 232)
     assert (small.consumer_threads, small.producer_threads, small.producer_registers, small.consumer_registers) == (128, 32, 0, 255)
     # 4 stages of B's 32 x 256 floats and A's transpose, A's two staging buffers, 10 barriers, the alignment's 1024
-    stages = gemm_tiling(task.params, config(task, block_m=128, block_n=256, warp_m=64, warp_n=64, thread_m=8,
-                                              pipeline="cp_async_4"))
-    assert stages.shared_bytes == 1024 + 4 * (32 * 256 * 4 + 128 * 128) + 2 * 128 * 128 + 10 * 8
+    four = dict(block_m=128, block_n=256, warp_m=64, warp_n=64, thread_m=8, pipeline="cp_async_4")
+    assert gemm_tiling(task.params, config(task, **four)).shared_bytes == (
+        1024 + 4 * (32 * 256 * 4 + 128 * 128) + 2 * 128 * 128 + 10 * 8)
+    # tma_rows stages nothing: A's box lands in the stage
+    assert gemm_tiling(task.params, config(task, loader="tma_rows", **four)).shared_bytes == (
+        1024 + 4 * (32 * 256 * 4 + 128 * 128) + 10 * 8)
 
 
 @needs_gxx
+@pytest.mark.parametrize("loader", ["tma", "tma_rows"])
 @pytest.mark.parametrize("shape, knobs", [
     ((70, 68, 100), {}),  # a producer warp, tails on M, N and K
     ((130, 264, 72), {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "thread_m": 8, "pipeline": "cp_async_4"}),
     ((40, 100, 36), {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "thread_m": 1, "warp_lanes_n": 2}),
     ((48, 96, 200), {"block_m": 32, "warp_lanes_n": 16, "thread_m": 2, "thread_n": 4, "pipeline": "cp_async_2"}),
 ])
-def test_the_kernel_computes_the_product_on_the_cpu(shape, knobs):
+def test_the_kernel_computes_the_product_on_the_cpu(shape, knobs, loader):
     task = engine.create_task("gemm", gemm_args(*shape))
-    cfg = config(task, **knobs)
+    cfg = config(task, loader=loader, **knobs)
     assert task.why_invalid(cfg) is None
     assert cuda_on_cpu.error_against_reference(task, cfg, launches=2) < 1e-6
 
 
 def test_its_kernels_compile_for_sm_90a(tmp_path):
     task = engine.create_task("gemm", PRESETS["G1"].args)
-    configs = [config(task), config(task, block_m=128, block_n=256, warp_m=64, warp_n=64, thread_m=8)]
+    configs = [config(task), config(task, block_m=128, block_n=256, warp_m=64, warp_n=64, thread_m=8),
+               config(task, loader="tma_rows", block_m=64, block_n=64, warp_m=32, warp_n=32, thread_n=4, warp_lanes_n=8)]
     sources = [task.template.kernel(task.params, c) for c in configs]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)
@@ -89,10 +94,10 @@ def test_its_kernels_compile_for_sm_90a(tmp_path):
 def test_earlier_configs_keep_their_index_and_the_loader_is_last_with_threads_first():
     task = engine.create_task("gemm", PRESETS["G1"].args)
     assert task.config_space.knob_names[-1] == "loader"
-    assert task.config_space.knobs[-1].options == ["threads", "tma"]
+    assert task.config_space.knobs[-1].options == ["threads", "tma", "tma_rows"]
     # Mixed radix, the last knob most significant: the threads' loader (digit 0) keeps every index below
     # the product of the other knobs' radixes, which is the space's size before the loader came.
-    before = len(task.config_space) // 2
+    before = len(task.config_space) // 3
     for cfg in task.config_space.sample(np.random.default_rng(5), 50):
         assert (cfg.index < before) == (cfg["loader"].val == "threads")
         assert cfg.values() | {"loader": "threads"} == task.config_space.get(cfg.index % before).values()

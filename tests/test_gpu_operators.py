@@ -64,20 +64,20 @@ def test_sliced_k_and_cluster_split_configs_compute_the_product(measurer, args, 
     assert_all_correct(measurer, task, [config])
 
 
-# loader tma (sm_90a): a producer warpgroup that moves registers (8 consumer warps), a producer warp beside 4
-# consumer warps and beside 2, on shapes with tails on every side and on 1024³; the second launch reuses the
-# barriers' phases from the start (CUDA graph replays do the same).
-TMA_TILES = [(128, 256, 64, 64, 8, 8, 4, "cp_async_4"), (128, 128, 64, 64, 8, 8, 4, "cp_async_3"),
-             (64, 128, 64, 64, 8, 8, 4, "cp_async_2"), (64, 64, 32, 32, 4, 4, 8, "cp_async_4")]
+# The TMA loaders (sm_90a): a producer warpgroup that moves registers (8 consumer warps), a producer warp
+# beside 4 consumer warps and beside 2, A transposed by the producers (tma) or read as it lands (tma_rows),
+# on shapes with tails on every side and on 1024³; the measurer's launches reuse the barriers.
+TMA_TILES = [(128, 256, 64, 64, 8, 8, 4, "cp_async_4", "tma"), (128, 128, 64, 64, 8, 8, 4, "cp_async_3", "tma"),
+             (64, 128, 64, 64, 8, 8, 4, "cp_async_2", "tma"), (64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"),
+             (128, 256, 64, 64, 4, 8, 4, "cp_async_4", "tma_rows"), (64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows")]
 
 
 @pytest.mark.parametrize("args", [gemm_args(200, 264, 136), gemm_args(130, 300, 580), PRESETS["G3"].args])
 def test_tma_loader_configs_compute_the_product(measurer, args):
     task = engine.create_task("gemm", args)
-    knobs = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline")
+    knobs = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
     fixed = [["block_k", "ot", 32], ["vector_a", "ot", 4], ["vector_b", "ot", 4], ["smem_pad", "ot", 0],
-             ["split_k", "ot", 1], ["unroll_k", "ot", 32], ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"],
-             ["loader", "ot", "tma"]]
+             ["split_k", "ot", 1], ["unroll_k", "ot", 32], ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(knobs, tile)] + fixed) for tile in TMA_TILES]
     assert [task.why_invalid(c) for c in configs] == [None] * len(configs)
     assert_all_correct(measurer, task, configs)

@@ -9,10 +9,13 @@
 # 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
 #    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
 # 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the
-#    default config, warm and cold, 5 rounds;
+#    default config, warm and cold, 5 rounds; CONFIRM2=1 then does it again in another fresh process, from a copy
+#    of the JSON without the first's rows (second-confirmation.json, .txt);
 # 4. NCU_TILING="<knob values in the space's order> ..." (one or more tilings): Nsight Compute of those kernels and
 #    cuBLAS's at NCU_SIZE (4096x4096x4096) into $OUT/ncu.txt (up to NCU_S, 120 s): speed of light, compute and
 #    memory workloads, instruction statistics, warp states and each stall reason's warps per issue, occupancy.
+# 5. SUITE=1: the whole GPU suite (scripts/device/checks.sh's suite step, up to SUITE_S, 300 s) into $OUT/pytest-gpu.txt;
+#    it needs tunerweb's runtime dependencies: carry=[".whl", ".debs"] (scripts/device/offline_deps.sh).
 # Writes to $OUT: simt_gemm.txt (all output), simt_gemm.json (every phase's rows), simt_gemm.log (every tuning
 # record, AutoTVM format); prints the confirmed table last.
 NAME=simt_gemm source scripts/device/phases.sh
@@ -31,6 +34,14 @@ phase tune ${TUNE_S:=150} $(( TUNE_S * 3 / 4 )) --log "$OUT/simt_gemm.log" ${SHA
 grep -E '^tune' "$TXT" | tail -n 6
 phase confirm ${CONFIRM_S:=120} $(( CONFIRM_S * 2 / 3 ))
 grep -E 'Traceback|Error' "$TXT" | tail -n 5
+if [ "${CONFIRM2:-0}" = 1 ]; then  # a second fresh process, from the tune alone
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("confirm", None); json.dump(d, open(sys.argv[2], "w"))' \
+        "$JSON" "$OUT/second-confirmation.json"
+    timeout -k 5 "$CONFIRM_S" python3 "$BENCH" confirm --json "$OUT/second-confirmation.json" --budget-s $(( CONFIRM_S * 2 / 3 )) \
+        > "$OUT/second-confirmation.txt" 2>&1
+    echo "second confirmation exit status $?" | tee -a "$TXT"
+    tail -n 6 "$OUT/second-confirmation.txt"
+fi
 if [ -n "${NCU_TILING:-}" ]; then
     timeout -k 5 "${NCU_S:-120}" ncu --clock-control none -k 'regex:gemm|sgemm|cutlass|sm90|xmma' \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
@@ -40,5 +51,8 @@ if [ -n "${NCU_TILING:-}" ]; then
         $(for tiling in $NCU_TILING; do echo --tiling "$tiling"; done) --launches 1 > "$OUT/ncu.txt" 2>&1
     echo "ncu exit status $?" | tee -a "$TXT"
     grep -E 'gemm_kernel|sgemm|cutlass|sm90|xmma|Duration|Issue Slots Busy|Compute \(SM\) Throughput|error' "$OUT/ncu.txt" | head -n 30
+fi
+if [ "${SUITE:-0}" = 1 ]; then  # checks.sh's suite step: its list of GPU suites, into $OUT/pytest-gpu.txt
+    STEPS=suite SUITE_S=${SUITE_S:-300} bash scripts/device/checks.sh
 fi
 python3 "$BENCH" table --json "$JSON"

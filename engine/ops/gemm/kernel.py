@@ -362,14 +362,16 @@ def store_tile(t: GemmTiling, target: str) -> str:
     }}"""
     width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
     vt = _VECTOR_TYPE[width]
-    # loader tma's lanes interleave their 4-column groups (engine.ops.gemm.tma), 4 * lanes_n apart
+    # loader tma's lanes interleave their 4-column groups, 4 * lanes_n apart, and tma_rows' their rows,
+    # lanes_m apart (engine.ops.gemm.tma)
     y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
+    x_row = f"x * {t.lanes_m}" if t.uses_tma and not t.a_transposed else "x"
     return f"""
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
         for (int x = 0; x < {t.thread_m}; ++x) {{
-            const int row = block_row + a_row0 + i * {t.sub_m} + x;
+            const int row = block_row + a_row0 + i * {t.sub_m} + {x_row};
             if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}")}) {{
 #pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)

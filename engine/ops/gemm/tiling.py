@@ -47,14 +47,15 @@ from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
 
 TEMPLATE_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
-# Who fills the stages: every thread (`threads`: registers or cp.async, the pipeline knob's), or
-# the tensor memory accelerator (`tma`, sm_90 and newer) issued by a producer warp of its own.
-LOADERS = ("threads", "tma")
+# Who fills the stages: every thread (`threads`: registers or cp.async, the pipeline knob's), or the
+# tensor memory accelerator issued by producer threads of their own (sm_90a), which write A transposed
+# into the stage (`tma`) or leave it as it lands (`tma_rows`): engine.ops.gemm.tma.
+LOADERS = ("threads", "tma", "tma_rows")
 # loader tma: a stage is A's block_m rows of TMA_BLOCK_K floats (one 128-byte swizzled row each) and
 # B's TMA_BLOCK_K rows in panels of TMA_PANEL columns (one 128-byte swizzled row per k), so block_k is this.
 TMA_BLOCK_K = TMA_PANEL = 32
 SWIZZLE_ROW_BYTES, SWIZZLE_ATOM_BYTES, MBARRIER_BYTES = 128, 1024, 8
-# loader tma: the consumers' per-lane table of B's swizzled chunk offsets (engine.ops.gemm.tma).
+# loader tma: a consumer's per-lane table of B's (tma_rows: and A's) swizzled chunk offsets (engine.ops.gemm.tma).
 TMA_OFFSET_REGISTERS = 8
 # loader tma: ptxas sizes a block's registers by whole warpgroups (8 consumer warps and one producer
 # warp got 168 a thread, as 12 warps do), so where the consumers are whole warpgroups the producer
@@ -131,6 +132,11 @@ class GemmTiling:
 
     @property
     def uses_tma(self) -> bool:
+        return self.loader.startswith("tma")
+
+    @property
+    def a_transposed(self) -> bool:
+        """loader tma: the producers transpose A into the stage (tma_rows: A's rows as they land)."""
         return self.loader == "tma"
 
     @property
@@ -233,9 +239,14 @@ class GemmTiling:
 
     @property
     def tma_a_bytes(self) -> int:
-        """loader tma: A's box of a step, block_m rows of 128 bytes (its staging buffer's, and
-        its transpose's in the stage)."""
+        """loader tma: A's box of a step, block_m rows of 128 bytes (a staging buffer's, and its
+        place in the stage)."""
         return self.block_m * SWIZZLE_ROW_BYTES
+
+    @property
+    def tma_staging_bytes(self) -> int:
+        """loader tma: A's two staging buffers (tma_rows has none)."""
+        return 2 * self.tma_a_bytes if self.a_transposed else 0
 
     @property
     def tma_b_bytes(self) -> int:
@@ -272,11 +283,11 @@ class GemmTiling:
     def shared_bytes(self) -> int:
         """All the block's shared memory, every byte of it dynamic: a static `__shared__`
         beside 48 KB of stages would put the launch over the limit the runner opts in to.
-        loader tma: the ring aligned to a swizzle atom, A's two staging buffers, then the ring's
+        loader tma: the ring aligned to a swizzle atom, A's two staging buffers (tma), then the ring's
         full and empty mbarriers and the buffers' two."""
         if self.uses_tma:
             return (self.tma_ring_offset + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
-                    + 2 * (self.tma_a_bytes + MBARRIER_BYTES))
+                    + self.tma_staging_bytes + 2 * MBARRIER_BYTES)
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
 
@@ -305,8 +316,10 @@ class GemmTiling:
     def registers(self) -> int:
         """Accumulators, one k-step's fragments, prefetch registers, plus overhead."""
         fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
-        if self.uses_tma:  # and the table of B's swizzled chunk offsets
-            return self.accumulators + fragments + TMA_OFFSET_REGISTERS + REGISTER_OVERHEAD
+        if self.uses_tma:  # and the tables of swizzled chunk offsets; tma_rows reads 4 k of A at once
+            tables = TMA_OFFSET_REGISTERS * (1 if self.a_transposed else 2)
+            fragments += 0 if self.a_transposed else 3 * self.iter_m * self.thread_m
+            return self.accumulators + fragments + tables + REGISTER_OVERHEAD
         staged = 0
         if self.pipeline == "prefetch":
             staged = (-(-self.a_vectors // self.threads) * self.vector_a

@@ -1,31 +1,32 @@
-"""CUDA source of the fp32 GEMM's TMA loader (`loader` tma, sm_90a), from a GemmTiling.
+"""CUDA source of the fp32 GEMM's TMA loaders (`loader` tma and tma_rows, sm_90a), from a GemmTiling.
 
 The threads' loaders spend issue slots on every copy: a cp.async (or a load and a store) per
 vector with its address and bounds arithmetic, and a `__syncthreads` per stage that stalls every
 warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instructions for
-17.2 G FFMAs at 8192³), so those slots are what this loader gives back to the FFMAs:
+17.2 G FFMAs at 8192³), so those slots are what these loaders give back to the FFMAs:
 
 * Producer threads of their own (a warpgroup that hands registers to the consumers by setmaxnreg,
-  or one warp: GemmTiling.producer_threads) fill a ring of `stages`. Their first thread issues
-  the tensor memory accelerator's copies: B's `32 x block_n` tile as `block_n / 32` boxes of
-  32 x 32 straight into the stage (one 128-byte row per k, 128B-swizzled: the 16-byte chunk c
-  of row k lands at chunk c ^ (k % 8)), and A's `block_m x 32` box, one step ahead, into one of
-  two staging buffers. All producer threads then write the staged A transposed into the stage
-  (`[k][m]`, a row of A a thread, so a warp's stores are consecutive words), as the threads'
-  loaders do: a consumer reads 4 rows of one k as a float4, and each FFMA's two factors come
-  from registers of different banks. (Reading A as TMA lands it, 4 k of one row at a time,
-  put the 4 rows' values of one k in registers of one bank: 0.74 warps per issue stalled on
-  dispatch, against 0.10 for cuBLAS, Nsight at de06fd9.)
-* Barriers: `landed[b]` completes when a staging buffer's box arrived; `full[s]` when the
-  stage's B bytes landed (expected by the first producer thread) and every producer thread
-  stored its rows of A; `empty[s]` when every consumer warp is done reading the stage. The
-  producers meet at a named barrier after each step, so a staging buffer is read before the
-  copy two steps on refills it.
-* The consumer warps tile the block as the threads' loaders' do, but a lane's 4-column groups of
-  B interleave with its warp's other lanes (`4 * lanes_n` apart): a warp's reads of one k-row of
-  a B panel are then consecutive chunks, conflict-free under the swizzle, whose XOR splits into
-  the lane's part and a literal, so the lane keeps a table of 8 byte offsets and every read of B
-  is a table entry plus a literal.
+  or one warp: GemmTiling.producer_threads) fill a ring of `stages`; their first thread issues the
+  tensor memory accelerator's copies. B's `32 x block_n` tile goes as `block_n / 32` boxes of 32 x 32
+  straight into the stage (one 128-byte row per k, 128B-swizzled: the 16-byte chunk c of row k lands
+  at chunk c ^ (k % 8)); A's `block_m x 32` box (one 128-byte row per M row, swizzled alike):
+  - `tma`: one step ahead into one of two staging buffers, which all producer threads write
+    transposed into the stage (`[k][m]`, a row of A a thread, so a warp's stores are consecutive
+    words), as the threads' loaders do: a consumer reads 4 rows of one k as a float4, and each
+    FFMA's two factors sit in registers of different banks;
+  - `tma_rows`: straight into the stage, read as it lands: a consumer reads 4 k of one row as a
+    float4, its rows `lanes_m` apart (interleaved with its warp's other lanes, so a warp's reads of
+    one chunk hit 8 distinct chunks under the swizzle). No transposing, but the 4 rows' values of
+    one k share a register bank: at 4096³ its 8x8 tiles stalled 0.74 warps per issue on dispatch
+    against cuBLAS's 0.10 (Nsight at de06fd9). Small tiles of many blocks an SM (1024³) hide that.
+* Barriers: `full[s]` completes when the stage's bytes landed and (tma) every producer thread stored
+  its rows of A; `empty[s]` when every consumer warp is done reading the stage; (tma) `landed[b]`
+  when a staging buffer's box arrived. The producers meet at a named barrier after each step, so a
+  staging buffer is read before the copy two steps on refills it.
+* A lane's 4-column groups of B interleave with its warp's other lanes (`4 * lanes_n` apart): a
+  warp's reads of one k-row of a B panel are consecutive chunks, conflict-free under the swizzle.
+  The swizzle's XOR splits into the lane's part and a literal, so a lane keeps a table of 8 byte
+  offsets (two with tma_rows: A's too) and every read of a swizzled tile is a table entry plus a literal.
 """
 from __future__ import annotations
 
@@ -53,7 +54,10 @@ def tensor_maps(t: GemmTiling) -> tuple[TensorMap, TensorMap]:
 
 
 def _producer(t: GemmTiling) -> str:
-    """The producer threads' loop; `ptid` is a producer thread's rank among them."""
+    """The producer threads' loop: one thread copies each stage (tma_rows), or (tma) all of them
+    write A transposed into it too; `ptid` is a producer thread's rank among them."""
+    if not t.a_transposed:
+        return _producer_of_copies(t)
     s, bar = t.stages, MBARRIER_BYTES
     a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, (kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
     return f"""
@@ -75,10 +79,7 @@ def _producer(t: GemmTiling) -> str:
             if (kt >= {s}) barrier_wait(empty + {bar} * s, ((kt / {s}) + 1) & 1);
             if (ptid == 0) {{  // B's panels, straight into the stage
                 barrier_expect_tx(full + {bar} * s, {t.tma_b_bytes});
-#pragma unroll
-                for (int p = 0; p < {t.block_n // TMA_PANEL}; ++p)
-                    tma_load_2d(stage + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL}, kt * {TMA_BLOCK_K},
-                                full + {bar} * s);
+{_b_panels(t)}
             }}
             barrier_wait(landed + {bar} * (kt & 1), (kt >> 1) & 1);
             // A's rows, transposed: row r's chunk c (at c ^ (r % 8) in the swizzled box) is k 4c..4c+3.
@@ -100,11 +101,63 @@ def _producer(t: GemmTiling) -> str:
     }}"""
 
 
-def _compute(t: GemmTiling) -> str:
-    """One stage: per k, the lane's A rows (float4s of the transposed tile) and B columns, then
-    the outer product. `cols` is a 4-column group's literal offset from the lane's first; the
-    chunk table takes its place in the swizzle atom."""
+def _producer_of_copies(t: GemmTiling) -> str:
+    """tma_rows: one thread issues each stage's copies, B's panels and A's box."""
+    s, bar = t.stages, MBARRIER_BYTES
+    return f"""
+    if (warp >= {t.consumer_threads // 32}) {{  // the producers: one thread issues every copy
+{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
+        if (tid == {t.consumer_threads}) {{
+#pragma unroll 1
+            for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+                const int s = kt % {s};
+                const unsigned stage = ring + s * {t.tma_stage_bytes};
+                if (kt >= {s}) barrier_wait(empty + {bar} * s, ((kt / {s}) + 1) & 1);
+                barrier_arrive_expect_tx(full + {bar} * s, {t.tma_stage_bytes});
+{_b_panels(t)}
+                tma_load_2d(stage + {t.tma_b_bytes}, &{A_TENSOR_MAP}, kt * {TMA_BLOCK_K}, block_row, full + {bar} * s);
+            }}
+        }}
+        return;
+    }}"""
+
+
+def _b_panels(t: GemmTiling) -> str:
+    """The copies of step kt's B panels into `stage`, counting on its full barrier."""
+    return f"""#pragma unroll
+                for (int p = 0; p < {t.block_n // TMA_PANEL}; ++p)
+                    tma_load_2d(stage + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL}, kt * {TMA_BLOCK_K},
+                                full + {MBARRIER_BYTES} * s);"""
+
+
+def _b_read(t: GemmTiling) -> str:
+    """The float4 of the lane's 4-column group (j, g) of B at k `kk`, into b[j]: `cols` is the group's
+    literal offset from the lane's first column; the chunk table takes its place in the swizzle atom."""
     cols = f"(j * {t.sub_n} + g * {4 * t.lanes_n})"
+    return f"""const float4 v = *reinterpret_cast<const float4*>(
+                            stage + b_at[(({cols} / 4) & 7) ^ (kk & 7)] + {cols} / {TMA_PANEL} * {PANEL_BYTES}
+                            + kk * {SWIZZLE_ROW_BYTES});
+                        b[j][g * 4] = v.x; b[j][g * 4 + 1] = v.y; b[j][g * 4 + 2] = v.z; b[j][g * 4 + 3] = v.w;"""
+
+
+def _outer_product(t: GemmTiling, a: str) -> str:
+    """acc += a x b over the lane's register tile, `a` the expression of A's value for (i, x)."""
+    return f"""#pragma unroll
+                for (int i = 0; i < {t.iter_m}; ++i)
+#pragma unroll
+                    for (int j = 0; j < {t.iter_n}; ++j)
+#pragma unroll
+                        for (int x = 0; x < {t.thread_m}; ++x)
+#pragma unroll
+                            for (int y = 0; y < {t.thread_n}; ++y)
+                                acc[i][j][x][y] = fmaf({a}, b[j][y], acc[i][j][x][y]);"""
+
+
+def _compute(t: GemmTiling) -> str:
+    """One stage (tma): per k, the lane's A rows (float4s of the transposed tile) and B columns,
+    then the outer product."""
+    if not t.a_transposed:
+        return _compute_rows(t)
     fa = min(t.thread_m, 4)
     ta = {1: "float", 2: "float2", 4: "float4"}[fa]
     parts = " ".join(f"a[i][x + {e}] = v{'.' + 'xyzw'[e] if fa > 1 else ''};" for e in range(fa))
@@ -123,36 +176,62 @@ def _compute(t: GemmTiling) -> str:
             for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                 for (int g = 0; g < {t.thread_n // 4}; ++g) {{
-                    const float4 v = *reinterpret_cast<const float4*>(
-                        stage + b_at[(({cols} / 4) & 7) ^ (kk & 7)] + {cols} / {TMA_PANEL} * {PANEL_BYTES}
-                        + kk * {SWIZZLE_ROW_BYTES});
-                    b[j][g * 4] = v.x; b[j][g * 4 + 1] = v.y; b[j][g * 4 + 2] = v.z; b[j][g * 4 + 3] = v.w;
+                        {_b_read(t)}
                 }}
+{_outer_product(t, "a[i][x]")}
+        }}"""
+
+
+def _compute_rows(t: GemmTiling) -> str:
+    """One stage (tma_rows): per 16-byte chunk of A's rows (4 k), the lane's A rows, then per k its
+    B columns and the outer product. `rows` is a row's literal offset from the lane's first; the
+    chunk table takes its place in the swizzle atom."""
+    rows = f"(i * {t.sub_m} + x * {t.lanes_m})"
+    return f"""
+#pragma unroll
+        for (int c = 0; c < {CHUNKS}; ++c) {{
+            float a[{t.iter_m}][{t.thread_m}][4];
 #pragma unroll
             for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
+                for (int x = 0; x < {t.thread_m}; ++x) {{
+                    const float4 v = *reinterpret_cast<const float4*>(
+                        stage + a_at[c ^ ({rows} & 7)] + {rows} * {SWIZZLE_ROW_BYTES});
+                    a[i][x][0] = v.x; a[i][x][1] = v.y; a[i][x][2] = v.z; a[i][x][3] = v.w;
+                }}
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {{
+                const int kk = c * 4 + q;
+                float b[{t.iter_n}][{t.thread_n}];
+#pragma unroll
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
-                    for (int x = 0; x < {t.thread_m}; ++x)
-#pragma unroll
-                        for (int y = 0; y < {t.thread_n}; ++y)
-                            acc[i][j][x][y] = fmaf(a[i][x], b[j][y], acc[i][j][x][y]);
+                    for (int g = 0; g < {t.thread_n // 4}; ++g) {{
+                        {_b_read(t)}
+                    }}
+{_outer_product(t, "a[i][x][q]")}
+            }}
         }}"""
 
 
 def _consumers(t: GemmTiling) -> str:
     s = t.stages
+    rows = "consecutive" if t.a_transposed else "lanes_m apart"
+    a_table = "" if t.a_transposed else f"""
+        a_at[v] = {t.tma_b_bytes} + a_row0 * {SWIZZLE_ROW_BYTES} + ((v ^ (lane_m & 7)) << 4);"""
     return f"""{f"{chr(10)}    registers_up<{t.consumer_registers}>();" if t.producer_registers else ""}
     const int lane_m = lane / {t.lanes_n}, lane_n = lane % {t.lanes_n};
-    // This lane's first row (within the block) of A's tile, its rows consecutive, and first column
-    // of B's, its 4-column groups 4 * lanes_n apart.
-    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + lane_m * {t.thread_m};
+    // This lane's first row (within the block) of A's tile, its rows {rows}, and first
+    // column of B's, its 4-column groups 4 * lanes_n apart.
+    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + lane_m{f" * {t.thread_m}" if t.a_transposed else ""};
     const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + lane_n * 4;
-    // Byte offsets within a stage of this lane's first B column's chunk whose place in the
-    // swizzle atom, XORed with the lane's own, is v.
-    unsigned b_at[{CHUNKS}];
+    // Byte offsets within a stage of this lane's first B column's{"" if t.a_transposed else " (and A row's)"} chunk whose
+    // place in the swizzle atom, XORed with the lane's own, is v.
+    unsigned b_at[{CHUNKS}]{"" if t.a_transposed else f", a_at[{CHUNKS}]"};
 #pragma unroll
-    for (int v = 0; v < {CHUNKS}; ++v) b_at[v] = (b_col0 / {TMA_PANEL}) * {PANEL_BYTES} + ((v ^ (lane_n & 7)) << 4);
+    for (int v = 0; v < {CHUNKS}; ++v) {{
+        b_at[v] = (b_col0 / {TMA_PANEL}) * {PANEL_BYTES} + ((v ^ (lane_n & 7)) << 4);{a_table}
+    }}
     float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
@@ -167,15 +246,14 @@ def _consumers(t: GemmTiling) -> str:
         const int s = kt % {s};
         barrier_wait(full + {MBARRIER_BYTES} * s, (kt / {s}) & 1);
         const unsigned char* stage = stages + s * {t.tma_stage_bytes};
-        const float* at = reinterpret_cast<const float*>(stage + {t.tma_b_bytes});
-{_compute(t)}
+{f"        const float* at = reinterpret_cast<const float*>(stage + {t.tma_b_bytes});{chr(10)}" if t.a_transposed else ""}{_compute(t)}
         __syncwarp();  // the warp's reads of the stage are done: one arrival for them all
         if (lane == 0) barrier_arrive(empty + {MBARRIER_BYTES} * s);
     }}"""
 
 
 def generate(t: GemmTiling) -> KernelSource:
-    """The kernel for one loader-tma config; the tiling must be one the template's rules accept."""
+    """The kernel for one loader tma or tma_rows config; the tiling must be one the template's rules accept."""
     reason = t.why_not_tiled()
     if reason:
         raise ValueError(reason)
@@ -184,7 +262,7 @@ def generate(t: GemmTiling) -> KernelSource:
 // gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), B's columns interleaved
-// loader tma: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes, A transposed by them
+// loader {t.loader}: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes{", A transposed by them" if t.a_transposed else ""}
 #ifdef __CUDA_ARCH__
 {SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}#endif
 {TMA_HELPERS}{TENSOR_MAP_DECLARATIONS}
@@ -196,17 +274,18 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     // The swizzle permutes within 1024-byte atoms: the ring starts on one, the barriers follow it.
     const unsigned base = shared_address(smem);
     const unsigned ring = (base + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
-    // The ring's stages (B's panels, then A transposed), A's two staging buffers, the barriers.
-    const unsigned staging = ring + {s * t.tma_stage_bytes}, full = staging + {2 * t.tma_a_bytes};
+    // The ring's stages (B's panels, then A), (tma) A's two staging buffers, the barriers.
+    const unsigned staging = ring + {s * t.tma_stage_bytes}, full = staging + {t.tma_staging_bytes};
     const unsigned empty = full + {MBARRIER_BYTES * s}, landed = empty + {MBARRIER_BYTES * s};
     unsigned char* stages = smem + (ring - base);
     const unsigned char* staging_rows = stages + {s * t.tma_stage_bytes};
+    (void)staging; (void)staging_rows; (void)landed;  // tma_rows stages nothing
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
     if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
-            barrier_init(full + {MBARRIER_BYTES} * s, {t.producer_threads});
+            barrier_init(full + {MBARRIER_BYTES} * s, {t.producer_threads if t.a_transposed else 1});
             barrier_init(empty + {MBARRIER_BYTES} * s, {t.consumer_threads // 32});
         }}
         barrier_init(landed, 1);
