@@ -20,7 +20,8 @@ warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instru
     one k share a register bank: at 4096³ its 8x8 tiles stalled 0.74 warps per issue on dispatch
     against cuBLAS's 0.10 (Nsight at de06fd9). Small tiles of many blocks an SM (1024³) hide that.
 * Barriers: `full[s]` completes when the stage's bytes landed and (tma) every producer thread stored
-  its rows of A; `empty[s]` when every consumer warp is done reading the stage; (tma) `landed[b]`
+  its rows of A; `empty[s]` when every consumer warp is done reading the stage, which a warp says
+  once it finished the step after (so `stages - 1` steps are in flight); (tma) `landed[b]`
   when a staging buffer's box arrived. The producers meet at a named barrier after each step, so a
   staging buffer is read before the copy two steps on refills it.
 * A lane's 4-column groups of B interleave with its warp's other lanes (`4 * lanes_n` apart): a
@@ -247,8 +248,11 @@ def _consumers(t: GemmTiling) -> str:
         barrier_wait(full + {MBARRIER_BYTES} * s, (kt / {s}) & 1);
         const unsigned char* stage = stages + s * {t.tma_stage_bytes};
 {f"        const float* at = reinterpret_cast<const float*>(stage + {t.tma_b_bytes});{chr(10)}" if t.a_transposed else ""}{_compute(t)}
-        __syncwarp();  // the warp's reads of the stage are done: one arrival for them all
-        if (lane == 0) barrier_arrive(empty + {MBARRIER_BYTES} * s);
+        // The step before's stage is free: every load of it fed an FFMA the warp issued before this step
+        // began. (Its own stage is not yet: a load issued is not a load done, and an arrival right after
+        // the reads let a copy overwrite a stage still being read: wrong products at 4096³, 8325360.)
+        __syncwarp();
+        if (kt > 0 && lane == 0) barrier_arrive(empty + {MBARRIER_BYTES} * ((kt - 1) % {s}));
     }}"""
 
 
