@@ -9,7 +9,7 @@ import engine
 from engine.ops import TEMPLATES
 from engine.workloads import PRESETS, transpose_spec
 
-ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G3", "G4", "B-div-b", "B-exp-c-f16",
+ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G1", "G2", "G3", "G4", "B-div-b", "B-exp-c-f16",
                                                 "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
                                                 "TC-d64x14336-tf32", "TC-4096-bf16c", "TC-d16x4096-f16c", "TCC-56-64-64-k3-f16",
                                                 "TCC-7-512-512-k3-bf16")}
@@ -25,7 +25,8 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # split-K rows changed once on purpose: four outputs in one 8-byte store, the GEMM's 16-bit C's;
 # its rows changed again at 9d99535: the gathered A finds a step's tap once where block_k divides
 # C. After the five draws come wgmma rows: each workload's best the H200 confirmed at 9d99535, and
-# for 7² that best's tile with 2 more ring stages in place of split K.)
+# for 7² that best's tile with 2 more ring stages in place of split K. The fp32 GEMM's last rows are its TMA
+# loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b.)
 SOURCES = [
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),
@@ -75,6 +76,9 @@ SOURCES = [
     ('gemm', 'G4', 199805364, '3fd6776240d26f1045dd25716ae0139ffb548ff3bfdf5763286b984926466970'),
     ('gemm', 'G4', 352610862, '6a7aa623c0d4f6d02511ba79f1e28e2fced566765376079f58124306833b680e'),
     ('gemm', 'G4', 239223192, 'f2a7cccdbad7f45f40d32c06ddf930bde78c5574a1f6d16a4036b6740dec16b1'),
+    ('gemm', 'G1', 141675448, '88c6863ffec7e6b23f92063e0abd45788fc7b372665b078ca5bf3a6a01d944fd'),
+    ('gemm', 'G2', 140985448, '399de97ce5417480bfb6e03fedf188c0b94f6ed87398893e24554c2b766d264c'),
+    ('gemm', 'G3', 1316710037, '0b88e562aabf253e9c5fef3c697f2b64c85bf3a403a676489183a4f30287f325'),
     ('gemm_tensorcore', 'TC-4096-bf16', 3543, '0714e8eacf165011a5033d31d3d44339edcd8ad61894161ddc3f919c7c81478d'),
     ('gemm_tensorcore', 'TC-4096-bf16', 16592, '1de464b743ed84af42270c289bd09cdf9d97fb53155b586b204dd8a7701064cb'),
     ('gemm_tensorcore', 'TC-4096-bf16', 14221, 'cf7ec43b8cd6e1e76e8e48da1386cbc3acead6819502d1127d1497ee7858f67d'),
