@@ -12,22 +12,23 @@ from engine.gpu.builder import Builder
 from engine.ops import DeviceLimits
 from engine.ops.gemm.tiling import gemm_tiling
 from engine.workloads import PRESETS, gemm_args
+from test_gemm import config as gemm_config
 
+# test_gemm's config with the knobs the TMA loaders fix, and a tile they take
 TMA = {"block_m": 64, "block_n": 128, "block_k": 32, "warp_m": 32, "warp_n": 64, "thread_m": 4, "thread_n": 8,
-       "warp_lanes_n": 4, "vector_a": 4, "vector_b": 4, "pipeline": "cp_async_3", "smem_pad": 0, "split_k": 1,
-       "unroll_k": 32, "slice_k": 1, "split_reduce": "workspace", "loader": "tma"}
+       "warp_lanes_n": 4, "vector_a": 4, "vector_b": 4, "pipeline": "cp_async_3", "smem_pad": 0, "loader": "tma"}
 
 
 def config(task, **knobs):
-    values = {**TMA, **knobs}
-    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    return gemm_config(task, **{**TMA, **knobs})
 
 
 needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++")
 
 
 @pytest.mark.parametrize("knobs, reason", [
-    ({"pipeline": "prefetch"}, "loader tma fills a ring of stages (pipeline cp_async_2 to cp_async_4), not prefetch"),
+    ({"pipeline": "prefetch"}, "loader tma fills a ring of 3 or 4 stages (pipeline cp_async_3 or cp_async_4), not prefetch"),
+    ({"pipeline": "cp_async_2", "loader": "tma_rows"}, "loader tma_rows fills a ring of 3 or 4 stages"),
     ({"block_k": 16}, "block_k must be 32, not 16"),
     ({"thread_n": 2, "warp_lanes_n": 16}, "thread_n must be a multiple of 4, not 2"),
     ({"warp_n": 16, "block_n": 64, "thread_n": 4}, "warp_n must be a multiple, not 16"),
@@ -71,7 +72,7 @@ def test_eight_consumer_warps_get_a_producer_warpgroup_and_its_registers_four_a_
     ((70, 68, 100), {}),  # a producer warp, tails on M, N and K
     ((130, 264, 72), {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "thread_m": 8, "pipeline": "cp_async_4"}),
     ((40, 100, 36), {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "thread_m": 1, "warp_lanes_n": 2}),
-    ((48, 96, 200), {"block_m": 32, "warp_lanes_n": 16, "thread_m": 2, "thread_n": 4, "pipeline": "cp_async_2"}),
+    ((48, 96, 200), {"block_m": 32, "warp_lanes_n": 16, "thread_m": 2, "thread_n": 4, "pipeline": "cp_async_4"}),
 ])
 def test_the_kernel_computes_the_product_on_the_cpu(shape, knobs, loader):
     task = engine.create_task("gemm", gemm_args(*shape))

@@ -68,7 +68,7 @@ def test_sliced_k_and_cluster_split_configs_compute_the_product(measurer, args, 
 # beside 4 consumer warps and beside 2, A transposed by the producers (tma) or read as it lands (tma_rows),
 # on shapes with tails on every side and on 1024³; the measurer's launches reuse the barriers.
 TMA_TILES = [(128, 256, 64, 64, 8, 8, 4, "cp_async_4", "tma"), (128, 128, 64, 64, 8, 8, 4, "cp_async_3", "tma"),
-             (64, 128, 64, 64, 8, 8, 4, "cp_async_2", "tma"), (64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"),
+             (64, 128, 64, 64, 8, 8, 4, "cp_async_3", "tma"), (64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"),
              (128, 256, 64, 64, 4, 8, 4, "cp_async_4", "tma_rows"), (64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"),
              (64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma_rows")]
 

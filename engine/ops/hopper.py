@@ -1,7 +1,8 @@
-"""CUDA text of Hopper's asynchronous copies that several operators' kernels share: mbarriers,
-the tensor memory accelerator's 2-D box copies (plain and multicast into a cluster), and the
-`__constant__` tensor maps the runner encodes (engine.gpu.tensor_map). Pure text: the PTX sits
-behind `__CUDA_ARCH__`, and tests/cuda_on_cpu.py supplies the same functions on the CPU."""
+"""CUDA text of Hopper's that several operators' kernels share: a shared-memory address, mbarriers,
+setmaxnreg's register moves, the tensor memory accelerator's 2-D box copies (plain and multicast into a
+cluster), and the `__constant__` tensor maps the runner encodes (engine.gpu.tensor_map). Pure text.
+TMA_HELPERS puts itself behind `__CUDA_ARCH__`; the others go inside the caller's `#ifdef __CUDA_ARCH__`.
+Without it tests/cuda_on_cpu.py supplies the same functions on the CPU."""
 from __future__ import annotations
 
 # The two tensor maps a kernel of two input matrices reads: A's and B's.

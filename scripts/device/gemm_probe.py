@@ -24,7 +24,8 @@ from engine.ops.base import DeviceLimits  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
 # Knob values in the space's order: block m n k, warp m n, thread m n, lanes_n, vector a b,
-# pipeline, pad, split, unroll[, slice_k, split_reduce] (the last two default to 1, workspace).
+# pipeline, pad, split, unroll[, slice_k, split_reduce, loader] (the last three default to 1,
+# workspace, threads).
 TILINGS = [
     (128, 128, 8, 32, 64, 4, 4, 8, 1, 4, "cp_async_3", 4, 1, 32),
     (128, 128, 8, 32, 64, 4, 4, 8, 4, 4, "prefetch", 4, 1, 32),

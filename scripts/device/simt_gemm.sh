@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The fp32 SIMT GEMM (gemm: its TMA loader beside the threads' loaders) on the device, one call of at most 7 minutes:
+# The fp32 SIMT GEMM (gemm: its TMA loaders beside the threads' loaders) on the device, one call of at most 7 minutes:
 #   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/simt_gemm.sh", timeout_s=450)
 # No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch, numpy, cuda-bindings NVRTC, ncu).
 # The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/simt_gemm.py, each in its own process
 # under its own timeout, each merging its part into the JSON:
-# 0. GPU_TESTS=1 (the default): pytest -m gpu -k tma tests/test_gpu_operators.py (<= GPU_TESTS_S, 60 s);
-# 1. check (<= CHECK_S, 40 s): the TMA loader's 17 tiles on three small shapes with tails, against the float64 reference;
+# 0. GPU_TESTS=1 (the default): the TMA loaders' GPU test (tests/test_gpu_operators.py, <= GPU_TESTS_S, 60 s);
+# 1. check (<= CHECK_S, 40 s): the TMA loaders' tiles (benchmarks/simt_gemm.py's TMA_TILES) on three small shapes
+#    with tails, against the float64 reference;
 # 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
 #    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
 # 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the
@@ -24,7 +25,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' | tee -a "$TXT"
 echo "commit ${TUNERWEB_COMMIT:-unknown}" | tee -a "$TXT"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-    timeout -k 5 "${GPU_TESTS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider -k tma tests/test_gpu_operators.py >> "$TXT" 2>&1
+    timeout -k 5 "${GPU_TESTS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider \
+        tests/test_gpu_operators.py::test_tma_loader_configs_compute_the_product >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
     grep -E 'passed|failed|FAILED' "$TXT" | tail -n 6
 fi

@@ -533,7 +533,17 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
 {_k_range(t)}
     {registers}
 
-    float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
+{zeroed_accumulators(t)}
+{_main_loop(t)}
+{_epilogue(t)}
+}}
+"""
+    return kernel_source(t, code)
+
+
+def zeroed_accumulators(t: GemmTiling) -> str:
+    """A thread's register tile, declared and zeroed (every loader's)."""
+    return f"""    float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
 #pragma unroll
@@ -541,20 +551,13 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
 #pragma unroll
             for (int x = 0; x < {t.thread_m}; ++x)
 #pragma unroll
-                for (int y = 0; y < {t.thread_n}; ++y) acc[i][j][x][y] = 0.0f;
-{_main_loop(t)}
-{_epilogue(t)}
-}}
-"""
-    return KernelSource(
-        name=ENTRY,
-        code=code,
-        grid=t.grid,
-        block=(t.threads, 1, 1),
-        shared_bytes=t.shared_bytes,
-        arg_order=("a", "b", "c", "workspace", "counters"),
-        output_index=2,
-    )
+                for (int y = 0; y < {t.thread_n}; ++y) acc[i][j][x][y] = 0.0f;"""
+
+
+def kernel_source(t: GemmTiling, code: str, **more) -> KernelSource:
+    """The launch of a GEMM kernel: one block per tile (times split_k), (A, B, C, workspace, counters)."""
+    return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
+                        arg_order=("a", "b", "c", "workspace", "counters"), output_index=2, **more)
 
 
 def make_inputs(params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:

@@ -55,7 +55,8 @@ class Gemm(Template):
         if reason:
             return reason
         if tiling.uses_tma and not limits.wgmma:
-            return "loader tma is built for sm_90a (its producer moves registers by setmaxnreg): Hopper GPUs only"
+            return (f"loader {tiling.loader} is built for sm_90a (TMA copies, mbarrier transaction counts, "
+                    "setmaxnreg): Hopper GPUs only")
         if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
             most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
                     else "this GPU has no clusters")

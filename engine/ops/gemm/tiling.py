@@ -162,7 +162,7 @@ class GemmTiling:
 
     @property
     def consumer_threads(self) -> int:
-        """Threads that compute (all of them, but for loader tma's producer warp)."""
+        """Threads that compute (all of them, but for the TMA loaders' producer warp or warpgroup)."""
         return self.slice_threads * self.slice_k
 
     @property
@@ -261,10 +261,6 @@ class GemmTiling:
     def tma_stage_bytes(self) -> int:
         return self.tma_b_bytes + self.tma_a_bytes
 
-    @property
-    def tma_ring_offset(self) -> int:
-        """loader tma: the most bytes the ring's start moves up to a 1024-byte swizzle atom."""
-        return SWIZZLE_ATOM_BYTES
 
     @property
     def slice_exchange_floats(self) -> int:
@@ -290,7 +286,8 @@ class GemmTiling:
         loader tma: the ring aligned to a swizzle atom, A's two staging buffers (tma), then the ring's
         full and empty mbarriers and the buffers' two."""
         if self.uses_tma:
-            return (self.tma_ring_offset + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
+            # the ring's start moves up to a 1024-byte swizzle atom: at most 1008 bytes, 16-byte aligned as it is
+            return (SWIZZLE_ATOM_BYTES + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
                     + self.tma_staging_bytes + 2 * MBARRIER_BYTES)
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
@@ -318,7 +315,8 @@ class GemmTiling:
 
     @property
     def registers(self) -> int:
-        """Accumulators, one k-step's fragments, prefetch registers, plus overhead."""
+        """Accumulators, one k-step's fragments, prefetch registers, plus overhead (a TMA loader's
+        consumer: its tables of swizzled offsets, and tma_rows' A fragments hold 4 k)."""
         fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
         if self.uses_tma:  # and the tables of swizzled chunk offsets; tma_rows reads 4 k of A at once
             tables = TMA_OFFSET_REGISTERS * (1 if self.a_transposed else 2)
@@ -369,16 +367,17 @@ class GemmTiling:
         return None
 
     def _why_not_tma(self) -> str | None:
-        """loader tma's rules: the shapes its boxes, swizzle and register layout are built on
-        (engine.ops.gemm.tma), and fixed values for the knobs only the threads' loader reads."""
-        if not self.uses_cp_async:
-            return f"loader tma fills a ring of stages (pipeline cp_async_2 to cp_async_4), not {self.pipeline}"
+        """The TMA loaders' rules: the shapes their boxes, swizzle and register layout are built on
+        (engine.ops.gemm.tma), and fixed values for the knobs only the threads' loaders read."""
+        loader = f"loader {self.loader}"
+        if self.stages < 3:  # a stage is released a step late (engine.ops.gemm.tma): 2 would load nothing ahead
+            return f"{loader} fills a ring of 3 or 4 stages (pipeline cp_async_3 or cp_async_4), not {self.pipeline}"
         if self.block_k != TMA_BLOCK_K:
-            return f"loader tma copies 128-byte rows of A: block_k must be {TMA_BLOCK_K}, not {self.block_k}"
+            return f"{loader} copies 128-byte rows of A: block_k must be {TMA_BLOCK_K}, not {self.block_k}"
         if self.thread_n % 4:
-            return f"loader tma reads B 4 columns at a time: thread_n must be a multiple of 4, not {self.thread_n}"
+            return f"{loader} reads B 4 columns at a time: thread_n must be a multiple of 4, not {self.thread_n}"
         if self.warp_n % TMA_PANEL:
-            return f"loader tma's B panels are {TMA_PANEL} columns: warp_n must be a multiple, not {self.warp_n}"
+            return f"{loader}'s B panels are {TMA_PANEL} columns: warp_n must be a multiple, not {self.warp_n}"
         # vector_a and vector_b 4 (the vectors' rules: K and N multiples of 4) also keep the tensor maps'
         # row pitches the 16-byte multiples the TMA unit needs.
         fixed = (("vector_a", self.vector_a, 4), ("vector_b", self.vector_b, 4), ("smem_pad", self.pad, 0),
@@ -386,7 +385,7 @@ class GemmTiling:
         loose = [f"{knob} {value}" for knob, value, wanted in fixed if value != wanted]
         if loose:
             wanted = ", ".join(f"{knob} {wanted}" for knob, _, wanted in fixed)
-            return f"loader tma takes {wanted} (not {', '.join(loose)})"
+            return f"{loader} takes {wanted} (not {', '.join(loose)})"
         if self.registers > self.consumer_registers:
             return (f"a consumer thread needs about {self.registers} registers (accumulators and fragments), "
                     f"more than the {self.consumer_registers} it gets beside the producer")

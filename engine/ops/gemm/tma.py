@@ -21,7 +21,11 @@ warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instru
     against cuBLAS's 0.10 (Nsight at de06fd9). Small tiles of many blocks an SM (1024³) hide that.
 * Barriers: `full[s]` completes when the stage's bytes landed and (tma) every producer thread stored
   its rows of A; `empty[s]` when every consumer warp is done reading the stage, which a warp says
-  once it finished the step after (so `stages - 1` steps are in flight); (tma) `landed[b]`
+  once it finished the step after, so a step's copies start once the step `stages - 1` before it is
+  done: `stages - 2` steps load while one computes (the rules ask for 3 stages or more). Why late: the
+  arrival's release orders a warp's reads before generic-proxy writes, but the next write into the
+  stage is a TMA copy's (the async proxy), and a stage released right after its reads was overwritten
+  under them (4096³, 8325360); a step later every load of it has fed an FFMA, so it is done. (tma) `landed[b]`
   when a staging buffer's box arrived. The producers meet at a named barrier after each step, so a
   staging buffer is read before the copy two steps on refills it.
 * A lane's 4-column groups of B interleave with its warp's other lanes (`4 * lanes_n` apart): a
@@ -34,13 +38,14 @@ from __future__ import annotations
 from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
 from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS,
                       TMA_HELPERS)
-from .kernel import ENTRY, store_tile
+from .kernel import ENTRY, kernel_source, store_tile, zeroed_accumulators
 from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_ROW_BYTES, TMA_BLOCK_K, TMA_PANEL,
                      GemmTiling)
 
 PANEL_BYTES = TMA_BLOCK_K * SWIZZLE_ROW_BYTES  # one of B's 32-column boxes in a stage
 # The producers' own: a copy's bytes expected without an arrival (the producer arrives once its
-# stores of A are done too), and their named barrier.
+# stores of A are done too), and their named barrier. (Not in engine.ops.hopper's MBARRIERS: those are
+# in the tensor-core kernels' sources, which would change.)
 PRODUCER_HELPERS = r"""__device__ __forceinline__ void barrier_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
 }
@@ -61,10 +66,7 @@ def _producer(t: GemmTiling) -> str:
         return _producer_of_copies(t)
     s, bar = t.stages, MBARRIER_BYTES
     a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, (kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
-    return f"""
-    if (warp >= {t.consumer_threads // 32}) {{  // the producers
-{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
-        const int ptid = tid - {t.consumer_threads};
+    return _producers(t, "the producers", f"""        const int ptid = tid - {t.consumer_threads};
         if (ptid == 0) {{  // A's first box
             barrier_arrive_expect_tx(landed, {t.tma_a_bytes});
             tma_load_2d(staging, &{A_TENSOR_MAP}, 0, block_row, landed);
@@ -97,18 +99,13 @@ def _producer(t: GemmTiling) -> str:
             }}
             barrier_arrive(full + {bar} * s);
             producers_sync({t.producer_threads});  // the staging buffer is read: the copy after next may refill it
-        }}
-        return;
-    }}"""
+        }}""")
 
 
 def _producer_of_copies(t: GemmTiling) -> str:
     """tma_rows: one thread issues each stage's copies, B's panels and A's box."""
     s, bar = t.stages, MBARRIER_BYTES
-    return f"""
-    if (warp >= {t.consumer_threads // 32}) {{  // the producers: one thread issues every copy
-{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
-        if (tid == {t.consumer_threads}) {{
+    return _producers(t, "the producers: one thread issues every copy", f"""        if (tid == {t.consumer_threads}) {{
 #pragma unroll 1
             for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
                 const int s = kt % {s};
@@ -118,7 +115,15 @@ def _producer_of_copies(t: GemmTiling) -> str:
 {_b_panels(t)}
                 tma_load_2d(stage + {t.tma_b_bytes}, &{A_TENSOR_MAP}, kt * {TMA_BLOCK_K}, block_row, full + {bar} * s);
             }}
-        }}
+        }}""")
+
+
+def _producers(t: GemmTiling, comment: str, body: str) -> str:
+    """The producer warps' branch: (a warpgroup) registers handed to the consumers, `body`, and out."""
+    return f"""
+    if (warp >= {t.consumer_threads // 32}) {{  // {comment}
+{f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
+{body}
         return;
     }}"""
 
@@ -233,15 +238,7 @@ def _consumers(t: GemmTiling) -> str:
     for (int v = 0; v < {CHUNKS}; ++v) {{
         b_at[v] = (b_col0 / {TMA_PANEL}) * {PANEL_BYTES} + ((v ^ (lane_n & 7)) << 4);{a_table}
     }}
-    float acc[{t.iter_m}][{t.iter_n}][{t.thread_m}][{t.thread_n}];
-#pragma unroll
-    for (int i = 0; i < {t.iter_m}; ++i)
-#pragma unroll
-        for (int j = 0; j < {t.iter_n}; ++j)
-#pragma unroll
-            for (int x = 0; x < {t.thread_m}; ++x)
-#pragma unroll
-                for (int y = 0; y < {t.thread_n}; ++y) acc[i][j][x][y] = 0.0f;
+{zeroed_accumulators(t)}
 #pragma unroll 1
     for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
         const int s = kt % {s};
@@ -302,13 +299,4 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {store_tile(t, "C")}
 }}
 """
-    return KernelSource(
-        name=ENTRY,
-        code=code,
-        grid=t.grid,
-        block=(t.threads, 1, 1),
-        shared_bytes=t.shared_bytes,
-        arg_order=("a", "b", "c", "workspace", "counters"),
-        output_index=2,
-        tensor_maps=tensor_maps(t),
-    )
+    return kernel_source(t, code, tensor_maps=tensor_maps(t))
