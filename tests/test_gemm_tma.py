@@ -33,6 +33,7 @@ needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++")
     ({"thread_n": 2, "warp_lanes_n": 16}, "thread_n must be a multiple of 4, not 2"),
     ({"warp_n": 16, "block_n": 64, "thread_n": 4}, "warp_n must be a multiple, not 16"),
     ({"vector_a": 1, "smem_pad": 4}, "(not vector_a 1, smem_pad 4)"),
+    ({"split_k": 2, "split_reduce": "cluster"}, "(not split_reduce cluster)"),
     ({"block_m": 256, "block_n": 256, "warp_m": 128, "warp_n": 128, "thread_m": 8, "thread_n": 8, "warp_lanes_n": 4},
      "needs about 592 registers (accumulators and fragments), more than the 255 it gets beside the producer"),
 ])
@@ -73,6 +74,8 @@ def test_eight_consumer_warps_get_a_producer_warpgroup_and_its_registers_four_a_
     ((130, 264, 72), {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "thread_m": 8, "pipeline": "cp_async_4"}),
     ((40, 100, 36), {"block_m": 32, "block_n": 64, "warp_m": 16, "warp_n": 32, "thread_m": 1, "warp_lanes_n": 2}),
     ((48, 96, 200), {"block_m": 32, "warp_lanes_n": 16, "thread_m": 2, "thread_n": 4, "pipeline": "cp_async_4"}),
+    ((70, 68, 300), {"block_n": 64, "warp_n": 32, "thread_n": 4, "warp_lanes_n": 8, "split_k": 2}),  # split K, a tail on K
+    ((128, 200, 576), {"block_n": 64, "warp_n": 32, "thread_n": 4, "warp_lanes_n": 8, "split_k": 4}),
 ])
 def test_the_kernel_computes_the_product_on_the_cpu(shape, knobs, loader):
     task = engine.create_task("gemm", gemm_args(*shape))

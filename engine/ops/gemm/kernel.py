@@ -436,7 +436,11 @@ def _cluster_epilogue(t: GemmTiling) -> str:
     cluster_sync();  // no block leaves while another still reads its shared memory"""
 
 
-def _epilogue(t: GemmTiling) -> str:
+def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads();") -> str:
+    """C from the register tile, or (split_k > 1) each split's partial through the workspace, the last
+    split to finish a tile summing them. The TMA loaders' kernel (engine.ops.gemm.tma) names its own
+    `flag` (an int's address in shared memory) and `sync` (a barrier of its consumer threads alone:
+    its producers have left)."""
     if t.split_k == 1:
         return _sum_slices(t) + store_tile(t, "C")
     if t.uses_cluster:
@@ -446,25 +450,26 @@ def _epilogue(t: GemmTiling) -> str:
     width = 4 if t.n % 4 == 0 else 1
     vt = _VECTOR_TYPE[width]
     tile_vectors = t.block_m * t.block_n // width
-    rounds, guard = _rounds(tile_vectors, t.threads)
+    rounds, guard = _rounds(tile_vectors, t.consumer_threads)
     zero = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if width == 4 else "0.0f"
+    flag = flag or f"smem + {t.split_flag_offset}"
     add = ("sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;" if width == 4
            else "sum += part;")
     return f"""
     {_sum_slices(t)}
     {store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
     // The last split to finish this tile sums every split's partial, in split order.
-    int* last_split = reinterpret_cast<int*>(smem + {t.split_flag_offset});  // dynamic: see GemmTiling.shared_bytes
+    int* last_split = reinterpret_cast<int*>({flag});  // dynamic: see GemmTiling.shared_bytes
     __threadfence();
-    __syncthreads();
+    {sync}
     const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
     if (tid == 0) *last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
-    __syncthreads();
+    {sync}
     if (!*last_split) return;
     __threadfence();
 #pragma unroll {min(rounds, 8)}
     for (int r = 0; r < {rounds}; ++r) {{
-        const int i = r * {t.threads} + tid;
+        const int i = r * {t.consumer_threads} + tid;
         {guard}{{
             const int row = block_row + i / {t.block_n // width}, col = block_col + (i % {t.block_n // width}) * {width};
             if ({_predicate(None if t.m % t.block_m == 0 else f"row < {t.m}",
@@ -490,7 +495,7 @@ def _slice_of_thread(t: GemmTiling) -> str:
     const int slice = tid / {t.slice_threads}, k_slice0 = slice * {t.slice_steps};"""
 
 
-def _k_range(t: GemmTiling) -> str:
+def k_range(t: GemmTiling) -> str:
     """This block's K range; its step count is a literal where K divides evenly (always
     without split-K), so the main loop's trip count is constant."""
     if t.split_k == 1:
@@ -530,12 +535,12 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
     // This lane's first row (within the block) of A's tile and first column of B's.
     const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
     const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};
-{_k_range(t)}
+{k_range(t)}
     {registers}
 
 {zeroed_accumulators(t)}
 {_main_loop(t)}
-{_epilogue(t)}
+{epilogue(t)}
 }}
 """
     return kernel_source(t, code)

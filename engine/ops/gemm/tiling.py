@@ -248,6 +248,12 @@ class GemmTiling:
         return self.block_m * SWIZZLE_ROW_BYTES
 
     @property
+    def tma_flag_offset(self) -> int:
+        """loader tma, split_k > 1: where split K's "last split" flag sits, in bytes from the aligned
+        ring: after the ring, the staging buffers and the barriers."""
+        return self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES) + self.tma_staging_bytes + 2 * MBARRIER_BYTES
+
+    @property
     def tma_staging_bytes(self) -> int:
         """loader tma: A's two staging buffers (tma_rows has none)."""
         return 2 * self.tma_a_bytes if self.a_transposed else 0
@@ -286,9 +292,9 @@ class GemmTiling:
         loader tma: the ring aligned to a swizzle atom, A's two staging buffers (tma), then the ring's
         full and empty mbarriers and the buffers' two."""
         if self.uses_tma:
-            # the ring's start moves up to a 1024-byte swizzle atom: at most 1008 bytes, 16-byte aligned as it is
-            return (SWIZZLE_ATOM_BYTES + self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES)
-                    + self.tma_staging_bytes + 2 * MBARRIER_BYTES)
+            # the ring's start moves up to a 1024-byte swizzle atom: at most 1008 bytes, 16-byte aligned as it is;
+            # split K's "last split" flag comes last
+            return SWIZZLE_ATOM_BYTES + self.tma_flag_offset + (FLOAT_BYTES if self.split_k > 1 else 0)
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
 
@@ -381,7 +387,7 @@ class GemmTiling:
         # vector_a and vector_b 4 (the vectors' rules: K and N multiples of 4) also keep the tensor maps'
         # row pitches the 16-byte multiples the TMA unit needs.
         fixed = (("vector_a", self.vector_a, 4), ("vector_b", self.vector_b, 4), ("smem_pad", self.pad, 0),
-                 ("unroll_k", self.unroll, 32), ("split_k", self.split_k, 1), ("slice_k", self.slice_k, 1))
+                 ("unroll_k", self.unroll, 32), ("slice_k", self.slice_k, 1), ("split_reduce", self.split_reduce, "workspace"))
         loose = [f"{knob} {value}" for knob, value, wanted in fixed if value != wanted]
         if loose:
             wanted = ", ".join(f"{knob} {wanted}" for knob, _, wanted in fixed)

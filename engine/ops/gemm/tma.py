@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
 from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS,
                       TMA_HELPERS)
-from .kernel import ENTRY, kernel_source, store_tile, zeroed_accumulators
+from .kernel import ENTRY, epilogue, k_range, kernel_source, zeroed_accumulators
 from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_ROW_BYTES, TMA_BLOCK_K, TMA_PANEL,
                      GemmTiling)
 
@@ -50,6 +50,9 @@ PRODUCER_HELPERS = r"""__device__ __forceinline__ void barrier_expect_tx(unsigne
     asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void producers_sync(unsigned count) { asm volatile("bar.sync 1, %0;\n" :: "r"(count) : "memory"); }
+"""
+# split_k > 1: the consumers' barrier in the split-K epilogue (named barrier 3; the producers have left).
+CONSUMER_HELPERS = r"""__device__ __forceinline__ void consumers_sync(unsigned count) { asm volatile("bar.sync 3, %0;\n" :: "r"(count) : "memory"); }
 """
 CHUNKS = SWIZZLE_ROW_BYTES // 16  # 16-byte chunks of a swizzled row, and the atom's rows
 
@@ -65,17 +68,18 @@ def _producer(t: GemmTiling) -> str:
     if not t.a_transposed:
         return _producer_of_copies(t)
     s, bar = t.stages, MBARRIER_BYTES
-    a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, (kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
+    steps, k0 = _steps(t)
+    a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, {k0}(kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
     return _producers(t, "the producers", f"""        const int ptid = tid - {t.consumer_threads};
         if (ptid == 0) {{  // A's first box
             barrier_arrive_expect_tx(landed, {t.tma_a_bytes});
-            tma_load_2d(staging, &{A_TENSOR_MAP}, 0, block_row, landed);
+            tma_load_2d(staging, &{A_TENSOR_MAP}, {k0.removesuffix(" + ") or "0"}, block_row, landed);
         }}
 #pragma unroll 1
-        for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+        for (int kt = 0; kt < {steps}; ++kt) {{
             const int s = kt % {s};
             const unsigned stage = ring + s * {t.tma_stage_bytes};
-            if (ptid == 0 && kt + 1 < {t.k_tiles}) {{  // the next step's A, into the other staging buffer
+            if (ptid == 0 && kt + 1 < {steps}) {{  // the next step's A, into the other staging buffer
                 barrier_arrive_expect_tx(landed + {bar} * ((kt + 1) & 1), {t.tma_a_bytes});
                 {a_box};
             }}
@@ -105,15 +109,16 @@ def _producer(t: GemmTiling) -> str:
 def _producer_of_copies(t: GemmTiling) -> str:
     """tma_rows: one thread issues each stage's copies, B's panels and A's box."""
     s, bar = t.stages, MBARRIER_BYTES
+    steps, k0 = _steps(t)
     return _producers(t, "the producers: one thread issues every copy", f"""        if (tid == {t.consumer_threads}) {{
 #pragma unroll 1
-            for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+            for (int kt = 0; kt < {steps}; ++kt) {{
                 const int s = kt % {s};
                 const unsigned stage = ring + s * {t.tma_stage_bytes};
                 if (kt >= {s}) barrier_wait(empty + {bar} * s, ((kt / {s}) + 1) & 1);
                 barrier_arrive_expect_tx(full + {bar} * s, {t.tma_stage_bytes});
 {_b_panels(t)}
-                tma_load_2d(stage + {t.tma_b_bytes}, &{A_TENSOR_MAP}, kt * {TMA_BLOCK_K}, block_row, full + {bar} * s);
+                tma_load_2d(stage + {t.tma_b_bytes}, &{A_TENSOR_MAP}, {k0}kt * {TMA_BLOCK_K}, block_row, full + {bar} * s);
             }}
         }}""")
 
@@ -128,11 +133,17 @@ def _producers(t: GemmTiling, comment: str, body: str) -> str:
     }}"""
 
 
+def _steps(t: GemmTiling) -> tuple[str, str]:
+    """The block's step count and what its K coordinates start from: all K's, a literal (as before
+    split K came, so those sources stayed the same), or (split_k > 1) its split's (kernel.k_range)."""
+    return (str(t.k_tiles), "") if t.split_k == 1 else ("k_tiles", "k_begin + ")
+
+
 def _b_panels(t: GemmTiling) -> str:
     """The copies of step kt's B panels into `stage`, counting on its full barrier."""
     return f"""#pragma unroll
                 for (int p = 0; p < {t.block_n // TMA_PANEL}; ++p)
-                    tma_load_2d(stage + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL}, kt * {TMA_BLOCK_K},
+                    tma_load_2d(stage + p * {PANEL_BYTES}, &{B_TENSOR_MAP}, block_col + p * {TMA_PANEL}, {_steps(t)[1]}kt * {TMA_BLOCK_K},
                                 full + {MBARRIER_BYTES} * s);"""
 
 
@@ -240,7 +251,7 @@ def _consumers(t: GemmTiling) -> str:
     }}
 {zeroed_accumulators(t)}
 #pragma unroll 1
-    for (int kt = 0; kt < {t.k_tiles}; ++kt) {{
+    for (int kt = 0; kt < {_steps(t)[0]}; ++kt) {{
         const int s = kt % {s};
         barrier_wait(full + {MBARRIER_BYTES} * s, (kt / {s}) & 1);
         const unsigned char* stage = stages + s * {t.tma_stage_bytes};
@@ -265,7 +276,7 @@ def generate(t: GemmTiling) -> KernelSource:
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), B's columns interleaved
 // loader {t.loader}: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes{", A transposed by them" if t.a_transposed else ""}
 #ifdef __CUDA_ARCH__
-{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}#endif
+{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}{CONSUMER_HELPERS if t.split_k > 1 else ""}#endif
 {TMA_HELPERS}{TENSOR_MAP_DECLARATIONS}
 extern "C" __global__ void __launch_bounds__({t.threads}, 1)
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
@@ -283,7 +294,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     (void)staging; (void)staging_rows; (void)landed;  // tma_rows stages nothing
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
-    if (tid == 0) {{
+{k_range(t) + chr(10) if t.split_k > 1 else ""}    if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + {MBARRIER_BYTES} * s, {t.producer_threads if t.a_transposed else 1});
@@ -296,7 +307,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1)
     __syncthreads();
 {_producer(t)}
 {_consumers(t)}
-{store_tile(t, "C")}
+{epilogue(t, f"stages + {t.tma_flag_offset}", f"consumers_sync({t.consumer_threads});")}
 }}
 """
     return kernel_source(t, code, tensor_maps=tensor_maps(t))
