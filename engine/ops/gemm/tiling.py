@@ -34,8 +34,9 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
   (zero-filled) and stores past an edge skipped. Vector widths must divide the row length.
 
 * `loader`: `threads` is all of the above; `tma` and `tma_rows` (sm_90a) have producer threads of their own
-  drive the tensor memory accelerator into a ring of `stages` (the pipeline knob's cp_async_S) handed over by
-  mbarriers, block_k 32, and fix the knobs only the threads read (engine.ops.gemm.tma says how).
+  drive the tensor memory accelerator into a ring of `stages` (the pipeline knob's cp_async_3 or _4) handed over
+  by mbarriers, block_k 32, split K through the workspace, and fix the knobs only the threads read
+  (engine.ops.gemm.tma says how).
 
 Shared memory beyond 48 KB is asked for at launch (the runner sets the kernel's
 dynamic shared memory attribute), so configs may use up to the device's opt-in limit.
