@@ -21,8 +21,6 @@ machine without a GPU (`configs`). The GPU runs are scripts/device/simt_gemm.sh'
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -30,7 +28,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import engine  # noqa: E402
-from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row, tune_listed  # noqa: E402
+from tensor_core_gemm import (confirm_tuned_bests, line_of, median, merge_json, phase_parser, print_configs,  # noqa: E402
+                              read_json, result_row, tune_listed)
 from engine.space import EntityError  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
@@ -139,12 +138,6 @@ def run_check(options) -> int:
     return 1 if failed else 0
 
 
-def line_of(row: dict) -> str:
-    ours, vendor = row.get("ours", {}), row.get("cublas", {})
-    return (f"confirm {row['workload']}: ours {median(ours.get('warm_us', [])) or ours.get('error', '?')} us, "
-            f"cuBLAS {median(vendor.get('warm_us', [])) or vendor.get('error', '?')} us")
-
-
 def table(rows: list[dict]) -> str:
     """Medians of the rounds; a ratio's interval is the slowest round of one side against the fastest of the other."""
     lines = ["| workload | ours warm µs [range] | TFLOP/s | cuBLAS warm µs [range] | cuBLAS / ours warm [interval] "
@@ -171,22 +164,12 @@ def table(rows: list[dict]) -> str:
 
 
 def list_configs() -> int:
-    for task in check_tasks():
-        for config in tma_configs(task):
-            print(json.dumps([task.args, config.index]))
-    for _, task in tune_tasks([]):
-        for config in tune_configs(task):
-            print(json.dumps([task.args, config.index]))
-    return 0
+    return print_configs([*((task, tma_configs(task)) for task in check_tasks()),
+                          *((task, tune_configs(task)) for _, task in tune_tasks([]))])
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
-    parser.add_argument("--json", default="simt_gemm.json")
-    parser.add_argument("--log", default="simt_gemm.log")
-    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = phase_parser(__doc__, "simt_gemm")
     parser.add_argument("--shapes", default="", help="tune only these of G1, G2, G3, G5 (comma-separated)")
     options = parser.parse_args(argv)
     if options.phase == "check":

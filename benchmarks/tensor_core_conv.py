@@ -23,8 +23,6 @@ The JSON, the per-phase budget and the rows are benchmarks/tensor_core_gemm.py's
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +32,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from tensor_core_gemm import confirm_tuned_bests, median, merge_json, read_json, result_row, tune_listed  # noqa: E402
+from tensor_core_gemm import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
+                              result_row, tune_listed)
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
@@ -219,20 +218,12 @@ def table(rows: list[dict]) -> str:
 
 def list_configs() -> int:
     """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
-    for _, task in layer_tasks(["float16", "bfloat16"]):
-        for config in distinct([*check_configs(task), *tune_configs(task)]):
-            print(json.dumps([task.args, config.index]))
-    return 0
+    return print_configs((task, distinct([*check_configs(task), *tune_configs(task)]))
+                         for _, task in layer_tasks(["float16", "bfloat16"]))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
-    parser.add_argument("--json", default="tensor_core_conv.json")
-    parser.add_argument("--log", default="tensor_core_conv.log")
-    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
-    parser.add_argument("--rounds", type=int, default=5)
-    options = parser.parse_args(argv)
+    options = phase_parser(__doc__, "tensor_core_conv").parse_args(argv)
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

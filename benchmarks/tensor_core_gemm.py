@@ -460,22 +460,32 @@ def table(rows: list[dict]) -> str:
 
 def list_configs() -> int:
     """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
-    for task in check_tasks():
-        for config in check_configs(task):
-            print(json.dumps([task.args, config.index]))
-    for _, task in tune_tasks():
-        for config in tune_configs(task):
+    return print_configs([*((task, check_configs(task)) for task in check_tasks()),
+                          *((task, tune_configs(task)) for _, task in tune_tasks())])
+
+
+def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """The command line every phase script (this one, tensor_core_conv, simt_gemm) starts from: the
+    phase, its JSON and log (`name`.json, .log), the budget and the confirmation's rounds."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
+    parser.add_argument("--json", default=f"{name}.json")
+    parser.add_argument("--log", default=f"{name}.log")
+    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    return parser
+
+
+def print_configs(tasks_and_configs) -> int:
+    """Each (task, configs)'s configs as [args, index] lines, for compiling beforehand."""
+    for task, configs in tasks_and_configs:
+        for config in configs:
             print(json.dumps([task.args, config.index]))
     return 0
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
-    parser.add_argument("--json", default="tensor_core_gemm.json")
-    parser.add_argument("--log", default="tensor_core_gemm.log")
-    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = phase_parser(__doc__, "tensor_core_gemm")
     parser.add_argument("--only", choices=["all", "wgmma", "mma_sync"], default="all",
                         help="one mainloop's configs (and its precisions) only")
     parser.add_argument("--square", action="store_true", help="tune bf16 and fp16 at 4096^3 and 8192^3 only")

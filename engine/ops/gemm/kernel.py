@@ -22,7 +22,7 @@ SMALLEST_TILE = 16  # the smallest block_m / block_n of the space: sizes the cou
 # BLAS (its error, about 1e-6 relative, is far inside the runner's 1e-4 tolerance).
 FLOAT64_REFERENCE_LIMIT = 2**33
 
-_VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
+VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
 
 # cp.async (sm_80 and newer): `bytes` from global to shared, zero-filled when `pred` is
 # false. Older GPUs copy through registers, so the same source compiles everywhere.
@@ -136,7 +136,7 @@ def _fetch_to_registers(t: GemmTiling) -> str:
     """Global -> registers (ra, rb) for the tile starting at k0: zero outside the matrix."""
     ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
     rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
-    va, vb = _VECTOR_TYPE[t.vector_a], _VECTOR_TYPE[t.vector_b]
+    va, vb = VECTOR_TYPE[t.vector_a], VECTOR_TYPE[t.vector_b]
     return f"""
 #pragma unroll
         for (int r = 0; r < {ra_rounds}; ++r) {{
@@ -164,7 +164,7 @@ def _store_registers(t: GemmTiling) -> str:
     """Registers -> shared stage `sa`/`sb`: A transposed element by element, B as vectors."""
     ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
     rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
-    vb = _VECTOR_TYPE[t.vector_b]
+    vb = VECTOR_TYPE[t.vector_b]
     return f"""
 #pragma unroll
         for (int r = 0; r < {ra_rounds}; ++r) {{
@@ -220,7 +220,7 @@ def _stage_pointers(t: GemmTiling, stage: str) -> str:
 def _compute(t: GemmTiling) -> str:
     """One shared-memory stage (`sa`, `sb`): block_k outer-product steps on the register tile."""
     fa, fb = min(t.thread_m, 4), min(t.thread_n, 4)
-    ta, tb = _VECTOR_TYPE[fa], _VECTOR_TYPE[fb]
+    ta, tb = VECTOR_TYPE[fa], VECTOR_TYPE[fb]
     unroll = "#pragma unroll" if t.unroll >= t.slice_steps else f"#pragma unroll {t.unroll}"
     return f"""
 {unroll}
@@ -361,7 +361,7 @@ def store_tile(t: GemmTiling, target: str) -> str:
     if (slice == 0) {{{store_tile(dataclasses.replace(t, slice_k=1), target)}
     }}"""
     width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
-    vt = _VECTOR_TYPE[width]
+    vt = VECTOR_TYPE[width]
     # loader tma's lanes interleave their 4-column groups, 4 * lanes_n apart, and tma_rows' their rows,
     # lanes_m apart (engine.ops.gemm.tma)
     y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
@@ -413,7 +413,7 @@ def _cluster_epilogue(t: GemmTiling) -> str:
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                     for (int y = 0; y < {t.thread_n}; y += {width})
-                        *reinterpret_cast<{_VECTOR_TYPE[width]}*>(smem + (a_row0 + i * {t.sub_m} + x) * {t.block_n}
+                        *reinterpret_cast<{VECTOR_TYPE[width]}*>(smem + (a_row0 + i * {t.sub_m} + x) * {t.block_n}
                                                        + b_col0 + j * {t.sub_n} + y) =
                             {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
     }}
@@ -448,7 +448,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
     # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
     width = 4 if t.n % 4 == 0 else 1
-    vt = _VECTOR_TYPE[width]
+    vt = VECTOR_TYPE[width]
     tile_vectors = t.block_m * t.block_n // width
     rounds, guard = _rounds(tile_vectors, t.consumer_threads)
     zero = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if width == 4 else "0.0f"
@@ -516,8 +516,8 @@ def generate(t: GemmTiling) -> KernelSource:
         raise ValueError(reason)
     registers = ""
     if t.pipeline in ("sync", "prefetch"):
-        registers = (f"{_VECTOR_TYPE[t.vector_a]} ra[{_rounds(t.a_vectors, t.threads)[0]}]; "
-                     f"{_VECTOR_TYPE[t.vector_b]} rb[{_rounds(t.b_vectors, t.threads)[0]}];")
+        registers = (f"{VECTOR_TYPE[t.vector_a]} ra[{_rounds(t.a_vectors, t.threads)[0]}]; "
+                     f"{VECTOR_TYPE[t.vector_b]} rb[{_rounds(t.b_vectors, t.threads)[0]}];")
     code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}

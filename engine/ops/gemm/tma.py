@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
 from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS,
                       TMA_HELPERS)
-from .kernel import ENTRY, epilogue, k_range, kernel_source, zeroed_accumulators
+from .kernel import ENTRY, VECTOR_TYPE, epilogue, k_range, kernel_source, zeroed_accumulators
 from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_ROW_BYTES, TMA_BLOCK_K, TMA_PANEL,
                      GemmTiling)
 
@@ -176,7 +176,7 @@ def _compute(t: GemmTiling) -> str:
     if not t.a_transposed:
         return _compute_rows(t)
     fa = min(t.thread_m, 4)
-    ta = {1: "float", 2: "float2", 4: "float4"}[fa]
+    ta = VECTOR_TYPE[fa]
     parts = " ".join(f"a[i][x + {e}] = v{'.' + 'xyzw'[e] if fa > 1 else ''};" for e in range(fa))
     return f"""
 #pragma unroll
