@@ -28,8 +28,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import engine  # noqa: E402
-from tensor_core_gemm import (confirm_tuned_bests, line_of, median, merge_json, phase_parser, print_configs,  # noqa: E402
-                              read_json, result_row, tune_listed)
+from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
+                    result_row, tune_listed)
+from tensor_core_gemm import line_of  # noqa: E402
 from engine.space import EntityError  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 

@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from tensor_core_gemm import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
-                              result_row, tune_listed)
+from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
+                    result_row, tune_listed)
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"

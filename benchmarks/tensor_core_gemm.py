@@ -37,21 +37,17 @@ configs can be compiled beforehand for sm_90 on a machine without a GPU (`config
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from provenance import git_describe  # noqa: E402
-from engine.logfile import format_record  # noqa: E402
-from engine.measure import to_record  # noqa: E402
+from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
+                    result_row, tune_listed)
 from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K  # noqa: E402
 from engine.workloads import GEMM_TC_PRECISIONS, gemm_tc_args  # noqa: E402
 
@@ -81,7 +77,7 @@ DECODE_PICKS = [
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
 # loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k", "turns", "pingpong", "ring")
+               "split_k", "turns", "pingpong", "ring", "l2_hint")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
@@ -119,6 +115,7 @@ WGMMA_CHECK_PICKS = [
     (64, 64, 3, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 8),
     (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 8), (64, 128, 4, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 4),
     (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4), (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
+    (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"), (128, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 0, 0, 0, "stream_b"),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -133,6 +130,10 @@ WGMMA_SPLIT_DECODE_PICKS = [
     (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
     *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 0, split, 0, 0, 4)
       for block_m, block_n in ((64, 128), (128, 64)) for split in (1, 2, 4, 8)],
+    # B's boxes evict-first and A's evict-last (l2_hint stream_b) on the decode bests so far and their neighbours
+    *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 0, split, 0, 0, ring, "stream_b")
+      for block_m, block_n, split, ring in ((64, 64, 2, 4), (64, 64, 2, 8), (64, 64, 1, 4), (64, 64, 4, 4),
+                                            (64, 128, 2, 4), (64, 128, 1, 4), (128, 64, 2, 4), (128, 64, 1, 4))],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
@@ -301,32 +302,6 @@ def relative_error(builder, task, config) -> float:
     return relative_l2_error(cp.asnumpy(arrays[source.output_index]), task.template.reference(task.params, inputs))
 
 
-def merge_json(path: str, section: str, value) -> None:
-    data = {}
-    if os.path.exists(path):
-        with open(path) as stream:
-            data = json.load(stream)
-    data[section] = value
-    data.setdefault("meta", {}).update({"commit": git_describe(), section + "_date":
-                                        datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
-    with open(path + ".tmp", "w") as stream:
-        json.dump(data, stream, indent=1)
-    os.replace(path + ".tmp", path)
-
-
-def read_json(path: str) -> dict:
-    with open(path) as stream:
-        return json.load(stream)
-
-
-def result_row(task, config, result) -> dict:
-    return {"workload": engine.canonical_args(task.args), "precision": getattr(task.params, "precision", "float32"),
-            "config": config.values(), "index": config.index, "ok": result.ok,
-            "error_no": int(result.error_no), "error": result.error_msg[:300],
-            "us": result.mean_cost * 1e6 if result.ok else None,
-            "tflops": task.flops / result.mean_cost / 1e12 if result.ok else None}
-
-
 def run_check(options) -> int:
     from engine.gpu.measurer import GpuMeasurer
 
@@ -359,83 +334,10 @@ def run_tune(options) -> int:
     return tune_listed(options, tune_tasks(), tune_configs)
 
 
-def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = None) -> int:
-    """Each (name, task)'s listed configs (`configs_of(task)`) timed by the GPU measurer, every record
-    logged; each workload's three fastest merged into the JSON as it is done. `run_timeout`: the
-    measurer's limit on one config's run (its default where None), for workloads whose reference
-    check alone takes seconds."""
-    from engine.gpu.measurer import GpuMeasurer
-
-    started, bests = time.time(), {}
-    timeouts = {} if run_timeout is None else {"run_timeout": run_timeout}
-    with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log:
-        for name, task in named_tasks:
-            if time.time() - started > options.budget_s:
-                print(f"budget spent: {name} not tuned")
-                break
-            configs = configs_of(task)
-            results = measurer.measure(task, configs)
-            for config, result in zip(configs, results):
-                log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
-            rows = [result_row(task, c, r) for c, r in zip(configs, results)]
-            good = sorted((r for r in rows if r["ok"]), key=lambda r: r["us"])
-            failures = [r for r in rows if not r["ok"]]
-            bests[name] = {"args": task.args, "trials": len(rows), "failures": failures, "top": good[:3]}
-            best = good[0] if good else None
-            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
-                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
-            merge_json(options.json, "tune", bests)
-    print(f"tune: {time.time() - started:.0f} s")
-    return 0
-
-
 def run_confirm(options) -> int:
     rows = confirm_tuned_bests(options, "gemm_tensorcore", "cublas", line_of)
     print(table(rows))
     return 0
-
-
-def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> list[dict]:
-    """Each workload's tuned best in `options.json` re-timed in a fresh process, interleaved with the
-    vendor's baseline (its timings under `vendor`) and the default config, warm and cold; the rows are
-    merged into the JSON as they come (a run cut short keeps them) and returned."""
-    from engine.confirm import Role, confirm_contenders, contenders_for
-    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
-
-    started, rows = time.time(), []
-    tuned = read_json(options.json).get("tune", {})
-    stopwatch = FreshProcessStopwatch()
-    try:
-        for name, found in tuned.items():
-            if not found["top"] or time.time() - started > options.budget_s:
-                print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
-                continue
-            task = engine.create_task(template, found["args"])
-            best = task.config_space.get(found["top"][0]["index"])
-            try:
-                confirmation = confirm_contenders(task, contenders_for(task, [(best.index, best.to_entity())]),
-                                                  stopwatch, options.rounds)
-            except StopwatchDied as exc:
-                print(f"{name}: {exc}")
-                stopwatch.close()
-                stopwatch = FreshProcessStopwatch()
-                continue
-            row = {"workload": name, "config": best.values(), "flops": task.flops}
-            for timing in confirmation.timings:
-                role = {Role.TUNED: "ours", Role.VENDOR: vendor, Role.DEFAULT: "default"}[timing.contender.role]
-                row[role] = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
-                             "error": timing.error, "details": timing.details}
-            rows.append(row)
-            print(line_of_row(row), flush=True)
-            merge_json(options.json, "confirm", rows)
-    finally:
-        stopwatch.close()
-    print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
-    return rows
-
-
-def median(values: list[float]) -> float | None:
-    return float(np.median(values)) if values else None
 
 
 def line_of(row: dict) -> str:
@@ -462,26 +364,6 @@ def list_configs() -> int:
     """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
     return print_configs([*((task, check_configs(task)) for task in check_tasks()),
                           *((task, tune_configs(task)) for _, task in tune_tasks())])
-
-
-def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
-    """The command line every phase script (this one, tensor_core_conv, simt_gemm) starts from: the
-    phase, its JSON and log (`name`.json, .log), the budget and the confirmation's rounds."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
-    parser.add_argument("--json", default=f"{name}.json")
-    parser.add_argument("--log", default=f"{name}.log")
-    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
-    parser.add_argument("--rounds", type=int, default=5)
-    return parser
-
-
-def print_configs(tasks_and_configs) -> int:
-    """Each (task, configs)'s configs as [args, index] lines, for compiling beforehand."""
-    for task, configs in tasks_and_configs:
-        for config in configs:
-            print(json.dumps([task.args, config.index]))
-    return 0
 
 
 def main(argv=None) -> int:

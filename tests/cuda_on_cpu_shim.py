@@ -277,6 +277,16 @@ inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, u
 inline void tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
     tma_load_2d_multicast(dst, map, x, y, bar, (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
 }
+// L2 eviction priorities (l2_hint): a hint to a cache the CPU has not; the copies are the plain ones.
+inline unsigned long long l2_evict_first() { return 1; }
+inline unsigned long long l2_evict_last() { return 2; }
+inline void tma_load_2d_hinted(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned long long) {
+    tma_load_2d(dst, map, x, y, bar);
+}
+inline void tma_load_2d_multicast_hinted(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned short mask,
+                                         unsigned long long) {
+    tma_load_2d_multicast(dst, map, x, y, bar, mask);
+}
 // The im2col map (cuda_on_cpu.run writes it from the KernelSource's Im2colTensorMap): the NHWC
 // input, the filter corners' box (h, w, from the first row and column and from the last), the
 // walk's strides and one copy's channels and pixels.

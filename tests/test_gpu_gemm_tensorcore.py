@@ -54,7 +54,7 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k", "turns", "pingpong", "ring")
+             "split_k", "turns", "pingpong", "ring", "l2_hint")
     fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
              ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -175,6 +175,24 @@ def test_deep_ring_configs_compute_the_product(measurer, shape):
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "bfloat16"), DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, RING_TILES)
     assert len(configs) >= 3 and all(c["ring"].val for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# L2 hints (B evict-first, A evict-last): split K, a multicast cluster, a deep ring, 2 consumers.
+HINTED_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"),
+                (128, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 0, 0, 0, "stream_b"),
+                (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4, "stream_b")]
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (2100, 2056, 200)])
+def test_l2_hinted_configs_compute_the_product(measurer, precision, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision), DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, HINTED_TILES)
+    assert len(configs) >= 2 and all(c["l2_hint"].val == "stream_b" for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

@@ -1,7 +1,8 @@
 """CUDA text of Hopper's that several operators' kernels share: a shared-memory address, mbarriers,
 setmaxnreg's register moves, the tensor memory accelerator's 2-D box copies (plain and multicast into a
-cluster), and the `__constant__` tensor maps the runner encodes (engine.gpu.tensor_map). Pure text.
-TMA_HELPERS puts itself behind `__CUDA_ARCH__`; the others go inside the caller's `#ifdef __CUDA_ARCH__`.
+cluster; with L2 eviction priorities or without), and the `__constant__` tensor maps the runner encodes
+(engine.gpu.tensor_map). Pure text. TMA_HELPERS and L2_HINTED_COPIES put themselves behind `__CUDA_ARCH__`;
+the others go inside the caller's `#ifdef __CUDA_ARCH__`.
 Without it tests/cuda_on_cpu.py supplies the same functions on the CPU."""
 from __future__ import annotations
 
@@ -73,6 +74,35 @@ __device__ __forceinline__ void barrier_arrive_remote(unsigned bar, unsigned ran
 }
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
+}
+#endif
+"""
+# L2 eviction priorities on the box copies (the GEMM's l2_hint): a policy made by createpolicy (the
+# whole of each access at that priority) and the copies that carry one as their cache hint.
+# Behind __CUDA_ARCH__ like TMA_HELPERS, apart from it so that kernels without hints keep their text.
+L2_HINTED_COPIES = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+__device__ __forceinline__ unsigned long long l2_evict_last() {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+__device__ __forceinline__ void tma_load_2d_hinted(unsigned dst, const void* map, int x, int y, unsigned bar,
+                                                   unsigned long long policy) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d_multicast_hinted(unsigned dst, const void* map, int x, int y, unsigned bar,
+                                                             unsigned short mask, unsigned long long policy) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask), "l"(policy) : "memory");
 }
 #endif
 """

@@ -10,8 +10,9 @@
 # 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
 #    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
 # 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the
-#    default config, warm and cold, 5 rounds; CONFIRM2=1 then does it again in another fresh process, from a copy
-#    of the JSON without the first's rows (second-confirmation.json, .txt);
+#    default config, warm and cold, 5 rounds (TOP=K: the pick among each workload's K fastest, benchmarks/phases.py);
+#    CONFIRM2=1 then does it again in another fresh process, from a copy of the JSON without the first's rows
+#    (second-confirmation.json, .txt);
 # 4. NCU_TILING="<knob values in the space's order> ..." (one or more tilings): Nsight Compute of those kernels and
 #    cuBLAS's at NCU_SIZE (4096x4096x4096) into $OUT/ncu.txt (up to NCU_S, 120 s): speed of light, compute and
 #    memory workloads, instruction statistics, warp states and each stall reason's warps per issue, occupancy.
@@ -34,16 +35,7 @@ phase check ${CHECK_S:=40} $(( CHECK_S * 3 / 5 ))
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 12
 phase tune ${TUNE_S:=150} $(( TUNE_S * 3 / 4 )) --log "$OUT/simt_gemm.log" ${SHAPES:+--shapes $SHAPES}
 grep -E '^tune' "$TXT" | tail -n 6
-phase confirm ${CONFIRM_S:=120} $(( CONFIRM_S * 2 / 3 ))
-grep -E 'Traceback|Error' "$TXT" | tail -n 5
-if [ "${CONFIRM2:-0}" = 1 ]; then  # a second fresh process, from the tune alone
-    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("confirm", None); json.dump(d, open(sys.argv[2], "w"))' \
-        "$JSON" "$OUT/second-confirmation.json"
-    timeout -k 5 "$CONFIRM_S" python3 "$BENCH" confirm --json "$OUT/second-confirmation.json" --budget-s $(( CONFIRM_S * 2 / 3 )) \
-        > "$OUT/second-confirmation.txt" 2>&1
-    echo "second confirmation exit status $?" | tee -a "$TXT"
-    tail -n 6 "$OUT/second-confirmation.txt"
-fi
+confirmations ${CONFIRM_S:=120}
 if [ -n "${NCU_TILING:-}" ]; then
     timeout -k 5 "${NCU_S:-120}" ncu --clock-control none -k 'regex:gemm|sgemm|cutlass|sm90|xmma' \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \

@@ -13,7 +13,8 @@
 #    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 35-40 of the
 #    TMA loader: clusters, persistent blocks, split K; 12 stream-K tiles; a seeded random sample);
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
-#    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds.
+#    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds
+#    (TOP=K: the pick among each layer's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process).
 # Writes to $OUT: tensor_core_conv.txt (all output), tensor_core_conv.json (every phase's rows),
 # tensor_core_conv.log (every tuning record, AutoTVM format); prints the confirmed table last.
 NAME=tensor_core_conv source scripts/device/phases.sh
@@ -29,6 +30,5 @@ phase check ${CHECK_S:=35} $(( CHECK_S * 3 / 5 ))
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 12
 phase tune ${TUNE_S:=100} $(( TUNE_S * 3 / 4 )) --log "$OUT/tensor_core_conv.log"
 grep -E '^tune' "$TXT" | tail -n 13
-phase confirm ${CONFIRM_S:=70} $(( CONFIRM_S * 2 / 3 ))
-grep -E 'Traceback|Error' "$TXT" | tail -n 5
+confirmations ${CONFIRM_S:=70}
 python3 "$BENCH" table --json "$JSON"

@@ -10,7 +10,8 @@
 # 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision (tf32 last), then bf16 64x4096x4096,
 #    128x4096x4096, 16x4096x14336 and 8192^3, a fixed list of about 25 configs each (split-K on decode shapes);
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
-#    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds.
+#    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds (TOP=K: the
+#    pick among each workload's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process, its picks).
 # ONLY=wgmma (or mma_sync) keeps one mainloop's configs in check and tune (check --only wgmma also
 # runs four 4096^3 wgmma configs, cp_async, tma, tma in 2-block clusters and those persistent, and
 # prints each config's relative L2 error).
@@ -43,8 +44,7 @@ phase check ${CHECK_S:=50} $(( CHECK_S * 3 / 5 )) $ONLY_ARGS $TF32_ARGS $C16_ARG
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 20
 phase tune ${TUNE_S:=95} $(( TUNE_S * 2 / 3 )) --log "$OUT/tensor_core_gemm.log" $ONLY_ARGS $SQUARE_ARGS $DECODE_ARGS $TF32_ARGS $C16_ARGS $SHAPES_ARGS
 grep -E '^tune' "$TXT" | tail -n 8
-phase confirm ${CONFIRM_S:=85} $(( CONFIRM_S * 2 / 3 ))
-grep -E 'Traceback|Error' "$TXT" | tail -n 5
+confirmations ${CONFIRM_S:=85}
 if [ -n "${NCU_TILING:-}" ]; then
     timeout -k 5 "${NCU_S:-90}" ncu --clock-control none -k 'regex:gemm|nvjet|cutlass|sm90' \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \

@@ -98,6 +98,10 @@ STREAM_K_MIN_STEPS = 4
 # wgmma tma: stages beyond the `stages` knob's 2 to 4 (the `ring` knob), so a decode step's blocks keep
 # more of B in flight from HBM; shared memory bounds them (a 64x64 tile's stage is 16 KB: at most 14).
 RINGS = (0, 4, 8, 12)
+# wgmma tma: the L2 eviction priority the copies ask for. "stream_b" marks B's boxes evict-first and
+# A's evict-last: in a decode step B (the weights) is read once and A by every tile column, so B's
+# lines should make room before A's or anything else in L2 does.
+L2_HINTS = ("normal", "stream_b")
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ class GemmTcTiling:
     c_dtype: str = "float32"  # the workload's: C float32, or in the 16-bit input's precision
     ring: int = 0  # wgmma tma: of `stages`, how many the ring knob added to the stages knob's
     stream_k: int = 0  # wgmma tma persistent: 1 parts every tile's K steps evenly among the blocks (stream-K)
+    l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
 
     @property
     def c_16bit(self) -> bool:
@@ -141,6 +146,11 @@ class GemmTcTiling:
     @property
     def tma(self) -> bool:
         return self.loader == "tma"
+
+    @property
+    def hinted(self) -> bool:
+        """The TMA copies carry L2 eviction priorities (l2_hint other than normal)."""
+        return self.l2_hint != L2_HINTS[0]
 
     # B staged [k][n] (row-major B); a subclass staging it [n][k] (K-major) says True.
     b_k_major = False
@@ -437,9 +447,10 @@ class GemmTcTiling:
 
     def _why_not_mma_sync(self) -> str | None:
         if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong,
-                self.ring, self.stream_k) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0):
-            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring and stream_k are the "
-                    f"wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0, 0 and 0")
+                self.ring, self.stream_k, self.l2_hint) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0, L2_HINTS[0]):
+            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring, stream_k and l2_hint are "
+                    f"the wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0, 0, 0 "
+                    f"and {L2_HINTS[0]}")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -478,6 +489,8 @@ class GemmTcTiling:
                     "are too few to share")
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
+        if self.hinted and not self.tma:
+            return f"l2_hint {self.l2_hint} is a cache hint on the tma loader's copies: it takes loader tma"
         block_k = WGMMA_BLOCK_K[self.precision]
         if self.block_k != block_k:
             return (f"the wgmma mainloop stages K {block_k} {self.precision} elements at a time "
@@ -548,5 +561,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
-        pingpong=v["pingpong"], c_dtype=params.c_dtype,
+        pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"],
     )

@@ -30,6 +30,8 @@
   partials in global memory for the block of its first piece to add before it stores (_stream_sum).
 * The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes by default,
   the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
+* `l2_hint` stream_b: the GEMM's copies carry L2 eviction priorities as cache hints, B's boxes
+  evict-first and A's evict-last (two policies the producer makes once a tile: `gemm_stage_copies`).
 * `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
   cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
   k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
@@ -197,10 +199,12 @@ def _steps(t: GemmTcTiling) -> tuple[str, str]:
 
 def load_b(t: GemmTcTiling, address: str, box: str) -> str:
     """The copy of one of B's boxes (`box`: the map, its coordinates, the barrier) to shared
-    `address`: with clusters, multicast into every block of the cluster."""
+    `address`: with clusters, multicast into every block of the cluster; with l2_hint, under
+    B's L2 policy."""
+    hinted, policy = ("_hinted", ", b_policy") if t.hinted else ("", "")
     if t.cluster > 1:
-        return f"tma_load_2d_multicast({address}, {box}, {(1 << t.cluster) - 1})"
-    return f"tma_load_2d({address}, {box})"
+        return f"tma_load_2d_multicast{hinted}({address}, {box}, {(1 << t.cluster) - 1}{policy})"
+    return f"tma_load_2d{hinted}({address}, {box}{policy})"
 
 
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
@@ -211,9 +215,16 @@ def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
     first = f"rank * {share} + " if t.cluster > 1 else ""
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
     b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, {k_step} * {t.block_k}, bar"
-    return f"""                    tma_load_2d(stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar);
+    a_box = f"stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar"
+    load_a = f"tma_load_2d_hinted({a_box}, a_policy)" if t.hinted else f"tma_load_2d({a_box})"
+    return f"""                    {load_a};
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
+
+
+# l2_hint stream_b: the producer's two L2 policies (engine.ops.hopper.L2_HINTED_COPIES), made once a tile.
+_STREAM_B_POLICIES = """
+                const unsigned long long a_policy = l2_evict_last(), b_policy = l2_evict_first();"""
 
 
 @dataclass(frozen=True)
@@ -223,6 +234,11 @@ class StageCopies:
     on barrier `bar` (the GEMM's: gemm_copies; the implicit-GEMM conv gathers A by im2col)."""
     step: Callable[[GemmTcTiling, str], str] = gemm_copies
     tile: str = ""
+
+
+def gemm_stage_copies(t: GemmTcTiling) -> StageCopies:
+    """The GEMM's copies, with l2_hint's policies made at each tile's start."""
+    return StageCopies(gemm_copies, _STREAM_B_POLICIES if t.hinted else "")
 
 
 def _producer(t: GemmTcTiling, copies: StageCopies) -> str:

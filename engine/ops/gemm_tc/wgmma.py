@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
-from ..hopper import MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
+from ..hopper import L2_HINTED_COPIES, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma
 from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, steps, sum_partials, tile_of_block, tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, WARPGROUP, WGMMA_M, GemmTcTiling
@@ -406,8 +406,8 @@ def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
 
 def generate(t: GemmTcTiling) -> KernelSource:
     title = f"gemm_tensorcore {t.precision}{f' (C {t.c_dtype})' if t.c_16bit else ''} wgmma: {t.m}x{t.n}x{t.k}"
-    loads = TMA_HELPERS + TENSOR_MAP_DECLARATIONS if t.tma else _load_stage(t)
-    code = kernel_code(t, ENTRY, title, loads)
+    loads = TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS if t.tma else _load_stage(t)
+    code = kernel_code(t, ENTRY, title, loads, tma.gemm_stage_copies(t))
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
 
 
@@ -430,6 +430,7 @@ def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str,
 {_split_sum(t) if t.split_k > 1 else _store(t)}"""
     schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
     schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
+    schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
     cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
                else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
     return f"""{ARCH_SPECIFIC_MARK}

@@ -1,0 +1,174 @@
+"""What the phase scripts (tensor_core_gemm, tensor_core_conv, simt_gemm) share: their command
+line, the JSON each phase merges its section into, the tune over fixed lists and the confirmation.
+
+The confirmation re-times each workload's tuned best in a fresh process, interleaved with the
+vendor's baseline and the default config, warm and cold. With `--top K` it takes each workload's K
+fastest tuned configs into one confirmation instead and keeps the one whose worse ratio to the
+vendor, warm or cold, is highest (`worse_ratio`): a goal of "faster than the vendor, warm and cold"
+is one config's, and the tune ranks by warm alone. The picks go into the JSON's `picked` section; a
+later confirmation of a JSON that has one (a copy without the `confirm` rows: the second fresh
+process) re-times those picks alone, so the figure quoted is not the one that chose.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+import engine  # noqa: E402
+from provenance import git_describe  # noqa: E402
+from engine.logfile import format_record  # noqa: E402
+from engine.measure import to_record  # noqa: E402
+
+# The tune keeps this many of each workload's fastest configs in the JSON: what --top may confirm.
+TUNED_KEPT = 5
+
+def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """The command line every phase script (this one, tensor_core_conv, simt_gemm) starts from: the
+    phase, its JSON and log (`name`.json, .log), the budget, the confirmation's rounds and candidates."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
+    parser.add_argument("--json", default=f"{name}.json")
+    parser.add_argument("--log", default=f"{name}.log")
+    parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--top", type=int, default=1, choices=range(1, TUNED_KEPT + 1), metavar=f"1..{TUNED_KEPT}",
+                        help="confirm: each workload's this many fastest tuned configs, keeping the one whose worse "
+                             "ratio to the vendor (warm or cold) is highest")
+    return parser
+
+
+def print_configs(tasks_and_configs) -> int:
+    """Each (task, configs)'s configs as [args, index] lines, for compiling beforehand."""
+    for task, configs in tasks_and_configs:
+        for config in configs:
+            print(json.dumps([task.args, config.index]))
+    return 0
+
+
+def merge_json(path: str, section: str, value) -> None:
+    data = {}
+    if os.path.exists(path):
+        with open(path) as stream:
+            data = json.load(stream)
+    data[section] = value
+    data.setdefault("meta", {}).update({"commit": git_describe(), section + "_date":
+                                        datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+    with open(path + ".tmp", "w") as stream:
+        json.dump(data, stream, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def read_json(path: str) -> dict:
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def result_row(task, config, result) -> dict:
+    return {"workload": engine.canonical_args(task.args), "precision": getattr(task.params, "precision", "float32"),
+            "config": config.values(), "index": config.index, "ok": result.ok,
+            "error_no": int(result.error_no), "error": result.error_msg[:300],
+            "us": result.mean_cost * 1e6 if result.ok else None,
+            "tflops": task.flops / result.mean_cost / 1e12 if result.ok else None}
+
+
+def median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = None) -> int:
+    """Each (name, task)'s listed configs (`configs_of(task)`) timed by the GPU measurer, every record
+    logged; each workload's TUNED_KEPT fastest merged into the JSON as it is done. `run_timeout`: the
+    measurer's limit on one config's run (its default where None), for workloads whose reference
+    check alone takes seconds."""
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, bests = time.time(), {}
+    timeouts = {} if run_timeout is None else {"run_timeout": run_timeout}
+    with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log:
+        for name, task in named_tasks:
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {name} not tuned")
+                break
+            configs = configs_of(task)
+            results = measurer.measure(task, configs)
+            for config, result in zip(configs, results):
+                log.write(format_record(to_record(task, config, result, measurer.device.target)) + "\n")
+            rows = [result_row(task, c, r) for c, r in zip(configs, results)]
+            good = sorted((r for r in rows if r["ok"]), key=lambda r: r["us"])
+            failures = [r for r in rows if not r["ok"]]
+            bests[name] = {"args": task.args, "trials": len(rows), "failures": failures, "top": good[:TUNED_KEPT]}
+            best = good[0] if good else None
+            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
+                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
+            merge_json(options.json, "tune", bests)
+    print(f"tune: {time.time() - started:.0f} s")
+    return 0
+
+
+
+def worse_ratio(ours: dict, vendor: dict) -> float:
+    """The vendor's median over ours, warm or cold, whichever is lower (0 where either has no timings)."""
+    ratios = [median(vendor.get(key, [])) / median(ours[key]) if vendor.get(key) and ours.get(key) else 0.0
+              for key in ("warm_us", "cold_us")]
+    return min(ratios)
+
+
+def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> list[dict]:
+    """Each workload's tuned best in `options.json` (or its `picked` config, or with `options.top` > 1
+    the pick among its fastest: the module's docstring) re-timed in a fresh process, interleaved with
+    the vendor's baseline (its timings under `vendor`) and the default config, warm and cold; the rows
+    are merged into the JSON as they come (a run cut short keeps them) and returned."""
+    from engine.confirm import Role, confirm_contenders, contenders_for
+    from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
+
+    started, rows = time.time(), []
+    data = read_json(options.json)
+    tuned, picked = data.get("tune", {}), data.get("picked", {})
+    stopwatch = FreshProcessStopwatch()
+    try:
+        for name, found in tuned.items():
+            if not found["top"] or time.time() - started > options.budget_s:
+                print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
+                continue
+            task = engine.create_task(template, found["args"])
+            indexes = [picked[name]] if name in picked else [r["index"] for r in found["top"][:options.top]]
+            configs = [task.config_space.get(index) for index in indexes]
+            try:
+                confirmation = confirm_contenders(task, contenders_for(task, [(c.index, c.to_entity()) for c in configs]),
+                                                  stopwatch, options.rounds)
+            except StopwatchDied as exc:
+                print(f"{name}: {exc}")
+                stopwatch.close()
+                stopwatch = FreshProcessStopwatch()
+                continue
+            timed, candidates = {}, {}
+            for timing in confirmation.timings:
+                role = {Role.TUNED: "ours", Role.VENDOR: vendor, Role.DEFAULT: "default"}[timing.contender.role]
+                entry = {"warm_us": [t * 1e6 for t in timing.warm], "cold_us": [t * 1e6 for t in timing.cold],
+                         "error": timing.error, "details": timing.details}
+                if role == "ours":
+                    candidates[timing.contender.config_index] = entry
+                else:
+                    timed[role] = entry
+            best = max(configs, key=lambda c: worse_ratio(candidates[c.index], timed.get(vendor, {})))
+            row = {"workload": name, "config": best.values(), "index": best.index, "flops": task.flops,
+                   "ours": candidates[best.index], **timed}
+            if len(configs) > 1:
+                row["candidates"] = [{"index": c.index, "config": c.values(), **candidates[c.index]} for c in configs]
+                picked[name] = best.index
+                merge_json(options.json, "picked", picked)
+            rows.append(row)
+            print(line_of_row(row), flush=True)
+            merge_json(options.json, "confirm", rows)
+    finally:
+        stopwatch.close()
+    print(f"\nconfirm: {options.rounds} interleaved rounds, {time.time() - started:.0f} s, commit {git_describe()}")
+    return rows
