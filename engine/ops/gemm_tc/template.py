@@ -24,7 +24,7 @@ def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
-                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0},
+                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0]},
         "wgmma": {**wgmma, "pingpong": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
     })
 
@@ -71,9 +71,6 @@ class GemmTensorCore(Template):
             # After ring, for the same reason: the L2 eviction priorities of the TMA copies (a decode
             # step's weights are read once).
             OtherKnob("l2_hint", list(L2_HINTS), default=L2_HINTS[0]),
-            # After l2_hint, for the same reason: persistent blocks share every tile's K steps (stream-K,
-            # the implicit-GEMM conv's schedule), so a decode step's few wide tiles keep every SM streaming B.
-            OtherKnob("stream_k", [0, 1], default=0),
         ], pins=mainloop_pins(params.precision))
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

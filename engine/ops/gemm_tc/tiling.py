@@ -561,5 +561,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
-        pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"], stream_k=v["stream_k"],
+        pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"],
     )
