@@ -11,7 +11,7 @@
 #    float64 reference at the precision's tolerance; a failing config is reported, not fatal;
 # 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 121-151 configs (hand-picked mma.sync tiles
 #    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 35-40 of the
-#    TMA loader: clusters, persistent blocks, split K; 12 stream-K tiles; a seeded random sample);
+#    TMA loader: clusters, persistent blocks, split K; 15 stream-K tiles; a seeded random sample);
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds
 #    (TOP=K: the pick among each layer's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process).
