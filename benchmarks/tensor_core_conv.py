@@ -96,6 +96,11 @@ TMA_TILES = [
     (64, 256, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 1, 1, 1),
     (128, 64, 4, 1, 1, 4, 1, 1, 1), (64, 64, 5, 1, 1, 4, 1, 1, 1), (128, 128, 3, 1, 2, 4, 1, 1, 1),
     (128, 128, 5, 1, 2, 2, 1, 1, 1), (64, 256, 5, 1, 1, 0, 1, 1, 1),
+    # after de96dff's profile (blocks stepping through K together share their reads in L2's coalescer): one
+    # consumer's small tiles at two or three blocks an SM, so the 7x7 layer's 100 tiles of 64x128 become 200-400
+    # blocks that all start at once (split K in two, or 64x64), and the 1x1 layer's 196 fit one wave
+    (64, 128, 3, 1, 1, 0, 2, 1, 0), (64, 64, 4, 1, 1, 0, 1, 1, 0), (64, 64, 4, 1, 1, 2, 1, 1, 0),
+    (64, 64, 3, 1, 1, 0, 2, 1, 0), (64, 128, 4, 1, 1, 0, 1, 1, 0),
 ]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
