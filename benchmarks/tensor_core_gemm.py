@@ -134,6 +134,9 @@ WGMMA_SPLIT_DECODE_PICKS = [
     *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 0, split, 0, 0, ring, "stream_b")
       for block_m, block_n, split, ring in ((64, 64, 2, 4), (64, 64, 2, 8), (64, 64, 1, 4), (64, 64, 4, 4),
                                             (64, 128, 2, 4), (64, 128, 1, 4), (128, 64, 2, 4), (128, 64, 1, 4))],
+    # the M = 64 best's ring between 6 and 11 stages, either hint
+    *[(64, 64, stages, 1, 1, 1, "tma", 1, 0, 2, 0, 0, ring, hint)
+      for stages in (2, 3) for ring in (4, 8) for hint in ("normal", "stream_b")],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),
