@@ -77,7 +77,7 @@ DECODE_PICKS = [
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
 # loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k", "turns", "pingpong", "ring", "l2_hint")
+               "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
@@ -116,6 +116,7 @@ WGMMA_CHECK_PICKS = [
     (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 8), (64, 128, 4, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 4),
     (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4), (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
     (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"), (128, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 0, 0, 0, "stream_b"),
+    (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2), (128, 64, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 1),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -137,6 +138,12 @@ WGMMA_SPLIT_DECODE_PICKS = [
     # the M = 64 best's ring between 6 and 11 stages, either hint
     *[(64, 64, stages, 1, 1, 1, "tma", 1, 0, 2, 0, 0, ring, hint)
       for stages in (2, 3) for ring in (4, 8) for hint in ("normal", "stream_b")],
+    # split K without a cluster (stream_k 2, 4: each tile's K steps in that many shares, a block each, partials
+    # summed in global memory): wide tiles over 128 blocks, which clusters of 4 could not all hold at once
+    *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 1, 1, 1, 0, 0, ring, hint, shares)
+      for block_m, block_n, ring, shares in ((64, 128, 4, 4), (64, 64, 4, 2), (128, 64, 4, 2), (128, 128, 0, 4),
+                                             (64, 256, 0, 4))
+      for hint in ("normal", "stream_b")],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),

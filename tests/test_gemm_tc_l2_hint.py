@@ -26,14 +26,17 @@ def config_of(task, **values):
     return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
 
 
-def test_the_hint_is_the_last_knob_and_normal_keeps_every_earlier_index():
+def test_normal_keeps_every_index_from_before_the_hint():
+    """l2_hint came after ring, its first value normal; only stream_k (0 first) came after it."""
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-1] == "l2_hint"
-    assert task.config_space.knobs[-1].options == list(L2_HINTS) == ["normal", "stream_b"]
-    half = len(task.config_space) // 2
+    assert task.config_space.knob_names[-2] == "l2_hint"
+    assert task.config_space.knobs[-2].options == list(L2_HINTS) == ["normal", "stream_b"]
+    before = len(task.config_space) // 8  # the space before l2_hint (2 values) and stream_k (4)
     for config in task.config_space.sample(np.random.default_rng(7), 60):
-        assert (config.index < half) == (config["l2_hint"].val == "normal")
-        assert config.values() | {"l2_hint": "normal"} == task.config_space.get(config.index % half).values()
+        if config["stream_k"].val:
+            continue
+        assert (config.index < before) == (config["l2_hint"].val == "normal")
+        assert config.values() | {"l2_hint": "normal"} == task.config_space.get(config.index % before).values()
 
 
 def test_normal_leaves_the_source_without_hints_and_stream_b_hints_every_copy():

@@ -54,7 +54,7 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k", "turns", "pingpong", "ring", "l2_hint")
+             "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k")
     fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
              ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -193,6 +193,26 @@ def test_l2_hinted_configs_compute_the_product(measurer, precision, shape):
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision), DeviceLimits.for_device(measurer.device))
     configs = wgmma_configs(task, HINTED_TILES)
     assert len(configs) >= 2 and all(c["l2_hint"].val == "stream_b" for c in configs)
+    results = measurer.measure(task, configs)
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+# Stream-K: blocks sharing all tiles' K steps (1) or each tile's in 2 or 4 shares, partials in global memory;
+# 1 and 2 consumers.
+STREAM_K_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "normal", 1),
+                  (64, 128, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 4),
+                  (128, 64, 4, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2)]
+
+
+@pytest.mark.parametrize("c_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (64, 4096, 14336)])
+def test_stream_k_configs_compute_the_product(measurer, c_dtype, shape):
+    if not measurer.device.compute_capability.startswith("9."):
+        pytest.skip("TMA and wgmma run on sm_90 only")
+    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "bfloat16", c_dtype),
+                              DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, STREAM_K_TILES)
+    assert len(configs) == 3 and all(c["stream_k"].val for c in configs)
     results = measurer.measure(task, configs)
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 

@@ -10,7 +10,8 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma, wgmma_tf32
-from .tiling import CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, WGMMA_BLOCK_K, GemmTcTiling, gemm_tc_tiling
+from .tiling import (CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, WGMMA_BLOCK_K, GemmTcTiling,
+                     gemm_tc_tiling)
 from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 
 
@@ -24,7 +25,7 @@ def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
-                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0]},
+                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0},
         "wgmma": {**wgmma, "pingpong": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
     })
 
@@ -71,6 +72,9 @@ class GemmTensorCore(Template):
             # After ring, for the same reason: the L2 eviction priorities of the TMA copies (a decode
             # step's weights are read once).
             OtherKnob("l2_hint", list(L2_HINTS), default=L2_HINTS[0]),
+            # After l2_hint, for the same reason: the implicit-GEMM conv's stream-K schedule (persistent blocks
+            # share all tiles' K steps evenly, 1, or each tile's in 2 or 4 shares, a block each, with no cluster).
+            OtherKnob("stream_k", list(STREAM_K_SHARES), default=0),
         ], pins=mainloop_pins(params.precision))
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:

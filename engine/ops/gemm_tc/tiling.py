@@ -94,7 +94,11 @@ CLUSTERS = (1, 2)
 PERSISTENT_BLOCKS = 132
 # wgmma tma stream_k 1: each persistent block takes an even share of all tiles' K steps, at least
 # this many (a share may end or start within a tile: the tile's first share adds the others' partials).
+# stream_k S > 1 (CUTLASS's stream-K scheduler in its split-K mode): each tile's K steps in S shares of
+# at least this many, one block each, so the blocks start together and step through K in lockstep (the
+# blocks of one share read the same boxes of A at once, which L2's request coalescer serves once).
 STREAM_K_MIN_STEPS = 4
+STREAM_K_SHARES = (0, 1, 2, 4)  # the stream_k knob's values
 # wgmma tma: stages beyond the `stages` knob's 2 to 4 (the `ring` knob), so a decode step's blocks keep
 # more of B in flight from HBM; shared memory bounds them (a 64x64 tile's stage is 16 KB: at most 14).
 RINGS = (0, 4, 8, 12)
@@ -131,7 +135,7 @@ class GemmTcTiling:
     pingpong: int = 0  # wgmma 16-bit, tma, persistent, 2 consumers: 1 gives each consumer whole tiles in turn
     c_dtype: str = "float32"  # the workload's: C float32, or in the 16-bit input's precision
     ring: int = 0  # wgmma tma: of `stages`, how many the ring knob added to the stages knob's
-    stream_k: int = 0  # wgmma tma persistent: 1 parts every tile's K steps evenly among the blocks (stream-K)
+    stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
 
     @property
@@ -394,7 +398,11 @@ class GemmTcTiling:
 
     @property
     def stream_blocks(self) -> int:
-        """stream_k: PERSISTENT_BLOCKS blocks, fewer where they would have under STREAM_K_MIN_STEPS each."""
+        """stream_k 1: PERSISTENT_BLOCKS blocks, fewer where they would have under STREAM_K_MIN_STEPS each;
+        stream_k S > 1: S blocks a tile (block b's share, b * stream_steps / stream_blocks on, is then its
+        tile's S-th part)."""
+        if self.stream_k > 1:
+            return self.tile_blocks * self.stream_k
         return min(PERSISTENT_BLOCKS, self.stream_steps // STREAM_K_MIN_STEPS)
 
     @property
@@ -487,6 +495,9 @@ class GemmTcTiling:
         if self.stream_k and self.stream_blocks < 2:
             return (f"stream_k gives each block {STREAM_K_MIN_STEPS} steps or more: {self.stream_steps} steps "
                     "are too few to share")
+        if self.stream_k > 1 and self.k_tiles < self.stream_k * STREAM_K_MIN_STEPS:
+            return (f"stream_k {self.stream_k} gives each of a tile's shares {STREAM_K_MIN_STEPS} steps or more: "
+                    f"its {self.k_tiles} K steps are too few")
         if (self.warp_m, self.warp_n, self.warps_k) != (16, 16, 1):
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         if self.hinted and not self.tma:
@@ -561,5 +572,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
-        pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"],
+        pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"], stream_k=v["stream_k"],
     )
