@@ -30,9 +30,10 @@ from engine.measure import to_record  # noqa: E402
 # The tune keeps this many of each workload's fastest configs in the JSON: what --top may confirm.
 TUNED_KEPT = 5
 
+
 def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
-    """The command line every phase script (this one, tensor_core_conv, simt_gemm) starts from: the
-    phase, its JSON and log (`name`.json, .log), the budget, the confirmation's rounds and candidates."""
+    """The command line every phase script (tensor_core_gemm, tensor_core_conv, simt_gemm) starts from:
+    the phase, its JSON and log (`name`.json, .log), the budget, the confirmation's rounds and candidates."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("phase", choices=["check", "tune", "confirm", "table", "configs"])
     parser.add_argument("--json", default=f"{name}.json")
@@ -66,6 +67,19 @@ def merge_json(path: str, section: str, value) -> None:
     os.replace(path + ".tmp", path)
 
 
+def drop_sections(path: str, *sections: str) -> None:
+    """A JSON's sections that a new tune makes stale (its confirmations and their picks), gone."""
+    if not os.path.exists(path):
+        return
+    data = read_json(path)
+    if any(section in data for section in sections):
+        for section in sections:
+            data.pop(section, None)
+        with open(path + ".tmp", "w") as stream:
+            json.dump(data, stream, indent=1)
+        os.replace(path + ".tmp", path)
+
+
 def read_json(path: str) -> dict:
     with open(path) as stream:
         return json.load(stream)
@@ -91,6 +105,7 @@ def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = No
     from engine.gpu.measurer import GpuMeasurer
 
     started, bests = time.time(), {}
+    drop_sections(options.json, "confirm", "picked")  # they confirmed another tune's configs
     timeouts = {} if run_timeout is None else {"run_timeout": run_timeout}
     with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log:
         for name, task in named_tasks:
@@ -106,12 +121,11 @@ def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = No
             failures = [r for r in rows if not r["ok"]]
             bests[name] = {"args": task.args, "trials": len(rows), "failures": failures, "top": good[:TUNED_KEPT]}
             best = good[0] if good else None
-            print(f"tune {name}: {len(good)} of {len(rows)} ok, best "
-                  + (f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"), flush=True)
+            found = f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"
+            print(f"tune {name}: {len(good)} of {len(rows)} ok, best {found}", flush=True)
             merge_json(options.json, "tune", bests)
     print(f"tune: {time.time() - started:.0f} s")
     return 0
-
 
 
 def worse_ratio(ours: dict, vendor: dict) -> float:
@@ -121,11 +135,41 @@ def worse_ratio(ours: dict, vendor: dict) -> float:
     return min(ratios)
 
 
-def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> list[dict]:
-    """Each workload's tuned best in `options.json` (or its `picked` config, or with `options.top` > 1
-    the pick among its fastest: the module's docstring) re-timed in a fresh process, interleaved with
-    the vendor's baseline (its timings under `vendor`) and the default config, warm and cold; the rows
-    are merged into the JSON as they come (a run cut short keeps them) and returned."""
+def pick_index(candidates: dict[int, dict], vendor: dict) -> int:
+    """Of `candidates` (config index -> its confirmation timings), the one whose worse ratio to the vendor
+    is highest; where that ties (a vendor without timings scores every candidate 0), one with timings of
+    its own, the fastest warm."""
+    def rank(item: tuple[int, dict]) -> tuple:
+        warm = median(item[1].get("warm_us", []))
+        return worse_ratio(item[1], vendor), warm is not None, -(warm or 0.0)
+    return max(candidates.items(), key=rank)[0]
+
+
+def confirmed_indexes(name: str, found: dict, picked: dict, top: int) -> list[int]:
+    """The configs a workload's confirmation times: with `top` 1, an earlier confirmation's pick where
+    it is still among the tuned fastest (the second confirmation), else the `top` fastest tuned."""
+    fastest = [row["index"] for row in found["top"]]
+    if top == 1 and name in picked:
+        if picked[name] in fastest:
+            return [picked[name]]
+        print(f"{name}: the picked config {picked[name]} is not among the tuned fastest: confirming the fastest")
+    elif top == 1 and picked:
+        print(f"{name}: no pick from the first confirmation (it was cut short): confirming the fastest")
+    return fastest[:top]
+
+
+def line_of(row: dict, vendor: str = "cublas", label: str = "cuBLAS") -> str:
+    """A confirmed row as the confirmation prints it: ours and the vendor's median warm µs."""
+    ours, theirs = row.get("ours", {}), row.get(vendor, {})
+    return (f"confirm {row['workload']}: ours {median(ours.get('warm_us', [])) or ours.get('error', '?')} us, "
+            f"{label} {median(theirs.get('warm_us', [])) or theirs.get('error', '?')} us")
+
+
+def confirm_tuned_bests(options, template: str, vendor: str, label: str) -> list[dict]:
+    """Each workload's configs (`confirmed_indexes`) re-timed in a fresh process, interleaved with the
+    vendor's baseline (its timings under `vendor`, printed as `label`) and the default config, warm and
+    cold; of several, `pick_index`'s, its index into the JSON's `picked` where the vendor was timed. The
+    rows are merged into the JSON as they come (a run cut short keeps them) and returned."""
     from engine.confirm import Role, confirm_contenders, contenders_for
     from engine.gpu.confirming import FreshProcessStopwatch, StopwatchDied
 
@@ -139,11 +183,10 @@ def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> lis
                 print(f"{name}: not confirmed ({'nothing tuned' if not found['top'] else 'budget spent'})")
                 continue
             task = engine.create_task(template, found["args"])
-            indexes = [picked[name]] if name in picked else [r["index"] for r in found["top"][:options.top]]
-            configs = [task.config_space.get(index) for index in indexes]
+            configs = [task.config_space.get(i) for i in confirmed_indexes(name, found, picked, options.top)]
+            contenders = contenders_for(task, [(c.index, c.to_entity()) for c in configs])
             try:
-                confirmation = confirm_contenders(task, contenders_for(task, [(c.index, c.to_entity()) for c in configs]),
-                                                  stopwatch, options.rounds)
+                confirmation = confirm_contenders(task, contenders, stopwatch, options.rounds)
             except StopwatchDied as exc:
                 print(f"{name}: {exc}")
                 stopwatch.close()
@@ -158,15 +201,16 @@ def confirm_tuned_bests(options, template: str, vendor: str, line_of_row) -> lis
                     candidates[timing.contender.config_index] = entry
                 else:
                     timed[role] = entry
-            best = max(configs, key=lambda c: worse_ratio(candidates[c.index], timed.get(vendor, {})))
+            best = task.config_space.get(pick_index(candidates, timed.get(vendor, {})))
             row = {"workload": name, "config": best.values(), "index": best.index, "flops": task.flops,
                    "ours": candidates[best.index], **timed}
             if len(configs) > 1:
                 row["candidates"] = [{"index": c.index, "config": c.values(), **candidates[c.index]} for c in configs]
-                picked[name] = best.index
-                merge_json(options.json, "picked", picked)
+                if timed.get(vendor, {}).get("warm_us"):
+                    picked[name] = best.index
+                    merge_json(options.json, "picked", picked)
             rows.append(row)
-            print(line_of_row(row), flush=True)
+            print(line_of(row, vendor, label), flush=True)
             merge_json(options.json, "confirm", rows)
     finally:
         stopwatch.close()

@@ -2,7 +2,7 @@
 
     python benchmarks/simt_gemm.py check   --json OUT.json [--budget-s 40]
     python benchmarks/simt_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 120] [--shapes G1,G2]
-    python benchmarks/simt_gemm.py confirm --json OUT.json [--budget-s 90]
+    python benchmarks/simt_gemm.py confirm --json OUT.json [--budget-s 90] [--top 3] [--rounds 5]
     python benchmarks/simt_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/simt_gemm.py configs                  # every (workload, config) check and tune time
 
@@ -12,9 +12,10 @@
   skinny shape the loader takes: G4's N = 49 is no multiple of 4), each a fixed list: TMA tiles
   (`TMA_TILES`: block and warp tiles, register tiles, lanes, stages) and, to hold them against,
   the threads' loaders' confirmed bests (`THREADS_BESTS`), all records to an AutoTVM log.
-* confirm: each workload's fastest config re-timed by the confirmation protocol (a fresh
-  measuring process, interleaved with cuBLAS, TF32 off, and the default config, warm and
-  cold, 5 rounds); prints the table last.
+* confirm: each workload's fastest config (`--top K`: the pick among its K fastest by the worse of
+  the warm and cold ratios; benchmarks/phases.py) re-timed by the confirmation protocol (a fresh
+  measuring process, interleaved with cuBLAS, TF32 off, and the default config, warm and cold,
+  5 rounds); prints the table last.
 
 No tuner: the lists are fixed, so the same configs can be compiled beforehand for sm_90a on a
 machine without a GPU (`configs`). The GPU runs are scripts/device/simt_gemm.sh's.
@@ -30,7 +31,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import engine  # noqa: E402
 from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
                     result_row, tune_listed)
-from tensor_core_gemm import line_of  # noqa: E402
 from engine.space import EntityError  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
         return tune_listed(options, tune_tasks([s for s in options.shapes.split(",") if s]), tune_configs,
                            run_timeout=60.0)
     if options.phase == "confirm":
-        rows = confirm_tuned_bests(options, "gemm", "cublas", line_of)
+        rows = confirm_tuned_bests(options, "gemm", "cublas", "cuBLAS")
         print(table(rows))
         return 0
     if options.phase == "table":

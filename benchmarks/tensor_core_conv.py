@@ -3,7 +3,7 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
 
     python benchmarks/tensor_core_conv.py check   --json OUT.json [--budget-s 40]
     python benchmarks/tensor_core_conv.py tune    --json OUT.json --log OUT.log [--budget-s 100]
-    python benchmarks/tensor_core_conv.py confirm --json OUT.json [--budget-s 60]
+    python benchmarks/tensor_core_conv.py confirm --json OUT.json [--budget-s 60] [--top 3] [--rounds 5]
     python benchmarks/tensor_core_conv.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/tensor_core_conv.py configs                    # every config the phases try, one per line
 
@@ -15,11 +15,12 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
   layer: mma.sync's, wgmma's with either loader, and stream-K's), the default and a seeded random
   sample of valid configs; every record to an AutoTVM log.
-* confirm: each tuned layer's fastest config re-timed by the confirmation protocol (engine.confirm:
-  a fresh measuring process, interleaved with cuDNN of the same precision on channels-last tensors,
-  cudnn.benchmark's exhaustive search, and the default config, warm and cold); the table last.
+* confirm: each tuned layer's fastest config (`--top K`: the pick among its K fastest by the worse of
+  the warm and cold ratios) re-timed by the confirmation protocol (engine.confirm: a fresh measuring
+  process, interleaved with cuDNN of the same precision on channels-last tensors, cudnn.benchmark's
+  exhaustive search, and the default config, warm and cold); the table last.
 
-The JSON, the per-phase budget and the rows are benchmarks/tensor_core_gemm.py's (shared from there).
+The command line, the JSON, the per-phase budget, the rows and the confirmation are benchmarks/phases.py's.
 """
 from __future__ import annotations
 
@@ -96,11 +97,10 @@ TMA_TILES = [
     (64, 256, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 2, 1, 0), (128, 128, 4, 1, 1, 0, 1, 1, 1),
     (128, 64, 4, 1, 1, 4, 1, 1, 1), (64, 64, 5, 1, 1, 4, 1, 1, 1), (128, 128, 3, 1, 2, 4, 1, 1, 1),
     (128, 128, 5, 1, 2, 2, 1, 1, 1), (64, 256, 5, 1, 1, 0, 1, 1, 1),
-    # after de96dff's profile (blocks stepping through K together share their reads in L2's coalescer): one
-    # consumer's small tiles at two or three blocks an SM, so the 7x7 layer's 100 tiles of 64x128 become 200-400
-    # blocks that all start at once (split K in two, or 64x64), and the 1x1 layer's 196 fit one wave
-    (64, 128, 3, 1, 1, 0, 2, 1, 0), (64, 64, 4, 1, 1, 0, 1, 1, 0), (64, 64, 4, 1, 1, 2, 1, 1, 0),
-    (64, 64, 3, 1, 1, 0, 2, 1, 0), (64, 128, 4, 1, 1, 0, 1, 1, 0),
+    # after de96dff's profile (blocks stepping through K together share their reads in L2's coalescer): 64x128
+    # in 97 KB, two blocks an SM, so the 1x1 layer's 196 tiles fit one wave (c978e21: its pick, cold 0.79 -> 0.81-0.85;
+    # 64x64 at two or three blocks an SM and 64x128 split in two lost everywhere)
+    (64, 128, 4, 1, 1, 0, 1, 1, 0),
 ]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
@@ -108,8 +108,6 @@ STREAM_K_TILES = [
     (128, 128, 4, 1, 2, 0), (128, 128, 5, 1, 2, 0), (128, 128, 4, 1, 2, 2), (128, 256, 4, 1, 2, 0),
     (128, 256, 3, 1, 2, 0), (256, 128, 4, 1, 2, 0), (128, 64, 4, 1, 2, 2), (128, 64, 5, 1, 2, 2),
     (128, 64, 4, 1, 1, 2), (64, 256, 4, 1, 1, 0), (64, 128, 5, 1, 1, 0), (128, 128, 4, 8, 2, 2),
-    # the 7x7 layer's best tile (64x128, one consumer, 8-9 stages: cuDNN's shape) and 128x64's deep ring, shared
-    (64, 128, 4, 1, 1, 4), (64, 128, 5, 1, 1, 4), (128, 64, 4, 1, 2, 4),
 ]
 
 
@@ -195,13 +193,8 @@ def run_tune(options) -> int:
 
 
 def run_confirm(options) -> int:
-    print(table(confirm_tuned_bests(options, TEMPLATE, "cudnn", line_of)))
+    print(table(confirm_tuned_bests(options, TEMPLATE, "cudnn", "cuDNN")))
     return 0
-
-
-def line_of(row: dict) -> str:
-    ours, vendor = median(row["ours"]["warm_us"]), median(row.get("cudnn", {}).get("warm_us", []))
-    return f"confirm {row['workload']}: ours {ours} us, cuDNN {vendor or row.get('cudnn', {}).get('error')} us"
 
 
 def table(rows: list[dict]) -> str:

@@ -2,7 +2,7 @@
 
     python benchmarks/tensor_core_gemm.py check   --json OUT.json [--budget-s 60]
     python benchmarks/tensor_core_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 90]
-    python benchmarks/tensor_core_gemm.py confirm --json OUT.json [--budget-s 70]
+    python benchmarks/tensor_core_gemm.py confirm --json OUT.json [--budget-s 70] [--top 3] [--rounds 5]
     python benchmarks/tensor_core_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/tensor_core_gemm.py configs          # every config the phases try, one per line
     python benchmarks/tensor_core_gemm.py check --only wgmma   # the wgmma mainloop's configs alone, quick
@@ -14,9 +14,10 @@
   (64 and 128 x 4096 x 4096, 16 x 4096 x 14336) and 8192^3, tf32 last; a fixed candidate list
   (hand-picked tiles, split-K ones on decode shapes, then a seeded random sample of valid
   configs: `tune_configs`), all records to an AutoTVM log.
-* confirm: each tuned workload's fastest config re-timed by the confirmation protocol
-  (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
-  the default config, warm and cold); prints the table last.
+* confirm: each tuned workload's fastest config (`--top K`: the pick among its K fastest by the worse
+  of the warm and cold ratios; a JSON with a `picked` section: those picks) re-timed by the confirmation
+  protocol (engine.confirm, a fresh measuring process, interleaved with cuBLAS of the same precision and
+  the default config, warm and cold; benchmarks/phases.py); prints the table last.
 
 `--square` tunes only bf16 and fp16 at 4096^3 and 8192^3 (issue 18's goal of 0.95 of cuBLAS);
 `--decode` only bf16's decode steps (16, 64 and 128 x 4096 x 4096 and x 4096 x 14336: issue 18's
@@ -75,7 +76,7 @@ DECODE_PICKS = [
 # The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
 # their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
-# loader, cluster, persistent and split_k may be left out (their defaults: cp_async, 1, 0, 1)
+# every knob from loader on may be left out (their defaults: cp_async, 1, 0, 1, 0, 0, 0, normal, 0)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
                "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
@@ -115,8 +116,11 @@ WGMMA_CHECK_PICKS = [
     (64, 64, 3, 1, 1, 1, "tma", 1, 0, 2), (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 8),
     (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 8), (64, 128, 4, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 4),
     (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4), (64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12),
-    (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"), (128, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 0, 0, 0, "stream_b"),
-    (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2), (128, 64, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 1),
+    (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"),
+    (128, 128, 3, 1, 2, 1, "tma", 2, 0, 1, 0, 0, 0, "stream_b"),
+    (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2),
+    (128, 64, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 1),
+    (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 0, "stream_b", 4),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -345,15 +349,9 @@ def run_tune(options) -> int:
 
 
 def run_confirm(options) -> int:
-    rows = confirm_tuned_bests(options, "gemm_tensorcore", "cublas", line_of)
+    rows = confirm_tuned_bests(options, "gemm_tensorcore", "cublas", "cuBLAS")
     print(table(rows))
     return 0
-
-
-def line_of(row: dict) -> str:
-    ours, vendor = row.get("ours", {}), row.get("cublas", {})
-    return (f"confirm {row['workload']}: ours {median(ours.get('warm_us', [])) or ours.get('error', '?')} us, "
-            f"cuBLAS {median(vendor.get('warm_us', [])) or vendor.get('error', '?')} us")
 
 
 def table(rows: list[dict]) -> str:

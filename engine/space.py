@@ -34,9 +34,10 @@ Pins = tuple[str, dict[Any, dict[str, Any]]]
 SPLIT_POLICIES = ("factors", "power2", "candidate")
 # Spaces up to this size are enumerated once for sampling (the valid list is cached).
 ENUMERATE_LIMIT = 20_000
-# Random draws allowed per requested config (plus a floor) before sampling gives up: the tensor-core
-# GEMM at its smallest shapes (37x40x24) has about 0.08% of its draws valid (its wgmma knobs, which
-# mma_sync configs pin, leave mma_sync few of the draws).
+# Random draws allowed per requested config (plus a floor) before sampling gives up. The bound is the
+# tensor-core GEMM at its smallest shapes (37x40x24): a pinned controller's options are drawn in
+# proportion to their configs, so its many wgmma knobs leave mma_sync, where nearly all the valid
+# configs of a tiny shape are, few draws: 0.06-0.08% of draws are valid there, 1 in 1,200-1,600.
 DRAWS_PER_CONFIG = 2000
 DRAWS_FLOOR = 10_000
 # Validity answers a space remembers (one dict entry each, about 100 bytes).

@@ -1,30 +1,46 @@
 """The phase scripts' pick among a workload's fastest tuned configs (benchmarks/phases.py): the worse of
-the warm and cold ratios to the vendor decides, and a missing timing never wins."""
+the warm and cold ratios to the vendor decides, a missing timing never wins where another has one, and
+the second confirmation re-times the first one's pick only while the tune still lists it."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from phases import TUNED_KEPT, phase_parser, worse_ratio  # noqa: E402
+from phases import TUNED_KEPT, confirmed_indexes, phase_parser, pick_index, worse_ratio  # noqa: E402
 
 VENDOR = {"warm_us": [10.0, 10.2, 9.8], "cold_us": [14.0, 14.4, 13.6]}
+FAST_WARM = {"warm_us": [8.0, 8.1, 7.9], "cold_us": [15.0, 15.2, 14.8]}  # 1.25 warm, 0.93 cold
+EVEN = {"warm_us": [9.5, 9.6, 9.4], "cold_us": [13.0, 13.1, 12.9]}  # 1.05 warm, 1.08 cold
+FAILED = {"warm_us": [], "cold_us": [], "error": "launch failed"}
 
 
-def test_the_worse_of_warm_and_cold_is_the_ratio():
-    fast_warm = {"warm_us": [8.0, 8.1, 7.9], "cold_us": [15.0, 15.2, 14.8]}  # 1.25 warm, 0.93 cold
-    even = {"warm_us": [9.5, 9.6, 9.4], "cold_us": [13.0, 13.1, 12.9]}  # 1.05 warm, 1.08 cold
-    assert worse_ratio(fast_warm, VENDOR) == 14.0 / 15.0
-    assert worse_ratio(even, VENDOR) == 10.0 / 9.5
-    assert max([fast_warm, even], key=lambda ours: worse_ratio(ours, VENDOR)) is even
+def test_the_worse_of_warm_and_cold_is_the_ratio_and_picks():
+    assert worse_ratio(FAST_WARM, VENDOR) == 14.0 / 15.0
+    assert worse_ratio(EVEN, VENDOR) == 10.0 / 9.5
+    assert pick_index({3: FAST_WARM, 7: EVEN, 9: FAILED}, VENDOR) == 7
 
 
-def test_a_config_or_vendor_without_timings_scores_nothing():
-    assert worse_ratio({"warm_us": [], "cold_us": [], "error": "launch failed"}, VENDOR) == 0.0
-    assert worse_ratio({"warm_us": [9.0], "cold_us": [12.0]}, {"error": "no cuBLAS"}) == 0.0
+def test_without_vendor_timings_the_fastest_warm_with_timings_is_picked_not_the_first():
+    assert worse_ratio(EVEN, {"error": "no cuBLAS"}) == 0.0
+    assert pick_index({9: FAILED, 7: EVEN, 3: FAST_WARM}, {"error": "no cuBLAS"}) == 3
+    assert pick_index({9: FAILED, 7: EVEN}, VENDOR) == 7
+
+
+def test_the_second_confirmation_times_the_pick_while_the_tune_lists_it():
+    found = {"top": [{"index": i} for i in (11, 12, 13, 14)]}
+    assert confirmed_indexes("w", found, {}, 3) == [11, 12, 13]
+    assert confirmed_indexes("w", found, {"w": 13}, 1) == [13]
+    assert confirmed_indexes("w", found, {"w": 99}, 1) == [11]  # a pick of another tune
+    assert confirmed_indexes("w", found, {"other": 13}, 1) == [11]  # the first confirmation stopped before it
+    assert confirmed_indexes("w", found, {"w": 13}, 3) == [11, 12, 13]  # --top asks for a new pick
 
 
 def test_top_is_one_unless_asked_and_at_most_what_the_tune_keeps():
     parser = phase_parser("doc", "name")
     assert parser.parse_args(["confirm"]).top == 1
     assert parser.parse_args(["confirm", "--top", str(TUNED_KEPT)]).top == TUNED_KEPT
+    with pytest.raises(SystemExit):
+        parser.parse_args(["confirm", "--top", str(TUNED_KEPT + 1)])

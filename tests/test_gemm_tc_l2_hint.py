@@ -8,22 +8,10 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
-import engine
+from gemm_tc_configs import task_of, tma_config
 from engine.gpu.builder import Builder
 from engine.ops.gemm_tc.kernel import TOLERANCE
 from engine.ops.gemm_tc.tiling import L2_HINTS
-from engine.workloads import gemm_tc_args
-
-
-def task_of(m, n, k, precision="bfloat16"):
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
-
-
-def config_of(task, **values):
-    block_k = 32 if task.params.precision == "tf32" else 64
-    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=block_k, mainloop="wgmma", consumers=1, producer=1,
-                loader="tma")
-    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
 
 
 def test_normal_keeps_every_index_from_before_the_hint():
@@ -42,8 +30,8 @@ def test_normal_keeps_every_index_from_before_the_hint():
 def test_normal_leaves_the_source_without_hints_and_stream_b_hints_every_copy():
     task = task_of(64, 4096, 4096)
     values = dict(block_m=64, block_n=128, stages=4, ring=4, split_k=2)
-    plain = task.template.kernel(task.params, config_of(task, **values)).code
-    hinted = task.template.kernel(task.params, config_of(task, l2_hint="stream_b", **values)).code
+    plain = task.template.kernel(task.params, tma_config(task, **values)).code
+    hinted = task.template.kernel(task.params, tma_config(task, l2_hint="stream_b", **values)).code
     assert "cache_hint" not in plain and "l2_evict" not in plain and "_hinted(" not in plain
     assert "createpolicy.fractional.L2::evict_first" in hinted and "L2 hints stream_b" in hinted
     assert "tma_load_2d_hinted(stage, &a_tensor_map" in hinted and hinted.count("a_policy)") == 1
@@ -52,7 +40,7 @@ def test_normal_leaves_the_source_without_hints_and_stream_b_hints_every_copy():
 
 def test_a_cluster_multicasts_b_under_its_policy():
     task = task_of(256, 512, 1024)
-    code = task.template.kernel(task.params, config_of(task, block_m=128, block_n=128, stages=4, consumers=2,
+    code = task.template.kernel(task.params, tma_config(task, block_m=128, block_n=128, stages=4, consumers=2,
                                                        cluster=2, l2_hint="stream_b")).code
     assert "tma_load_2d_multicast_hinted(" in code and ", 3, b_policy)" in code
 
@@ -64,7 +52,7 @@ def test_a_cluster_multicasts_b_under_its_policy():
 ])
 def test_the_hint_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)
-    config = config_of(task, **{"block_m": 64, "block_n": 64, "stages": 4, **values})
+    config = tma_config(task, **{"block_m": 64, "block_n": 64, "stages": 4, **values})
     assert message in task.why_invalid(config)
 
 
@@ -82,12 +70,13 @@ CPU_CASES = [  # (M, N, K, precision, values): split K over a cluster, 2-block m
 
 
 @pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
-@pytest.mark.parametrize("m, n, k, precision, values", CPU_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-{c[3]}" for c in CPU_CASES])
+@pytest.mark.parametrize("m, n, k, precision, values", CPU_CASES,
+                         ids=[f"{c[0]}x{c[1]}x{c[2]}-{c[3]}" for c in CPU_CASES])
 def test_a_hinted_kernel_computes_what_the_plain_one_does_on_the_cpu(m, n, k, precision, values):
     """The same sums in the same order (16-bit inputs: exact to float32's rounding; tf32's rounding of
     the inputs is the emulator's, the same for both)."""
     task = task_of(m, n, k, precision)
-    hinted, plain = config_of(task, l2_hint="stream_b", **values), config_of(task, **values)
+    hinted, plain = tma_config(task, l2_hint="stream_b", **values), tma_config(task, **values)
     assert task.why_invalid(hinted) is None
     error = cuda_on_cpu.error_against_reference(task, hinted)
     assert error == cuda_on_cpu.error_against_reference(task, plain)
@@ -99,7 +88,7 @@ def test_hinted_kernels_compile_for_sm_90a(tmp_path):
     cases = [(task_of(64, 4096, 4096), dict(block_m=64, block_n=64, stages=4, ring=4, split_k=2)),
              (task_of(256, 512, 1024, "float16"), dict(block_m=128, block_n=128, stages=4, consumers=2, cluster=2)),
              (task_of(256, 256, 512, "tf32"), dict(block_m=64, block_n=64, stages=3))]
-    sources = [task.template.kernel(task.params, config_of(task, l2_hint="stream_b", **values))
+    sources = [task.template.kernel(task.params, tma_config(task, l2_hint="stream_b", **values))
                for task, values in cases]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)

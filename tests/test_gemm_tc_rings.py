@@ -7,24 +7,13 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
-import engine
+from gemm_tc_configs import task_of, tma_config
 from engine.ops.gemm_tc.tiling import gemm_tc_tiling
-from engine.workloads import gemm_tc_args
-
-
-def task_of(m, n, k, precision="bfloat16"):
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision))
-
-
-def config_of(task, **values):
-    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=64, mainloop="wgmma", consumers=1, producer=1,
-                loader="tma")
-    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
 
 
 def test_a_ring_adds_its_stages_to_the_stages_knobs():
     task = task_of(64, 4096, 4096)
-    config = config_of(task, block_m=64, block_n=64, stages=2, ring=12)
+    config = tma_config(task, block_m=64, block_n=64, stages=2, ring=12)
     assert task.why_invalid(config) is None
     tiling = gemm_tc_tiling(task.params, config)
     assert tiling.stages == 14 and tiling.wgmma_lag == 12
@@ -32,11 +21,12 @@ def test_a_ring_adds_its_stages_to_the_stages_knobs():
 
 
 def test_configs_without_a_ring_keep_their_index():
-    """ring came last, its first value 0: a config of every earlier knob is the same config (its
-    source is pinned by tests/test_kernel_sources.py)."""
+    """ring came after pingpong, its first value 0 (and l2_hint's and stream_k's after it, 2 and 4
+    values, theirs): a config of every earlier knob keeps its index below the space's size before ring
+    (its source is pinned by tests/test_kernel_sources.py)."""
     task = task_of(16, 4096, 4096)
-    config = config_of(task, block_m=64, block_n=256, stages=3, split_k=4)
-    assert config["ring"].val == 0 and config.index < len(task.config_space) // 4
+    config = tma_config(task, block_m=64, block_n=256, stages=3, split_k=4)
+    assert config["ring"].val == 0 and config.index < len(task.config_space) // (4 * 2 * 4)
     assert task.config_space.get(config.index).values() == config.values()
 
 
@@ -47,14 +37,14 @@ def test_configs_without_a_ring_keep_their_index():
 ])
 def test_a_ring_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)
-    config = config_of(task, block_m=64, block_n=64, stages=4, **values)
+    config = tma_config(task, block_m=64, block_n=64, stages=4, **values)
     assert message in task.why_invalid(config)
 
 
 def test_shared_memory_bounds_the_ring():
     task = task_of(64, 4096, 4096)
-    assert task.why_invalid(config_of(task, block_m=64, block_n=128, stages=4, ring=4)) is None  # 8 x 24 KB
-    assert "shared memory" in task.why_invalid(config_of(task, block_m=64, block_n=128, stages=4, ring=8))
+    assert task.why_invalid(tma_config(task, block_m=64, block_n=128, stages=4, ring=4)) is None  # 8 x 24 KB
+    assert "shared memory" in task.why_invalid(tma_config(task, block_m=64, block_n=128, stages=4, ring=8))
 
 
 def test_random_draws_find_rings():
@@ -78,7 +68,7 @@ CPU_CASES = [  # (M, N, K, values): the ring wrapping over 20 to 40 k-steps, tai
 @pytest.mark.parametrize("m, n, k, values", CPU_CASES, ids=[f"{m}x{n}x{k}" for m, n, k, _ in CPU_CASES])
 def test_a_deep_ring_computes_the_reference_on_the_cpu(m, n, k, values):
     task = task_of(m, n, k)
-    config = config_of(task, **values)
+    config = tma_config(task, **values)
     assert task.why_invalid(config) is None
     assert cuda_on_cpu.error_against_reference(task, config) < 1e-6
 
@@ -87,7 +77,7 @@ def test_a_tile_taller_than_m_loads_only_ms_rows_of_a():
     """A decode step's 16 tokens in a 64-row tile: A's box is 16 rows (M rounded up to 8) and the
     full barrier expects those bytes; a tile row of its own height, or a cluster, loads whole boxes."""
     decode = task_of(20, 4096, 4096)
-    config = config_of(decode, block_m=64, block_n=64, stages=4, ring=4, split_k=2)
+    config = tma_config(decode, block_m=64, block_n=64, stages=4, ring=4, split_k=2)
     source = decode.template.kernel(decode.params, config)
     a_map = source.tensor_maps[0]
     assert (a_map.rows, a_map.box_rows) == (20, 24)
@@ -95,5 +85,5 @@ def test_a_tile_taller_than_m_loads_only_ms_rows_of_a():
     assert tiling.tma_stage_bytes == tiling.wgmma_stage_bytes - 40 * 128
     assert f"barrier_arrive_expect_tx(bar, {tiling.tma_stage_bytes})" in source.code
     square = task_of(256, 256, 256)
-    whole = square.template.kernel(square.params, config_of(square, block_m=64, block_n=64, stages=4))
+    whole = square.template.kernel(square.params, tma_config(square, block_m=64, block_n=64, stages=4))
     assert whole.tensor_maps[0].box_rows == 64

@@ -12,21 +12,16 @@ import pytest
 
 import cuda_on_cpu
 import engine
+from gemm_tc_configs import task_of, tma_config
 from engine.gpu.builder import Builder
 from engine.ops import DeviceLimits
 from engine.ops.gemm_tc.tiling import PERSISTENT_BLOCKS, STREAM_K_SHARES, gemm_tc_tiling
 from engine.workloads import gemm_tc_args
 
 
-def task_of(m, n, k, precision="bfloat16", c_dtype=None):
-    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision, c_dtype or "float32"))
 
-
-def config_of(task, **values):
-    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=64, mainloop="wgmma", consumers=1, producer=1,
-                loader="tma", persistent=1, stream_k=1)
-    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
-
+def stream_k_config(task, **values):
+    return tma_config(task, **{"persistent": 1, "stream_k": 1, **values})
 
 def test_stream_k_is_the_last_knob_and_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 14336)
@@ -40,7 +35,7 @@ def test_stream_k_is_the_last_knob_and_0_keeps_every_earlier_index():
 
 def test_a_decode_step_shares_its_steps_over_every_sm():
     task = task_of(64, 4096, 14336)
-    config = config_of(task, block_m=64, block_n=128, stages=4, ring=4)
+    config = stream_k_config(task, block_m=64, block_n=128, stages=4, ring=4)
     assert task.why_invalid(config) is None
     tiling = gemm_tc_tiling(task.params, config)
     assert tiling.stream_steps == 32 * 224 and tiling.grid == (PERSISTENT_BLOCKS, 1, 1)
@@ -51,11 +46,9 @@ def test_a_decode_step_shares_its_steps_over_every_sm():
 def test_stream_k_4_cuts_each_tile_in_four_shares_that_start_together():
     """32 tiles of 64x128, each a block per quarter of its 224 steps: 128 blocks, no cluster."""
     task = task_of(64, 4096, 14336)
-    tiling = gemm_tc_tiling(task.params, config_of(task, block_m=64, block_n=128, stages=4, ring=4, stream_k=4))
+    tiling = gemm_tc_tiling(task.params, stream_k_config(task, block_m=64, block_n=128, stages=4, ring=4, stream_k=4))
     assert tiling.stream_blocks == 128 and tiling.grid == (128, 1, 1) and tiling.cluster == 1
-    starts = [b * tiling.stream_steps // tiling.stream_blocks for b in range(tiling.stream_blocks)]
-    assert starts[:5] == [0, 56, 112, 168, 224] and all(s % 56 == 0 for s in starts)
-    source = task.template.kernel(task.params, config_of(task, block_m=64, block_n=128, stages=4, ring=4, stream_k=4))
+    source = task.template.kernel(task.params, stream_k_config(task, block_m=64, block_n=128, stages=4, ring=4, stream_k=4))
     assert "__cluster_dims__" not in source.code and source.co_resident
 
 
@@ -66,13 +59,13 @@ def test_stream_k_4_cuts_each_tile_in_four_shares_that_start_together():
 ])
 def test_stream_k_rules_say_why(values, message):
     task = task_of(64, 4096, values.pop("k", 4096))
-    assert message in task.why_invalid(config_of(task, block_m=64, block_n=64, stages=4, **values))
+    assert message in task.why_invalid(stream_k_config(task, block_m=64, block_n=64, stages=4, **values))
 
 
 def test_stream_k_needs_every_block_resident():
     fewer_sms = dataclasses.replace(DeviceLimits.for_h200(), multiprocessors=100)
     task = engine.create_task("gemm_tensorcore", gemm_tc_args(64, 4096, 4096, "bfloat16", "float32"), fewer_sms)
-    assert "must be resident at once" in task.why_invalid(config_of(task, block_m=64, block_n=64, stages=4))
+    assert "must be resident at once" in task.why_invalid(stream_k_config(task, block_m=64, block_n=64, stages=4))
 
 
 # (M, N, K, C, values): tiles split over blocks at odd places, tails in M, N and K, 2 consumers; at most
@@ -91,7 +84,7 @@ CPU_CASES = [
 @pytest.mark.parametrize("m, n, k, c_dtype, values", CPU_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}" for c in CPU_CASES])
 def test_stream_k_shares_add_up_to_the_reference_on_the_cpu(m, n, k, c_dtype, values):
     task = task_of(m, n, k, c_dtype=c_dtype)
-    config = config_of(task, **values)
+    config = stream_k_config(task, **values)
     assert task.why_invalid(config) is None
     tiling = gemm_tc_tiling(task.params, config)
     assert tiling.stream_blocks > tiling.tile_blocks  # some tile's steps lie in more than one block's share
@@ -102,7 +95,7 @@ def test_stream_k_shares_add_up_to_the_reference_on_the_cpu(m, n, k, c_dtype, va
 
 def test_stream_k_kernels_compile_for_sm_90a(tmp_path):
     task = task_of(64, 4096, 14336, c_dtype="bfloat16")
-    sources = [task.template.kernel(task.params, config_of(task, block_m=64, block_n=128, stages=4, ring=4, **extra))
+    sources = [task.template.kernel(task.params, stream_k_config(task, block_m=64, block_n=128, stages=4, ring=4, **extra))
                for extra in ({}, {"l2_hint": "stream_b", "stream_k": 4})]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)

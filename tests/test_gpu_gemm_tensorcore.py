@@ -168,15 +168,21 @@ RING_TILES = [(64, 64, 2, 1, 1, 1, "tma", 1, 0, 1, 0, 0, 12), (64, 64, 4, 1, 1, 
               (64, 128, 4, 1, 1, 1, "tma", 1, 0, 4, 0, 0, 4), (128, 64, 4, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 4)]
 
 
-@pytest.mark.parametrize("shape", [(16, 512, 1000), (130, 264, 2056), (16, 4096, 4096), (128, 4096, 14336)])
-def test_deep_ring_configs_compute_the_product(measurer, shape):
+def tiles_measured(measurer, args, tiles) -> tuple[list, list]:
+    """The ones of `tiles` valid on the workload `args` (TMA loaders: sm_90 only), each measured against
+    the reference, and the (values, error) of those that failed."""
     if not measurer.device.compute_capability.startswith("9."):
         pytest.skip("TMA and wgmma run on sm_90 only")
-    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "bfloat16"), DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, RING_TILES)
-    assert len(configs) >= 3 and all(c["ring"].val for c in configs)
+    task = engine.create_task("gemm_tensorcore", args, DeviceLimits.for_device(measurer.device))
+    configs = wgmma_configs(task, tiles)
     results = measurer.measure(task, configs)
-    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+    return configs, [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok]
+
+
+@pytest.mark.parametrize("shape", [(16, 512, 1000), (130, 264, 2056), (16, 4096, 4096), (128, 4096, 14336)])
+def test_deep_ring_configs_compute_the_product(measurer, shape):
+    configs, failed = tiles_measured(measurer, gemm_tc_args(*shape, "bfloat16"), RING_TILES)
+    assert len(configs) >= 3 and all(c["ring"].val for c in configs) and failed == []
 
 
 # L2 hints (B evict-first, A evict-last): split K, a multicast cluster, a deep ring, 2 consumers.
@@ -188,13 +194,8 @@ HINTED_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b"),
 @pytest.mark.parametrize("precision", ["float16", "bfloat16"])
 @pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (2100, 2056, 200)])
 def test_l2_hinted_configs_compute_the_product(measurer, precision, shape):
-    if not measurer.device.compute_capability.startswith("9."):
-        pytest.skip("TMA and wgmma run on sm_90 only")
-    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, precision), DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, HINTED_TILES)
-    assert len(configs) >= 2 and all(c["l2_hint"].val == "stream_b" for c in configs)
-    results = measurer.measure(task, configs)
-    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+    configs, failed = tiles_measured(measurer, gemm_tc_args(*shape, precision), HINTED_TILES)
+    assert len(configs) >= 2 and all(c["l2_hint"].val == "stream_b" for c in configs) and failed == []
 
 
 # Stream-K: blocks sharing all tiles' K steps (1) or each tile's in 2 or 4 shares, partials in global memory;
@@ -207,14 +208,8 @@ STREAM_K_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "normal", 1),
 @pytest.mark.parametrize("c_dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (64, 4096, 14336)])
 def test_stream_k_configs_compute_the_product(measurer, c_dtype, shape):
-    if not measurer.device.compute_capability.startswith("9."):
-        pytest.skip("TMA and wgmma run on sm_90 only")
-    task = engine.create_task("gemm_tensorcore", gemm_tc_args(*shape, "bfloat16", c_dtype),
-                              DeviceLimits.for_device(measurer.device))
-    configs = wgmma_configs(task, STREAM_K_TILES)
-    assert len(configs) == 3 and all(c["stream_k"].val for c in configs)
-    results = measurer.measure(task, configs)
-    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+    configs, failed = tiles_measured(measurer, gemm_tc_args(*shape, "bfloat16", c_dtype), STREAM_K_TILES)
+    assert len(configs) == 3 and all(c["stream_k"].val for c in configs) and failed == []
 
 
 @pytest.mark.parametrize("loader, cluster, persistent", [("cp_async", 1, 0), ("tma", 1, 0), ("tma", 2, 1)])

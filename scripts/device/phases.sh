@@ -21,18 +21,21 @@ phase() {  # phase PHASE TIMEOUT_S BUDGET_S [more args]
     echo "phase $name exit status $status ($((SECONDS - started)) s)$([ $status = 124 ] && echo ': timed out')" | tee -a "$TXT"
 }
 
-confirmations() {  # confirmations TIMEOUT_S: the confirm phase, then (CONFIRM2=1) the same again in another fresh process
-    # TOP=K: the first confirms each workload's K fastest tuned configs and picks one (benchmarks/phases.py); the
-    # second starts from a copy of the JSON without the first's rows but with its picks (second-confirmation.json, .txt).
-    local limit=$1
+# confirmations TIMEOUT_S: the confirm phase, then (CONFIRM2=1) the same again in another fresh process.
+# TOP=K: the first confirms each workload's K fastest tuned configs and picks one (benchmarks/phases.py);
+# the second starts from a copy of the JSON without the first's rows but with its picks
+# (second-confirmation.json, .txt), so the figures quoted were not the ones that chose.
+confirmations() {
+    local limit=$1 second=$OUT/second-confirmation
     phase confirm "$limit" $(( limit * 2 / 3 )) --top "${TOP:-1}"
     grep -E 'Traceback|Error' "$TXT" | tail -n 5
     if [ "${CONFIRM2:-0}" = 1 ]; then
-        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("confirm", None); json.dump(d, open(sys.argv[2], "w"))' \
-            "$JSON" "$OUT/second-confirmation.json"
-        timeout -k 5 "$limit" python3 "$BENCH" confirm --json "$OUT/second-confirmation.json" --budget-s $(( limit * 2 / 3 )) \
-            > "$OUT/second-confirmation.txt" 2>&1
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("confirm", None)
+json.dump(d, open(sys.argv[2], "w"))' "$JSON" "$second.json"
+        timeout -k 5 "$limit" python3 "$BENCH" confirm --json "$second.json" --budget-s $(( limit * 2 / 3 )) \
+            > "$second.txt" 2>&1
         echo "second confirmation exit status $?" | tee -a "$TXT"
-        python3 "$BENCH" table --json "$OUT/second-confirmation.json" | tail -n 14
+        grep -E 'Traceback|Error' "$second.txt" | tail -n 5
+        python3 "$BENCH" table --json "$second.json" | tail -n 14
     fi
 }

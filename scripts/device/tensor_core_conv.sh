@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Tensor-core implicit-GEMM conv (conv2d_nhwc_tensorcore: fp16, bf16, NHWC) on the device, one call of at most 4.5 minutes:
+# Tensor-core implicit-GEMM conv (conv2d_nhwc_tensorcore: fp16, bf16, NHWC) on the device, one call of at most 4.5 minutes
+# (CONFIRM2=1 adds up to CONFIRM_S more):
 #   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/tensor_core_conv.sh", timeout_s=270)
 # No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch with cuDNN, numpy, cuda-bindings NVRTC),
 # but for the GPU tests' tuning test (engine.tuners imports xgboost): carry .whl (scripts/device/wheels.txt) for it.
@@ -9,9 +10,9 @@
 # 0. GPU_TESTS=1 (the default): pytest -m gpu tests/test_gpu_conv2d_tensorcore.py (<= GPU_TESTS_S, 45 s);
 # 1. check (<= CHECK_S, 35 s): the six ResNet-50 batch-32 layers in fp16 and bf16, 11-14 configs each (8-11 wgmma), against the
 #    float64 reference at the precision's tolerance; a failing config is reported, not fatal;
-# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 121-151 configs (hand-picked mma.sync tiles
-#    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 35-40 of the
-#    TMA loader: clusters, persistent blocks, split K; 15 stream-K tiles; a seeded random sample);
+# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 122-152 configs (hand-picked mma.sync tiles
+#    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 36-41 of the
+#    TMA loader: clusters, persistent blocks, split K; 12 stream-K tiles; a seeded random sample);
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds
 #    (TOP=K: the pick among each layer's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Tensor-core GEMM (gemm_tensorcore: bf16, fp16, tf32) on the device, in one call of at most 4 minutes:
+# Tensor-core GEMM (gemm_tensorcore: bf16, fp16, tf32) on the device, in one call of at most 4 minutes (CONFIRM2=1 adds
+# up to CONFIRM_S more):
 #   run(command="TUNERWEB_COMMIT=<short sha> bash scripts/device/tensor_core_gemm.sh", timeout_s=300)
 # No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch, numpy, cuda-bindings NVRTC).
 # Three phases of benchmarks/tensor_core_gemm.py, each in its own process under its own timeout (GNU
@@ -8,7 +9,8 @@
 # 1. check (<= 50 s): a handful of configs per precision on small shapes with tails and a decode shape,
 #    against the float64 reference at the precision's tolerance; a failing config is reported, not fatal;
 # 2. tune (<= 95 s): 4096^3 and 16x4096x4096 per precision (tf32 last), then bf16 64x4096x4096,
-#    128x4096x4096, 16x4096x14336 and 8192^3, a fixed list of about 25 configs each (split-K on decode shapes);
+#    128x4096x4096, 16x4096x14336 and 8192^3, a fixed list of 25-70 configs each (split K, deep rings, L2 hints and
+#    stream-K on decode shapes);
 # 3. confirm (<= 85 s): each best re-timed in a fresh process, interleaved with cuBLAS of the same
 #    precision (TF32 allowed for the tf32 rows only) and the default config, warm and cold, 5 rounds (TOP=K: the
 #    pick among each workload's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process, its picks).

@@ -20,13 +20,14 @@ from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 # mainloop (without, about 1 in 700 draws was valid on a decode shape, and 2% of those wgmma).
 # split_k is both mainloops' (wgmma's with the tma loader on shapes of few tiles), so it is not pinned.
 # wgmma's block_k is one 128-byte row of the precision's elements.
-# turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma.
+# turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma;
+# stream_k is the 16-bit precisions' too.
 def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
                      "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0},
-        "wgmma": {**wgmma, "pingpong": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
+        "wgmma": {**wgmma, "pingpong": 0, "stream_k": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
     })
 
 

@@ -95,8 +95,9 @@ PERSISTENT_BLOCKS = 132
 # wgmma tma stream_k 1: each persistent block takes an even share of all tiles' K steps, at least
 # this many (a share may end or start within a tile: the tile's first share adds the others' partials).
 # stream_k S > 1 (CUTLASS's stream-K scheduler in its split-K mode): each tile's K steps in S shares of
-# at least this many, one block each, so the blocks start together and step through K in lockstep (the
-# blocks of one share read the same boxes of A at once, which L2's request coalescer serves once).
+# at least this many, one block each, so the blocks start together and step through K in lockstep: the
+# j-th shares of one tile row's tiles read the same boxes of A at once, which L2's request coalescer
+# serves once (stream_k 1's staggered shares lose that: docs/benchmarks/tensor-core-conv-h200.md).
 STREAM_K_MIN_STEPS = 4
 STREAM_K_SHARES = (0, 1, 2, 4)  # the stream_k knob's values
 # wgmma tma: stages beyond the `stages` knob's 2 to 4 (the `ring` knob), so a decode step's blocks keep

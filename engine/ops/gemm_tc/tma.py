@@ -28,6 +28,7 @@
 * `stream_k` 1 (persistent, cluster 1): the blocks take even shares of all tiles' K steps in tile
   order (stream-K), so a share may start or end within a tile; a tile's later pieces leave fp32
   partials in global memory for the block of its first piece to add before it stores (_stream_sum).
+  `stream_k` S > 1: the same with S blocks a tile, each its tile's S-th share (split K without a cluster).
 * The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes by default,
   the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
 * `l2_hint` stream_b: the GEMM's copies carry L2 eviction priorities as cache hints, B's boxes
@@ -222,7 +223,8 @@ def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
 
 
-# l2_hint stream_b: the producer's two L2 policies (engine.ops.hopper.L2_HINTED_COPIES), made once a tile.
+# l2_hint stream_b: the producer's two L2 policies (engine.ops.hopper.L2_HINTED_COPIES), among its lines
+# at each tile's start because that is where a StageCopies puts them (createpolicy is one instruction).
 _STREAM_B_POLICIES = """
                 const unsigned long long a_policy = l2_evict_last(), b_policy = l2_evict_first();"""
 
@@ -272,9 +274,10 @@ def _release(t: GemmTcTiling, step: str) -> str:
             f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
 
 
-def mainloop(t: GemmTcTiling, store: str, copies: StageCopies = StageCopies()) -> str:
+def mainloop(t: GemmTcTiling, store: str, copies: StageCopies) -> str:
     """The kernel's body after its shared memory and thread indexes: barriers, the producer (its
-    copies `copies`) and the consumers, each consumer storing its rows of every tile with `store`."""
+    copies `copies`: the GEMM's are `gemm_stage_copies(t)`) and the consumers, each consumer storing
+    its rows of every tile with `store`."""
     s, stage_bytes, pending = t.stages, t.wgmma_stage_bytes, t.wgmma_pending
     count, _ = _steps(t)
     tiles, per_tile = t.accumulator_tiles

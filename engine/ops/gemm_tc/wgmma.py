@@ -407,17 +407,17 @@ def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
 def generate(t: GemmTcTiling) -> KernelSource:
     title = f"gemm_tensorcore {t.precision}{f' (C {t.c_dtype})' if t.c_16bit else ''} wgmma: {t.m}x{t.n}x{t.k}"
     loads = TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS if t.tma else _load_stage(t)
-    code = kernel_code(t, ENTRY, title, loads, tma.gemm_stage_copies(t))
+    code = kernel_code(t, ENTRY, title, loads)
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
 
 
-def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str,
-                copies: tma.StageCopies = tma.StageCopies()) -> str:
+def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str, copies: tma.StageCopies | None = None) -> str:
     """The wgmma kernel `entry` of a 16-bit tiling, (A, B, C) -> C: `title` its first comment's
     start, `loads` the staging of a step (the cp_async loaders' `load_stage(stage, A, B, row0,
-    col0, k0, tid)` into the swizzled rows, or the TMA helpers), `copies` the TMA producer's."""
+    col0, k0, tid)` into the swizzled rows, or the TMA helpers), `copies` the TMA producer's (the
+    tma loader's only: the GEMM's, with l2_hint's policies, where None)."""
     if t.tma:  # the TMA schedule walks its tiles itself
-        body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t), copies)
+        body = tma.mainloop(t, _split_sum(t) if t.split_k > 1 else _store(t), copies or tma.gemm_stage_copies(t))
     else:
         body = f"""{tile_of_block(t)}
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};

@@ -150,11 +150,12 @@ def generate(t: GemmTcTiling) -> KernelSource:
     schedule = f"TMA loads, cluster {t.cluster}, persistent {t.persistent}"
     schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
     cluster = f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""
+    loads = TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore tf32 wgmma (C^T = B^T A^T, B^T from registers): {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
-{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS}{_mma(t)}{_compute(t)}
+{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{loads}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
 {tma.mainloop(t, _store(t), tma.gemm_stage_copies(t))}
 }}

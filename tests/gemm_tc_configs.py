@@ -1,0 +1,19 @@
+"""The tensor-core GEMM's workloads and TMA wgmma configs by knob name, for the tests of its TMA
+schedules (tests/test_gemm_tc_rings.py, _l2_hint.py, _stream_k.py)."""
+from __future__ import annotations
+
+import engine
+from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K
+from engine.workloads import gemm_tc_args
+
+
+def task_of(m: int, n: int, k: int, precision: str = "bfloat16", c_dtype: str = "float32"):
+    return engine.create_task("gemm_tensorcore", gemm_tc_args(m, n, k, precision, c_dtype))
+
+
+def tma_config(task, **values):
+    """A wgmma config with the tma loader and a producer, one consumer, raster 1 and the precision's
+    block_k, where `values` say nothing else."""
+    base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=WGMMA_BLOCK_K[task.params.precision],
+                mainloop="wgmma", consumers=1, producer=1, loader="tma")
+    return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
