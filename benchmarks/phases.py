@@ -1,5 +1,6 @@
 """What the phase scripts (tensor_core_gemm, tensor_core_conv, simt_gemm) share: their command
-line, the JSON each phase merges its section into, the tune over fixed lists and the confirmation.
+line, the JSON each phase merges its section into, the check and the tune over fixed lists and the
+confirmation.
 
 The confirmation re-times each workload's tuned best in a fresh process, interleaved with the
 vendor's baseline and the default config, warm and cold. With `--top K` it takes each workload's K
@@ -62,6 +63,11 @@ def merge_json(path: str, section: str, value) -> None:
     data[section] = value
     data.setdefault("meta", {}).update({"commit": git_describe(), section + "_date":
                                         datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+    _write_json(path, data)
+
+
+def _write_json(path: str, data: dict) -> None:
+    """Whole or not at all: a phase killed by its timeout mid-write leaves the JSON it had."""
     with open(path + ".tmp", "w") as stream:
         json.dump(data, stream, indent=1)
     os.replace(path + ".tmp", path)
@@ -75,9 +81,7 @@ def drop_sections(path: str, *sections: str) -> None:
     if any(section in data for section in sections):
         for section in sections:
             data.pop(section, None)
-        with open(path + ".tmp", "w") as stream:
-            json.dump(data, stream, indent=1)
-        os.replace(path + ".tmp", path)
+        _write_json(path, data)
 
 
 def read_json(path: str) -> dict:
@@ -95,6 +99,34 @@ def result_row(task, config, result) -> dict:
 
 def median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
+
+
+def check_listed(options, named_tasks, configs_of, build_timeout: float = 30, name_key: str | None = None,
+                 annotate=None) -> int:
+    """Each (name, task)'s listed configs (`configs_of(task)`) run by the GPU measurer against the
+    template's reference, each row printed and merged into the JSON as its workload is done (under
+    `name_key` too, where given); `annotate(measurer, task, config, row)` adds to a correct row. Exit
+    status 1 where a config failed."""
+    from engine.gpu.measurer import GpuMeasurer
+
+    started, rows = time.time(), []
+    with GpuMeasurer(build_timeout=build_timeout) as measurer:
+        for name, task in named_tasks:
+            if time.time() - started > options.budget_s:
+                print(f"budget spent: {name} not checked")
+                break
+            configs = configs_of(task)
+            for config, result in zip(configs, measurer.measure(task, configs)):
+                row = {**result_row(task, config, result), **({name_key: name} if name_key else {})}
+                if row["ok"] and annotate:
+                    annotate(measurer, task, config, row)
+                rows.append(row)
+                print(f"check {name} {'ok  ' if row['ok'] else 'FAIL'} {row['config']} {row['error'][:160]}"
+                      + (f" {row['us']:.1f} us" if row["ok"] else ""), flush=True)
+            merge_json(options.json, "check", rows)
+    failed = [r for r in rows if not r["ok"]]
+    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
+    return 1 if failed else 0
 
 
 def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = None) -> int:

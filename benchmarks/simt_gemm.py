@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import engine  # noqa: E402
-from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
-                    result_row, tune_listed)
+from phases import (check_listed, confirm_tuned_bests, median, phase_parser, print_configs, read_json,  # noqa: E402
+                    tune_listed)
 from engine.space import EntityError  # noqa: E402
 from engine.workloads import PRESETS, gemm_args  # noqa: E402
 
@@ -118,25 +117,8 @@ def check_tasks() -> list:
 
 
 def run_check(options) -> int:
-    from engine.gpu.measurer import GpuMeasurer
-
-    started, rows = time.time(), []
-    with GpuMeasurer(build_timeout=60) as measurer:
-        for task in check_tasks():
-            if time.time() - started > options.budget_s:
-                print(f"budget spent: {task} not checked")
-                break
-            configs = tma_configs(task)
-            for config, result in zip(configs, measurer.measure(task, configs)):
-                rows.append(result_row(task, config, result))
-                r = rows[-1]
-                print(f"check {task.params.m}x{task.params.n}x{task.params.k} {'ok  ' if r['ok'] else 'FAIL'} "
-                      f"{list(r['config'].values())} {r['error'][:160]}" + (f" {r['us']:.1f} us" if r["ok"] else ""),
-                      flush=True)
-            merge_json(options.json, "check", rows)
-    failed = [r for r in rows if not r["ok"]]
-    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
-    return 1 if failed else 0
+    named = [(f"{t.params.m}x{t.params.n}x{t.params.k}", t) for t in check_tasks()]
+    return check_listed(options, named, tma_configs, build_timeout=60)
 
 
 def table(rows: list[dict]) -> str:

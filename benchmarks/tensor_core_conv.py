@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
-                    result_row, tune_listed)
+from phases import (check_listed, confirm_tuned_bests, median, phase_parser, print_configs, read_json,  # noqa: E402
+                    tune_listed)
 from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
@@ -168,24 +167,7 @@ def tune_configs(task) -> list:
 
 
 def run_check(options) -> int:
-    from engine.gpu.measurer import GpuMeasurer
-
-    started, rows = time.time(), []
-    with GpuMeasurer(build_timeout=30) as measurer:
-        for name, task in layer_tasks(["float16", "bfloat16"]):
-            if time.time() - started > options.budget_s:
-                print(f"budget spent: {name} not checked")
-                break
-            configs = check_configs(task)
-            for config, result in zip(configs, measurer.measure(task, configs)):
-                rows.append({**result_row(task, config, result), "layer": name})
-                r = rows[-1]
-                print(f"check {name} {'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}"
-                      + (f" {r['us']:.1f} us" if r["ok"] else ""), flush=True)
-            merge_json(options.json, "check", rows)
-    failed = [r for r in rows if not r["ok"]]
-    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
-    return 1 if failed else 0
+    return check_listed(options, layer_tasks(["float16", "bfloat16"]), check_configs, name_key="layer")
 
 
 def run_tune(options) -> int:

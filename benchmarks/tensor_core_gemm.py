@@ -38,17 +38,17 @@ configs can be compiled beforehand for sm_90 on a machine without a GPU (`config
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
-from phases import (confirm_tuned_bests, median, merge_json, phase_parser, print_configs, read_json,  # noqa: E402
-                    result_row, tune_listed)
+from phases import (check_listed, confirm_tuned_bests, median, phase_parser, print_configs, read_json,  # noqa: E402
+                    tune_listed)
 from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K  # noqa: E402
 from engine.workloads import GEMM_TC_PRECISIONS, gemm_tc_args  # noqa: E402
 
@@ -317,31 +317,25 @@ def relative_error(builder, task, config) -> float:
 
 
 def run_check(options) -> int:
-    from engine.gpu.measurer import GpuMeasurer
-
+    """check_listed's, with each correct wgmma or tf32 config's relative error beside its tolerance
+    (`--only wgmma`, `--tf32`); the builder for that starts at the first such row."""
     from engine.gpu.builder import Builder
     from engine.gpu.device import arch_of
 
-    started, rows = time.time(), []
-    with GpuMeasurer(build_timeout=30) as measurer, Builder(arch_of(measurer.device), workers=1) as builder:
-        for task in check_tasks():
-            if time.time() - started > options.budget_s:
-                print(f"budget spent: {task} not checked")
-                break
-            configs = check_configs(task)
-            for config, result in zip(configs, measurer.measure(task, configs)):
-                rows.append(result_row(task, config, result))
-                r = rows[-1]
-                if r["ok"] and (ONLY == "wgmma" or TF32):
-                    r["relative_error"] = relative_error(builder, task, config)
-                    r["error"] = f"relative L2 error {r['relative_error']:.3g} (tolerance {task.template.tolerance(task.params):g})"
-                print(f"check {task.params.precision:9} {task.params.m}x{task.params.n}x{task.params.k} "
-                      f"{'ok  ' if r['ok'] else 'FAIL'} {r['config']} {r['error'][:160]}"
-                      + (f" {r['us']:.1f} us" if r["ok"] else ""), flush=True)
-            merge_json(options.json, "check", rows)
-    failed = [r for r in rows if not r["ok"]]
-    print(f"check: {len(rows) - len(failed)} of {len(rows)} configs correct ({time.time() - started:.0f} s)")
-    return 1 if failed else 0
+    named = [(f"{t.params.precision:9} {t.params.m}x{t.params.n}x{t.params.k}", t) for t in check_tasks()]
+    with contextlib.ExitStack() as stack:
+        builders = []
+
+        def with_relative_error(measurer, task, config, row) -> None:
+            if not (ONLY == "wgmma" or TF32):
+                return
+            if not builders:
+                builders.append(stack.enter_context(Builder(arch_of(measurer.device), workers=1)))
+            row["relative_error"] = relative_error(builders[0], task, config)
+            row["error"] = (f"relative L2 error {row['relative_error']:.3g} "
+                            f"(tolerance {task.template.tolerance(task.params):g})")
+
+        return check_listed(options, named, check_configs, annotate=with_relative_error)
 
 
 def run_tune(options) -> int:
