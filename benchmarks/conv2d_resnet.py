@@ -1,4 +1,4 @@
-"""Tune ResNet-18's conv2d layers C1-C12 (batch 1, fp32) on this GPU and compare with cuDNN.
+"""Tune conv2d layers (fp32; ResNet-18's C1-C12 at batch 1 by default) on this GPU and compare with cuDNN.
 
 For each layer: the XGBoost tuner through `engine.tune` and the GPU measurer
 for at most `--trials` configs (resuming from the layer's log in --log-dir),
@@ -6,6 +6,8 @@ then cuDNN (fp32, TF32 off, cudnn.benchmark) and the template's default config,
 all timed by the runner's rule (CUDA graph of `number` launches, `repeat` times).
 Writes a JSON summary and a Markdown table; stops starting new layers once
 `--budget-s` seconds have passed (run it again with the same --log-dir to go on).
+`--layers` names presets of any conv template: C1-C12 are the direct schedule's (conv2d_nchw.cuda),
+IG-C1 ... and the batched IG-... the implicit GEMM's (engine.workloads).
 
     python benchmarks/conv2d_resnet.py --trials 1000 --log-dir bench_logs \
         --json bench.json --markdown conv2d.md
@@ -50,7 +52,7 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
     cudnn = cudnn_conv2d(task, settings=measurer.timing)
     best = result.best
     row = {
-        "layer": name, "workload": preset.description, "gflop": task.flops / 1e9,
+        "layer": name, "template": task.name, "workload": preset.description, "gflop": task.flops / 1e9,
         "trials": result.trials + result.resumed,
         "measured_now": measured, "tune_wall_s": wall,
         "configs_per_s": measured / wall if wall > 0 and measured else None,
@@ -68,15 +70,16 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
+    templates = ", ".join(sorted({f"`{r.get('template') or PRESETS[r['layer']].task_name}`" for r in rows}))
     lines = [
-        "# ResNet-18 conv2d on the NVIDIA H200: tuned vs cuDNN",
+        f"# conv2d on the {meta['device']['name']}: tuned vs cuDNN",
         "",
         f"- GPU: {meta['device']['name']} ({meta['device']['sm_count']} SMs, driver CUDA {meta['device']['driver_version']},"
         f" runtime {meta['device']['cuda_version']}), target `{meta['target']}`",
         f"- Date: {meta['date']}; commit: `{meta['commit']}`",
         f"- Tuner: {meta['tuner']} (plan size = batch {meta['batch_size']}, {meta['sa_iterations']} annealing steps),"
         f" at most {meta['trials']} trials per layer;"
-        f" template `conv2d_nchw.cuda`",
+        f" templates {templates}",
         f"- Timing (all columns): CUDA graph of `number` launches, `number` grown until one measurement"
         f" takes {meta['timing']['min_repeat_ms']} ms, {meta['timing']['repeat']} repeats, mean of repeats;"
         f" every measured config checked against a float64 numpy reference (relative L2 < 1e-4)",
@@ -118,12 +121,16 @@ def main(argv=None) -> int:
     parser.add_argument("--markdown", default="conv2d_resnet.md")
     parser.add_argument("--budget-s", type=float, default=None, help="start no new layer after this many seconds")
     options = parser.parse_args(argv)
+    unknown = [name for name in options.layers.split(",") if name not in PRESETS]
+    if unknown:
+        parser.error(f"--layers: no preset named {', '.join(unknown)}")
     os.makedirs(options.log_dir, exist_ok=True)
     start = time.time()
     rows: dict[str, dict] = {}
     if os.path.exists(options.json):
         with open(options.json) as stream:
             rows = {r["layer"]: r for r in json.load(stream)["rows"]}
+    layers = [*rows, *(name for name in options.layers.split(",") if name not in rows)]
     with GpuMeasurer(build_workers=os.cpu_count()) as measurer:
         meta = {
             "device": measurer.device.to_dict(), "target": measurer.device.target,
@@ -139,12 +146,12 @@ def main(argv=None) -> int:
                 break
             rows[name] = tune_layer(name, measurer, options)
             print(json.dumps(rows[name]), flush=True)
-            ordered = [rows[n] for n in LAYERS if n in rows]
+            ordered = [rows[n] for n in layers if n in rows]
             with open(options.json, "w") as stream:
                 json.dump({"meta": meta, "rows": ordered}, stream, indent=1)
             with open(options.markdown, "w") as stream:
                 stream.write(markdown(ordered, meta))
-    print(markdown([rows[n] for n in LAYERS if n in rows], meta))
+    print(markdown([rows[n] for n in layers if n in rows], meta))
     return 0
 
 

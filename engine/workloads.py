@@ -1,4 +1,4 @@
-"""The benchmark workloads (README: ResNet-18, MobileNet, GEMM, tensor-core GEMM and conv, broadcast) as named presets: (task name, args as in a log's `input`).
+"""The benchmark workloads (README: ResNet-18 direct and as implicit GEMMs, batched convs, MobileNet, GEMM, tensor-core GEMM and conv, broadcast) as named presets: (task name, args as in a log's `input`).
 
 Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
 dtype last), so a preset and a TopHub record of the same shape are the same workload.
@@ -17,9 +17,9 @@ class Preset:
     description: str
 
 
-def conv2d_args(size: int, ci: int, co: int, kernel: int, stride: int, pad: int) -> list:
+def conv2d_args(size: int, ci: int, co: int, kernel: int, stride: int, pad: int, batch: int = 1) -> list:
     return [
-        ["TENSOR", [1, ci, size, size], "float32"],
+        ["TENSOR", [batch, ci, size, size], "float32"],
         ["TENSOR", [co, ci, kernel, kernel], "float32"],
         [stride, stride],
         [pad, pad, pad, pad],
@@ -88,6 +88,17 @@ _RESNET18 = [
     ("C12", 7, 512, 512, 3, 1, 1),
 ]
 
+# The implicit-GEMM conv (engine.ops.conv2d_igemm) on the same layers: "IG-C1" ... "IG-C12" (issue 18 step 2).
+IMPLICIT_GEMM_TASK = "conv2d_nchw_implicit_gemm"
+
+# (shape tag, H=W, CI, CO, K, stride, pad) x batch: ResNet-18's and ResNet-50's stride-1 3x3 layers and
+# ResNet-50's 1x1 ones, batched, fp32 NCHW, as implicit GEMMs (issue 18 step 2).
+_CONV_BATCHED = [("56-64-64-k3", 56, 64, 64, 3, 1, 1), ("28-128-128-k3", 28, 128, 128, 3, 1, 1),
+                 ("14-256-256-k3", 14, 256, 256, 3, 1, 1), ("7-512-512-k3", 7, 512, 512, 3, 1, 1),
+                 ("56-64-256-k1", 56, 64, 256, 1, 1, 0), ("56-256-64-k1", 56, 256, 64, 1, 1, 0),
+                 ("14-1024-256-k1", 14, 1024, 256, 1, 1, 0)]
+CONV_BATCHES = (16, 32)
+
 # (name, H=W, C, stride): MobileNet depthwise, K3 p1, batch 1.
 _MOBILENET_DW = [
     ("D1", 112, 32, 1),
@@ -136,6 +147,17 @@ for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
         _name, "ResNet-18", "conv2d_nchw.cuda", conv2d_args(_hw, _ci, _co, _k, _s, _p),
         f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}",
     )
+for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
+    PRESETS[f"IG-{_name}"] = Preset(
+        f"IG-{_name}", "ResNet-18 implicit GEMM", IMPLICIT_GEMM_TASK, conv2d_args(_hw, _ci, _co, _k, _s, _p),
+        f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}",
+    )
+for _batch in CONV_BATCHES:
+    for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_BATCHED:
+        _name = f"IG-{_tag}-b{_batch}"
+        PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", IMPLICIT_GEMM_TASK,
+                                conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
+                                f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
 for _name, _hw, _c, _s in _MOBILENET_DW:
     PRESETS[_name] = Preset(
         _name, "MobileNet depthwise", "depthwise_conv2d_nchw.cuda", depthwise_args(_hw, _c, _s),
@@ -171,6 +193,8 @@ for _op in _BROADCAST_OPS:
                                          f"{_op} {'×'.join(map(str, _shape))} fp16")
 
 RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
+RESNET18_IMPLICIT_GEMM = [PRESETS[f"IG-{row[0]}"] for row in _RESNET18]
+CONV_BATCHED = [PRESETS[f"IG-{row[0]}-b{batch}"] for batch in CONV_BATCHES for row in _CONV_BATCHED]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
 GEMM_TC = [PRESETS[f"TC-{row[0]}-{short}"] for short in GEMM_TC_PRECISIONS for row in _GEMM_TC]

@@ -1,4 +1,4 @@
-"""On a GPU: random configs of gemm, depthwise, broadcast and custom kernels against their
+"""On a GPU: random configs of gemm, the implicit-GEMM conv, depthwise, broadcast and custom kernels against their
 references through the GPU measurer, and the operators' vendor baselines.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -87,6 +87,22 @@ def test_tma_loader_configs_compute_the_product(measurer, args):
                for tile, split in [(tile, 1) for tile in TMA_TILES] + splits]
     assert [task.why_invalid(c) for c in configs] == [None] * len(configs)
     assert_all_correct(measurer, task, configs)
+
+
+# The implicit-GEMM conv: random configs (split K through the workspace and over clusters among them) on
+# ResNet-18 layers with padding, stride 2, 7x7 and 1x1, and on batched layers whose tiles cross images.
+@pytest.mark.parametrize("layer", ["IG-C1", "IG-C4", "IG-C8", "IG-C12", "IG-7-512-512-k3-b16", "IG-56-64-256-k1-b16"])
+def test_random_implicit_gemm_conv_configs_compute_the_convolution(measurer, layer):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(4), 12)])
+
+
+def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measurer):
+    from engine.gpu.baselines import VENDOR_BASELINES
+
+    task = engine.create_task(PRESETS["IG-C9"].task_name, PRESETS["IG-C9"].args)
+    result = VENDOR_BASELINES[task.name](task, settings=measurer.timing)
+    assert result.ok, result.error_msg
 
 
 @pytest.mark.parametrize("layer", ["D1", "D4", "D9"])

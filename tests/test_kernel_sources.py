@@ -12,7 +12,7 @@ from engine.workloads import PRESETS, transpose_spec
 ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G1", "G2", "G3", "G4", "B-div-b", "B-exp-c-f16",
                                                 "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
                                                 "TC-d64x14336-tf32", "TC-4096-bf16c", "TC-d16x4096-f16c", "TCC-56-64-64-k3-f16",
-                                                "TCC-7-512-512-k3-bf16")}
+                                                "TCC-7-512-512-k3-bf16", "IG-C12", "IG-56-64-256-k1-b16")}
 ARGS["seed"] = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
 ARGS["multiplier-2"] = [["TENSOR", [1, 8, 15, 15], "float32"], ["TENSOR", [8, 2, 3, 3], "float32"], [1, 1],
                         [1, 1, 1, 1], [1, 1], "float32"]
@@ -26,8 +26,20 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # its rows changed again at 9d99535: the gathered A finds a step's tap once where block_k divides
 # C. After the five draws come wgmma rows: each workload's best the H200 confirmed at 9d99535, and
 # for 7² that best's tile with 2 more ring stages in place of split K. The fp32 GEMM's last rows are its TMA
-# loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b.)
+# loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b. The implicit-GEMM conv's rows come first.)
 SOURCES = [
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 73457187, 'ae5b8753f2c6d33343042ad9e02c8a36e3d68d6a01c37c7e615a76d3d6373e13'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 31840267, '7b6ee61eb84e54a82aa35f47091f666f8756b3a3b70b7b3db2432a4e45c58fee'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 87116116, '9ebcbced8e7efc1466be633a8b2209acdd45ed3b4c3a5b18568fd169cbbef5e4'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 199805364, '03f0125338e90c4435e0bfc7b049cb63fa5fb412efdeda6d5f70c5bf328a5b0b'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 352610862, '79b75537adb71705958f02cb5cdf3ad114465ccd2d18b8dfedacb64ecec86ae8'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 239223192, '84b0b4034250414ed0eb5d54ebef27103e262c960aaf9248893f049dbecd75a7'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 18621987, 'd6cf41e7c7b3ab55d3f500209dfb0dad8bc02e8f0ba0625fea42fd154b7e4470'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 18016267, '7624fa953214bd74734525ad4d32c7ccd994e17e97df57153b4940799d4cd349'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 18643511, '1d1dda53c0c8bf5e7f518d5d3ab5b1adb6ad8d139672d5988c00d6f5f46c7f58'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 40334496, 'eebd18203b20a9c671fba9a9917306ef81aecb0443c6930d8e99f3398bd1fcba'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 967397, '0b494bce2c61876e23593c03ebf7597bd220371f6b0e54f30fc988559d56388c'),
+    ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 35145088, 'c14455731e4a4c8b6abca7dd0c809546c181b8ab3ab4d71382d2d351ceff8db2'),
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),
     ('conv2d_nchw.cuda', 'C12', 507801, '2308db403e0d698395b8b790a48c6db731c4e7da39e37dfc3fbd28523745fb18'),

@@ -25,7 +25,8 @@ def config_of(task, **splits):
 
 def test_the_registry_has_every_template():
     assert set(TEMPLATES) == {
-        "conv2d_nchw.cuda", "depthwise_conv2d_nchw.cuda", "conv2d_no_batching", "conv2d_nhwc_tensorcore", "gemm",
+        "conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm", "depthwise_conv2d_nchw.cuda", "conv2d_no_batching",
+        "conv2d_nhwc_tensorcore", "gemm",
         "gemm_tensorcore", "broadcast_nchw", "custom",
     }
     assert get_template("conv2d_nchw.cuda").name == "conv2d_nchw.cuda"

@@ -284,6 +284,7 @@ def baseline_record(task: "Task", provider: str, result: MeasureResult, target: 
 VendorBaseline = Callable[..., MeasureResult]  # (task, seed, settings) -> result
 VENDOR_BASELINES: dict[str, VendorBaseline] = {
     "conv2d_nchw.cuda": cudnn_conv2d,
+    "conv2d_nchw_implicit_gemm": cudnn_conv2d,
     "conv2d_no_batching": cudnn_conv2d,
     "depthwise_conv2d_nchw.cuda": cudnn_depthwise,
     "gemm": cublas_gemm,

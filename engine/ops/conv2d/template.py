@@ -13,8 +13,8 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
 from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
 from . import kernel
-from .tiling import (ConvParams, TiledConvBatchPath, conv2d_tiling, conv_params, largest_divisor_at_most, nchw_shape,
-                     spatial_features)
+from .tiling import (ConvParams, TiledConvBatchPath, conv2d_tiling, conv_params, largest_divisor_at_most,
+                     nchw_conv_params, spatial_features)
 
 DEFAULT_THREADS = 128
 
@@ -100,15 +100,7 @@ class Conv2dNCHW(_DirectConv2d):
     legacy_swaps = (("tile_ry", "tile_rx"),)
 
     def parse_args(self, args: list) -> ConvParams:
-        if not isinstance(args, list) or len(args) != 6:
-            raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-        data = nchw_shape(args[0], "data")
-        co, kci, kh, kw = nchw_shape(args[1], "kernel")
-        if kci != data[1]:
-            raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
-        if args[5] != "float32":
-            raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
-        return conv_params(data, (kh, kw), co, args[2], args[3], args[4], args=args)
+        return nchw_conv_params(self.name, args)
 
 
 class Conv2dNoBatching(_DirectConv2d):

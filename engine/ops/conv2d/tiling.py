@@ -82,6 +82,20 @@ def nchw_shape(arg, what: str) -> list[int]:
     return shape
 
 
+def nchw_conv_params(task_name: str, args: list) -> ConvParams:
+    """A task's args as TVM's `conv2d_nchw.cuda` writes them: [data TENSOR [N, CI, H, W],
+    kernel TENSOR [CO, CI, KH, KW], strides, padding, dilation, out_dtype]."""
+    if not isinstance(args, list) or len(args) != 6:
+        raise BadArgs(f"{task_name} args are [data, kernel, strides, padding, dilation, out_dtype]")
+    data = nchw_shape(args[0], "data")
+    co, kci, kh, kw = nchw_shape(args[1], "kernel")
+    if kci != data[1]:
+        raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
+    if args[5] != "float32":
+        raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
+    return conv_params(data, (kh, kw), co, args[2], args[3], args[4], args=args)
+
+
 def conv_params(data: list[int], kernel_hw: tuple[int, int], co: int, stride, padding, dilation,
                 multiplier: int = 0, args: list | None = None) -> ConvParams:
     """Check a convolution's geometry and work out its output size; BadArgs when unusable."""

@@ -128,8 +128,9 @@ def _a_pred(t: GemmTiling) -> str:
     return _predicate(None if t.m % t.block_m == 0 else f"block_row + row < {t.m}", _k_inside(t))
 
 
-def _b_pred(t: GemmTiling) -> str:
-    return _predicate(_k_inside(t), None if t.n % t.block_n == 0 else f"block_col + col < {t.n}")
+def _b_pred(t: GemmTiling, inside: str | None = None) -> str:
+    """B's element (k0 + kk, block_col + col) lies in B (and, where B is gathered, `inside` its source)."""
+    return _predicate(_k_inside(t), None if t.n % t.block_n == 0 else f"block_col + col < {t.n}", inside)
 
 
 def _fetch_to_registers(t: GemmTiling) -> str:
@@ -137,6 +138,7 @@ def _fetch_to_registers(t: GemmTiling) -> str:
     ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
     rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
     va, vb = VECTOR_TYPE[t.vector_a], VECTOR_TYPE[t.vector_b]
+    b_where, b_inside, b_address = t.b_element("k0 + kk", "block_col + col")
     return f"""
 #pragma unroll
         for (int r = 0; r < {ra_rounds}; ++r) {{
@@ -153,9 +155,9 @@ def _fetch_to_registers(t: GemmTiling) -> str:
             const int i = r * {t.threads} + tid;
             rb[r] = {vb}{{}};
             {rb_guard}{{
-                {_b_index(t)}
-                if ({_b_pred(t)})
-                    rb[r] = *reinterpret_cast<const {vb}*>(B + (size_t)(k0 + kk) * {t.n} + block_col + col);
+                {_b_index(t)}{b_where}
+                if ({_b_pred(t, b_inside)})
+                    rb[r] = *reinterpret_cast<const {vb}*>({b_address});
             }}
         }}"""
 
@@ -189,6 +191,7 @@ def _issue_async(t: GemmTiling) -> str:
     """cp.async copies of the tile starting at k0 into stage `sa`/`sb`."""
     ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
     rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    b_where, b_inside, b_address = t.b_element("k0 + kk", "block_col + col")
     return f"""
 #pragma unroll
         for (int r = 0; r < {ra_rounds}; ++r) {{
@@ -204,10 +207,10 @@ def _issue_async(t: GemmTiling) -> str:
         for (int r = 0; r < {rb_rounds}; ++r) {{
             const int i = r * {t.threads} + tid;
             {rb_guard}{{
-                {_b_index(t)}
-                const bool pred = {_b_pred(t)};
+                {_b_index(t)}{b_where}
+                const bool pred = {_b_pred(t, b_inside)};
                 copy_async<{4 * t.vector_b}>(sb + kk * {t.b_stride} + col,
-                              pred ? B + (size_t)(k0 + kk) * {t.n} + block_col + col : B, pred);
+                              pred ? {b_address} : B, pred);
             }}
         }}"""
 
@@ -354,18 +357,21 @@ def _sum_slices(t: GemmTiling) -> str:
 
 
 def store_tile(t: GemmTiling, target: str) -> str:
-    """Write the register tile to `target` (row-major M x N), skipping what lies past the edges;
-    with K slices, slice 0 holds the sums and writes."""
+    """Write the register tile to `target`, skipping what lies past the edges: C where it lies
+    (`GemmTiling.c_address`), or ("workspace") a row-major M x N partial; with K slices, slice 0 holds
+    the sums and writes."""
     if t.slice_k > 1:
         return f"""
     if (slice == 0) {{{store_tile(dataclasses.replace(t, slice_k=1), target)}
     }}"""
-    width = 4 if t.thread_n % 4 == 0 and t.n % 4 == 0 else 2 if t.thread_n % 2 == 0 and t.n % 2 == 0 else 1
+    row_length = t.c_row_length if target == "C" else t.n
+    width = 4 if t.thread_n % 4 == 0 and row_length % 4 == 0 else 2 if t.thread_n % 2 == 0 and row_length % 2 == 0 else 1
     vt = VECTOR_TYPE[width]
     # loader tma's lanes interleave their 4-column groups, 4 * lanes_n apart, and tma_rows' their rows,
     # lanes_m apart (engine.ops.gemm.tma)
     y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
     x_row = f"x * {t.lanes_m}" if t.uses_tma and not t.a_transposed else "x"
+    address = (target == "C" and t.c_address("row", "col")) or f"{target} + (size_t)row * {t.n} + col"
     return f"""
 #pragma unroll
     for (int i = 0; i < {t.iter_m}; ++i)
@@ -379,7 +385,7 @@ def store_tile(t: GemmTiling, target: str) -> str:
                     for (int y = 0; y < {t.thread_n}; y += {width}) {{
                         const int col = block_col + b_col0 + j * {t.sub_n} + {y_col};
                         if ({_predicate(None if t.n % t.block_n == 0 else f"col < {t.n}")})
-                            *reinterpret_cast<{vt}*>({target} + (size_t)row * {t.n} + col) =
+                            *reinterpret_cast<{vt}*>({address}) =
                                 {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
                     }}
             }}
@@ -393,13 +399,16 @@ def _cluster_epilogue(t: GemmTiling) -> str:
     share = t.block_m * t.block_n // t.split_k // 4  # float4s of the tile each split sums
     rounds, guard = _rounds(share, t.threads)
     edges = [None if t.m % t.block_m == 0 else f"row < {t.m}"]
-    if t.n % 4 == 0:
+    if t.c_row_length % 4 == 0:
+        address = t.c_address("row", "col") or f"C + (size_t)row * {t.n} + col"
         store = f"""if ({_predicate(*edges, None if t.n % t.block_n == 0 else f"col < {t.n}")})
-                *reinterpret_cast<float4*>(C + (size_t)row * {t.n} + col) = sum;"""
+                *reinterpret_cast<float4*>({address}) = sum;"""
     else:  # rows of C are not 16-byte aligned: one float at a time
+        elements = [(e, c, t.c_address("row", f"col + {e}")) for e, c in enumerate("xyzw")]
         store = f"""if ({_predicate(*edges)}) {{
-                {" ".join(f"if (col + {e} < {t.n}) C[(size_t)row * {t.n} + col + {e}] = sum.{c};"
-                          for e, c in enumerate("xyzw"))}
+                {" ".join(f"if (col + {e} < {t.n}) *({address}) = sum.{c};" if address else
+                          f"if (col + {e} < {t.n}) C[(size_t)row * {t.n} + col + {e}] = sum.{c};"
+                          for e, c, address in elements)}
             }}"""
     return f"""
     {_sum_slices(t)}
@@ -447,7 +456,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
         return _cluster_epilogue(t)
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
     # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
-    width = 4 if t.n % 4 == 0 else 1
+    width = 4 if t.c_row_length % 4 == 0 else 1
     vt = VECTOR_TYPE[width]
     tile_vectors = t.block_m * t.block_n // width
     rounds, guard = _rounds(tile_vectors, t.consumer_threads)
@@ -481,7 +490,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
                     const {vt} part = __ldcg(reinterpret_cast<const {vt}*>(workspace + (size_t)s * {t.m * t.n} + at));
                     {add}
                 }}
-                *reinterpret_cast<{vt}*>(C + at) = sum;
+                *reinterpret_cast<{vt}*>({t.c_address("row", "col") or "C + at"}) = sum;
             }}
         }}
     }}
@@ -524,7 +533,7 @@ def generate(t: GemmTiling) -> KernelSource:
 // pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll} slice_k {t.slice_k} split_reduce {t.split_reduce}
 {_ASYNC_HELPERS}{_CLUSTER_HELPERS + _CLUSTER_DIMS.format(splits=t.split_k) if t.uses_cluster else ""}
 extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.uses_cluster else ""}
-{ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+{ENTRY}({t.operand_parameters},
         float* __restrict__ workspace, int* __restrict__ counters)
 {{
     extern __shared__ __align__(16) float smem[];
@@ -562,18 +571,23 @@ def zeroed_accumulators(t: GemmTiling) -> str:
 def kernel_source(t: GemmTiling, code: str, **more) -> KernelSource:
     """The launch of a GEMM kernel: one block per tile (times split_k), (A, B, C, workspace, counters)."""
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
-                        arg_order=("a", "b", "c", "workspace", "counters"), output_index=2, **more)
+                        arg_order=(*t.operand_names, "workspace", "counters"), output_index=2, **more)
 
 
 def make_inputs(params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:
     """A and B uniform in [-1, 1), C to be written, and the split-K workspace and counters."""
     a = rng.uniform(-1.0, 1.0, size=(params.m, params.k)).astype(np.float32)
     b = rng.uniform(-1.0, 1.0, size=(params.k, params.n)).astype(np.float32)
+    return [a, b, np.empty((params.m, params.n), dtype=np.float32), *split_k_buffers(params)]
+
+
+def split_k_buffers(params: GemmParams) -> list[np.ndarray]:
+    """The workspace and the per-tile counters, sized for the largest split the space offers."""
     split = max(params.split_k_choices)
     workspace = np.zeros(split * params.m * params.n if split > 1 else 1, dtype=np.float32)
     tiles = -(-params.m // SMALLEST_TILE) * -(-params.n // SMALLEST_TILE)
     counters = np.zeros(tiles if split > 1 else 1, dtype=np.int32)
-    return [a, b, np.empty((params.m, params.n), dtype=np.float32), workspace, counters]
+    return [workspace, counters]
 
 
 def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:

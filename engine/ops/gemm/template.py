@@ -10,12 +10,16 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
                     Template, first_valid, knob_features, why_launch_fails)
 from . import kernel, tma
-from .tiling import LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, gemm_shapes, gemm_tiling
+from .tiling import LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
 
 
 class Gemm(Template):
     name = TEMPLATE_NAME
     baseline_provider = "cublas"
+    loaders = LOADERS
+
+    def tiling(self, params: GemmParams, config: ConfigEntity) -> GemmTiling:
+        return gemm_tiling(params, config)
 
     def parse_args(self, args: list) -> GemmParams:
         m, n, k = gemm_shapes(args)
@@ -46,11 +50,11 @@ class Gemm(Template):
             # Last, defaults first: logs from before these knobs load as before, same index.
             OtherKnob("slice_k", [1, 2, 4], default=1),
             OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
-            OtherKnob("loader", list(LOADERS), default="threads"),
+            OtherKnob("loader", list(self.loaders), default="threads"),
         ])
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        tiling = gemm_tiling(params, config)
+        tiling = self.tiling(params, config)
         reason = tiling.why_not_tiled()
         if reason:
             return reason
@@ -66,7 +70,7 @@ class Gemm(Template):
         return why_launch_fails(tiling.launch(), opted_in)
 
     def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
-        tiling = gemm_tiling(params, config)
+        tiling = self.tiling(params, config)
         out = knob_features(config)
         blocks = math.prod(tiling.grid)
         covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
@@ -104,7 +108,7 @@ class Gemm(Template):
 
     # -- GPU half
     def kernel(self, params: GemmParams, config: ConfigEntity) -> KernelSource:
-        tiling = gemm_tiling(params, config)
+        tiling = self.tiling(params, config)
         return (tma if tiling.uses_tma else kernel).generate(tiling)
 
     def make_inputs(self, params: GemmParams, rng: np.random.Generator) -> list[np.ndarray]:

@@ -135,6 +135,25 @@ class GemmTiling:
     split_reduce: str = "workspace"
     loader: str = "threads"
 
+    # How the threads' loaders reach B and where C goes: B and C row-major here. The implicit-GEMM
+    # conv (engine.ops.conv2d_igemm) gathers B from its input and scatters C to its NCHW output.
+    operand_parameters = "const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C"
+    operand_names = ("a", "b", "c")
+
+    def b_element(self, k: str, col: str) -> tuple[str, str | None, str]:
+        """Statements that locate B's element (k, col), a condition it lies inside its source
+        (None: always), and its address."""
+        return "", None, f"B + (size_t)({k}) * {self.n} + {col}"
+
+    def c_address(self, row: str, col: str) -> str | None:
+        """C's element (row, col) as an address; None where C is row-major M x N (the kernel's own text)."""
+        return None
+
+    @property
+    def c_row_length(self) -> int:
+        """Consecutive columns of C that lie side by side in memory (vector stores stay within them)."""
+        return self.n
+
     @property
     def uses_tma(self) -> bool:
         return self.loader.startswith("tma")

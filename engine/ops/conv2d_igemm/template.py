@@ -1,0 +1,51 @@
+"""NCHW fp32 conv2d as an implicit GEMM on the CUDA cores (`tiling` says how)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...space import ConfigEntity, ConfigSpace
+from ..base import FLOAT_BYTES, first_valid
+from ..conv2d import kernel as direct_kernel
+from ..conv2d.tiling import nchw_conv_params
+from ..gemm import kernel as gemm_kernel
+from ..gemm.template import Gemm
+from .tiling import LOADERS, TEMPLATE_NAME, ConvGemmParams, ConvGemmTiling, conv_gemm_params, conv_gemm_tiling, plain_pointwise
+
+
+class Conv2dNCHWImplicitGemm(Gemm):
+    """The GEMM's space and rules (but for its TMA loaders) over the convolution's GEMM view;
+    the workload, inputs, reference and cuDNN baseline are `conv2d_nchw.cuda`'s."""
+
+    name = TEMPLATE_NAME
+    baseline_provider = "cudnn"
+    loaders = LOADERS
+
+    def parse_args(self, args: list) -> ConvGemmParams:
+        return conv_gemm_params(nchw_conv_params(self.name, args))
+
+    def tiling(self, params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
+        return conv_gemm_tiling(params, config)
+
+    def default_config(self, params: ConvGemmParams, space: ConfigSpace) -> ConfigEntity:
+        """The GEMM's textbook tile, B read a float at a time where it is gathered."""
+        entity = [
+            ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
+            ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
+            ["warp_lanes_n", "ot", 4], ["vector_a", "ot", 4 if params.k % 4 == 0 else 1],
+            ["vector_b", "ot", 4 if plain_pointwise(params.conv) and params.conv.oh * params.conv.ow % 4 == 0 else 1],
+            ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
+            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"], ["loader", "ot", "threads"],
+        ]
+        return first_valid(space, space.from_entity(entity))
+
+    def bytes_moved(self, params: ConvGemmParams) -> int:
+        """Data and weights read once, output written once."""
+        conv = params.conv
+        return FLOAT_BYTES * (conv.n * conv.ci * conv.h * conv.w + params.m * params.k + params.m * params.n)
+
+    def make_inputs(self, params: ConvGemmParams, rng: np.random.Generator) -> list[np.ndarray]:
+        """The direct conv's data, weights and output, then the GEMM's split-K workspace and counters."""
+        return direct_kernel.make_inputs(params.conv, rng) + gemm_kernel.split_k_buffers(params)
+
+    def reference(self, params: ConvGemmParams, inputs: list[np.ndarray]) -> np.ndarray:
+        return direct_kernel.reference(params.conv, inputs[0], inputs[1])

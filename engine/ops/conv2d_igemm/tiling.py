@@ -1,0 +1,127 @@
+"""An NCHW fp32 convolution as an implicit GEMM on the CUDA cores: engine.ops.gemm's warp-tiled
+SGEMM with its B gathered from the input and its C scattered to the output.
+
+Args are `conv2d_nchw.cuda`'s (engine.ops.conv2d), so both templates tune the same workloads and a
+workload's records show which schedule wins. The GEMM view (CUTLASS's "implicit GEMM"):
+
+    M = CO output channels, N = batch · OH · OW output pixels, K = CI · KH · KW
+    C[co, pixel] = Σ_k A[co, k] · B[k, pixel]
+
+A is the OIHW weights as they lie (row-major M x K, so every GEMM rule about A holds unchanged).
+B is never formed: the threads' loaders read B[k, pixel] = data[image, ci, oh·sh + ky - pad_top,
+ow·sw + kx - pad_left] (k = (ci, ky, kx) in the weights' order), zero where the tap falls in the
+padding. C goes to output[image, co, oh, ow]; with batch 1 that is the GEMM's own row-major M x N.
+Split K's partials stay row-major in the workspace, and the fix-up scatters their sum.
+
+Only the threads' loaders (no tensor map describes a padded, strided gather in this layout), and
+B one float at a time unless the convolution is a plain 1x1 (stride 1, no padding), whose B is the
+input's channel planes: then vector_b floats of one image's plane at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ...space import ConfigEntity
+from ..conv2d.tiling import ConvParams
+from ..gemm.tiling import GemmParams, GemmTiling, gemm_tiling
+
+TEMPLATE_NAME = "conv2d_nchw_implicit_gemm"
+LOADERS = ("threads",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvGemmParams(GemmParams):
+    conv: ConvParams
+
+    # The cuDNN baseline reads a conv task's geometry by these names (engine.gpu.baselines).
+    @property
+    def padding(self) -> tuple[int, int, int, int]:
+        return self.conv.padding
+
+    @property
+    def stride(self) -> tuple[int, int]:
+        return self.conv.stride
+
+
+def conv_gemm_params(conv: ConvParams) -> ConvGemmParams:
+    return ConvGemmParams(conv.co, conv.n * conv.oh * conv.ow, conv.ci * conv.kh * conv.kw, conv.args, conv=conv)
+
+
+def plain_pointwise(conv: ConvParams) -> bool:
+    """A 1x1 convolution of stride 1 without padding: B's rows are the input's channel planes."""
+    return conv.kh == conv.kw == 1 and conv.stride == (1, 1) and not any(conv.padding)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvGemmTiling(GemmTiling):
+    conv: ConvParams
+
+    # The data (B) comes first: a conv task's arrays are (data, kernel, output), as cuDNN's baseline reads them.
+    operand_parameters = "const float* __restrict__ B, const float* __restrict__ A, float* __restrict__ C"
+    operand_names = ("data", "kernel", "output")
+
+    @property
+    def pixels(self) -> int:
+        return self.conv.oh * self.conv.ow
+
+    @property
+    def c_row_length(self) -> int:
+        return self.pixels
+
+    def b_element(self, k: str, col: str) -> tuple[str, str | None, str]:
+        """Input element of GEMM row k (ci, ky, kx) and output pixel col; literal sizes, so every
+        division is a multiply and shift."""
+        c = self.conv
+        taps = c.kh * c.kw
+        (sh, sw), (top, left) = c.stride, c.padding[:2]
+        image, pixel = ("0", "gn") if c.n == 1 else ("gi", "gp")
+        where = [f"const int gk = {k}, gn = {col};"]
+        if c.n > 1:
+            where.append(f"const int gi = gn / {self.pixels}, gp = gn % {self.pixels};")
+        if plain_pointwise(c):
+            address = f"B + ((size_t){image} * {c.ci} + gk) * {self.pixels} + {pixel}"
+            return _joined(where), None, address
+        channel = "gk" if taps == 1 else "gc"
+        if taps > 1:
+            where.append(f"const int gc = gk / {taps}, gr = gk % {taps} / {c.kw}, gs = gk % {c.kw};")
+        row = _sum(f"{pixel} / {c.ow} * {sh}" if sh > 1 else f"{pixel} / {c.ow}", "gr" if c.kh > 1 else "", -top)
+        column = _sum(f"{pixel} % {c.ow} * {sw}" if sw > 1 else f"{pixel} % {c.ow}", "gs" if c.kw > 1 else "", -left)
+        where.append(f"const int gh = {row}, gw = {column};")
+        # Without padding every tap of a valid pixel lies in the input (the output size's floor).
+        inside = f"(unsigned)gh < {c.h}u && (unsigned)gw < {c.w}u" if any(c.padding) else None
+        return _joined(where), inside, f"B + ((size_t)({image} * {c.ci} + {channel}) * {c.h} + gh) * {c.w} + gw"
+
+    def c_address(self, row: str, col: str) -> str | None:
+        if self.conv.n == 1:  # output[0] is C, row-major CO x OH·OW
+            return None
+        p = self.pixels
+        return f"C + ((size_t)({col}) / {p} * {self.conv.co} + {row}) * {p} + ({col}) % {p}"
+
+    def why_not_tiled(self) -> str | None:
+        reason = super().why_not_tiled()
+        if reason:
+            return reason
+        if self.loader not in LOADERS:
+            return f"loader {self.loader}: the implicit-GEMM conv gathers B with the threads' loaders only"
+        if self.vector_b > 1 and not plain_pointwise(self.conv):
+            return (f"vector_b {self.vector_b}: B is gathered one float at a time but for a 1x1 conv of stride 1 "
+                    "without padding")
+        if self.vector_b > 1 and self.pixels % self.vector_b:
+            return f"vector_b {self.vector_b} does not divide the {self.pixels} pixels of an image's plane"
+        return None
+
+
+def _sum(*terms) -> str:
+    """An index expression from its terms, zeros left out and a negative constant subtracted."""
+    text = " + ".join(str(t) for t in terms if t not in ("", 0))
+    return text.replace("+ -", "- ") or "0"
+
+
+def _joined(statements: list[str]) -> str:
+    return "".join(f"\n                {s}" for s in statements)
+
+
+def conv_gemm_tiling(params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
+    base = gemm_tiling(params, config)
+    return ConvGemmTiling(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}, conv=params.conv)
