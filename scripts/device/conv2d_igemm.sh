@@ -2,14 +2,20 @@
 # Issue 18 step 2 on the device, in one call (each step under its own time limit):
 #   run(command="TUNERWEB_COMMIT=<clean short sha> OUT=$OUT/r bash scripts/device/conv2d_igemm.sh",
 #       carry=[".whl", ".debs"], timeout_s=590)
-# 1. gputests: the implicit-GEMM conv's GPU tests (random configs on ResNet-18 and batched layers,
-#    its cuDNN baseline) -> pytest-gpu.txt
+# 1. gputests: GPU_TESTS (default the implicit-GEMM conv's: random configs on ResNet-18 and batched
+#    layers, its cuDNN baseline) -> pytest-gpu.txt
 # 2. tune: benchmarks/conv2d_resnet.py, the XGBoost tuner over LAYERS (presets; default IG-C1 ... IG-C12),
 #    TRIALS configs each, every record logged -> tune.json, tune.md, logs.tar.gz (the AutoTVM logs)
 # 3. confirm: benchmarks/verify_bests.py over the new logs and COMPARE's (default: the direct schedule's
 #    committed C1-C12 logs, so each layer's two templates meet cuDNN in the same process), twice, each run
 #    in a measuring process of its own (A picks a layer's template, B re-measures) -> confirm-a.json, confirm-b.json
-# STEPS (default "gputests tune confirm") picks steps; *_S variables set the limits.
+#    Each run's own logs are the new ones and COMPARE's; with RESUME (committed log folders) the tuning goes on
+#    from their records (a layer's TRIALS count them).
+# 4. ncu: scripts/device/igemm_ncu.py under Nsight Compute (--set full, clocks left alone) for NCU_LAYERS: the
+#    logs' best of each and cuDNN's call on it -> igemm-summary.txt (scripts/device/ncu_summary.py); the report,
+#    its details page and raw metrics go into run.tar.gz
+# STEPS (default "gputests tune confirm") picks steps; *_S variables set the limits. Besides the JSONs, tune.md
+# and pytest-gpu.txt, everything (logs, texts, reports) comes back in run.tar.gz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/logs"
@@ -19,6 +25,7 @@ shopt -s nullglob
 STEPS=${STEPS:-gputests tune confirm}
 LAYERS=${LAYERS:-$(printf 'IG-C%s,' $(seq 1 12) | sed 's/,$//')}
 COMPARE=${COMPARE-docs/benchmarks/conv2d-h200-logs/*.log.gz}
+GPU_TESTS=${GPU_TESTS:-tests/test_gpu_operators.py -k implicit_gemm}
 started=$SECONDS
 step() { echo "== $1 at +$(( SECONDS - started )) s"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -26,11 +33,14 @@ has() { [[ " $STEPS " == *" $1 "* ]]; }
 if has gputests; then
     step gputests
     { echo "commit ${TUNERWEB_COMMIT:-unknown}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-      echo "command: python3 -m pytest -q -m gpu tests/test_gpu_operators.py -k implicit_gemm"
-      timeout ${GPU_TESTS_S:-90} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_operators.py \
-          -k implicit_gemm 2>&1; echo "exit status $?"; } > "$OUT/pytest-gpu.txt"
+      echo "command: python3 -m pytest -q -m gpu $GPU_TESTS"
+      timeout ${GPU_TESTS_S:-90} python3 -m pytest -q -m gpu -p no:cacheprovider $GPU_TESTS 2>&1
+      echo "exit status $?"; } > "$OUT/pytest-gpu.txt"
     tail -n 4 "$OUT/pytest-gpu.txt"
 fi
+for folder in ${RESUME:-}; do
+    for log in "$folder"/*.log.gz; do gunzip -c "$log" > "$OUT/logs/$(basename "$log" .gz)"; done
+done
 if has tune; then
     step tune
     timeout ${TUNE_S:-300} python3 benchmarks/conv2d_resnet.py --layers "$LAYERS" --trials ${TRIALS:-400} \
@@ -48,5 +58,18 @@ if has confirm; then
     done
     tail -n 30 "$OUT/confirm-b.txt"
 fi
-(cd "$OUT" && tar czf logs.tar.gz logs && rm -rf logs)
+if has ncu; then
+    step ncu
+    timeout -k 5 ${NCU_S:-120} ncu --profile-from-start off --clock-control none --set full --import-source no \
+        --export "$OUT/igemm" --force-overwrite python3 scripts/device/igemm_ncu.py "$OUT"/logs/*.log $COMPARE \
+        --layers "$NCU_LAYERS" > "$OUT/igemm-run.txt" 2>&1 < /dev/null
+    echo "ncu exit status $?"; grep -E '^IG|^  ours' "$OUT/igemm-run.txt"
+    ncu --import "$OUT/igemm.ncu-rep" --page details > "$OUT/igemm-details.txt" 2>&1
+    ncu --import "$OUT/igemm.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$OUT/igemm-raw.csv.gz"
+    python3 scripts/device/ncu_summary.py "$OUT/igemm-raw.csv.gz" > "$OUT/igemm-summary.txt" 2>&1
+    cut -c1-400 "$OUT/igemm-summary.txt"
+fi
+(cd "$OUT" && tar czf run.tar.gz --exclude run.tar.gz --exclude '*.json' --exclude tune.md --exclude pytest-gpu.txt \
+    --exclude igemm-summary.txt . && find . -mindepth 1 -maxdepth 1 ! -name '*.json' ! -name tune.md \
+    ! -name pytest-gpu.txt ! -name igemm-summary.txt ! -name run.tar.gz -exec rm -rf {} +)
 step done
