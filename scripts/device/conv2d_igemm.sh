@@ -9,7 +9,7 @@
 # 3. confirm: benchmarks/verify_bests.py over the new logs and COMPARE's (default: the direct schedule's
 #    committed C1-C12 logs, so each layer's two templates meet cuDNN in the same process), twice, each run
 #    in a measuring process of its own (A picks a layer's template, B re-measures) -> confirm-a.json, confirm-b.json
-#    Each run's own logs are the new ones and COMPARE's; with RESUME (committed log folders) the tuning goes on
+#    ONLY (comma-separated presets) confirms those alone. Each run's own logs are the new ones and COMPARE's; with RESUME (committed log folders) the tuning goes on
 #    from their records (a layer's TRIALS count them).
 # 4. ncu: scripts/device/igemm_ncu.py under Nsight Compute (--set full, clocks left alone) for NCU_LAYERS: the
 #    logs' best of each and cuDNN's call on it -> igemm-summary.txt (scripts/device/ncu_summary.py); the report,
@@ -52,7 +52,7 @@ if has confirm; then
     for run in a b; do
         step "confirm $run"
         limit=$([ $run = a ] && echo ${CONFIRM_A_S:-120} || echo ${CONFIRM_B_S:-100})
-        timeout $limit python3 benchmarks/verify_bests.py "$OUT"/logs/*.log $COMPARE --rounds 5 \
+        timeout $limit python3 benchmarks/verify_bests.py "$OUT"/logs/*.log $COMPARE --rounds 5 --only "${ONLY:-}" \
             --budget-s $(( limit - 20 )) --json "$OUT/confirm-$run.json" > "$OUT/confirm-$run.txt" 2>&1
         echo "run $run exit status $? ($(grep -c '^{' "$OUT/confirm-$run.txt") workloads measured)"
     done
@@ -69,7 +69,8 @@ if has ncu; then
     python3 scripts/device/ncu_summary.py "$OUT/igemm-raw.csv.gz" > "$OUT/igemm-summary.txt" 2>&1
     cut -c1-400 "$OUT/igemm-summary.txt"
 fi
-(cd "$OUT" && tar czf run.tar.gz --exclude run.tar.gz --exclude '*.json' --exclude tune.md --exclude pytest-gpu.txt \
+# One archive of all but the JSONs and the short texts (made outside $OUT: tar must not read what it writes).
+(cd "$OUT" && tar czf /tmp/run.tar.gz --exclude '*.json' --exclude tune.md --exclude pytest-gpu.txt \
     --exclude igemm-summary.txt . && find . -mindepth 1 -maxdepth 1 ! -name '*.json' ! -name tune.md \
-    ! -name pytest-gpu.txt ! -name igemm-summary.txt ! -name run.tar.gz -exec rm -rf {} +)
+    ! -name pytest-gpu.txt ! -name igemm-summary.txt -exec rm -rf {} + && mv /tmp/run.tar.gz .)
 step done
