@@ -82,17 +82,22 @@ def nchw_shape(arg, what: str) -> list[int]:
     return shape
 
 
-def nchw_conv_params(task_name: str, args: list) -> ConvParams:
-    """A task's args as TVM's `conv2d_nchw.cuda` writes them: [data TENSOR [N, CI, H, W],
-    kernel TENSOR [CO, CI, KH, KW], strides, padding, dilation, out_dtype]."""
+def nchw_conv_tensors(task_name: str, args: list) -> tuple[list[int], list[int]]:
+    """The data and kernel shapes of args as TVM's NCHW convolutions write them: [data TENSOR,
+    kernel TENSOR, strides, padding, dilation, out_dtype], all float32."""
     if not isinstance(args, list) or len(args) != 6:
         raise BadArgs(f"{task_name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-    data = nchw_shape(args[0], "data")
-    co, kci, kh, kw = nchw_shape(args[1], "kernel")
-    if kci != data[1]:
-        raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
+    data, kernel = nchw_shape(args[0], "data"), nchw_shape(args[1], "kernel")
     if args[5] != "float32":
         raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
+    return data, kernel
+
+
+def nchw_conv_params(task_name: str, args: list) -> ConvParams:
+    """`conv2d_nchw.cuda`'s args: data [N, CI, H, W], kernel [CO, CI, KH, KW]."""
+    data, (co, kci, kh, kw) = nchw_conv_tensors(task_name, args)
+    if kci != data[1]:
+        raise BadArgs(f"kernel has {kci} input channels, data has {data[1]}")
     return conv_params(data, (kh, kw), co, args[2], args[3], args[4], args=args)
 
 

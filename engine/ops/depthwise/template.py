@@ -5,7 +5,7 @@ import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
 from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
-from ..conv2d.tiling import (ConvParams, TiledConvBatchPath, conv_params, largest_divisor_at_most, nchw_shape,
+from ..conv2d.tiling import (ConvParams, TiledConvBatchPath, conv_params, largest_divisor_at_most, nchw_conv_tensors,
                              spatial_features)
 from . import kernel
 from .tiling import depthwise_tiling
@@ -19,14 +19,9 @@ class DepthwiseConv2dNCHW(TiledConvBatchPath, Template):
     tiling = staticmethod(depthwise_tiling)
 
     def parse_args(self, args: list) -> ConvParams:
-        if not isinstance(args, list) or len(args) != 6:
-            raise BadArgs(f"{self.name} args are [data, kernel, strides, padding, dilation, out_dtype]")
-        data = nchw_shape(args[0], "data")
-        kc, multiplier, kh, kw = nchw_shape(args[1], "kernel")
+        data, (kc, multiplier, kh, kw) = nchw_conv_tensors(self.name, args)
         if kc != data[1]:
             raise BadArgs(f"kernel has {kc} channels, data has {data[1]} (kernel is [C, multiplier, KH, KW])")
-        if args[5] != "float32":
-            raise BadArgs(f"out_dtype {args[5]!r} is not supported (only float32)")
         return conv_params(data, (kh, kw), kc * multiplier, args[2], args[3], args[4],
                            multiplier=multiplier, args=args)
 
