@@ -49,6 +49,11 @@ def fastest_vendor(runs: list[dict]) -> dict[str, dict]:
     return fastest
 
 
+def is_batched(layer: str) -> bool:
+    """A batched preset's layer ends in -b<batch>; ResNet-18's batch-1 layers are C1 ... C12."""
+    return layer.rsplit("-b", 1)[-1].isdigit()
+
+
 def ratios(row: dict, vendor: dict) -> dict | None:
     """vendor / ours, warm and cold: the medians' and the interval from the rounds' extremes."""
     ours = row.get("ours") or {}
@@ -67,21 +72,20 @@ def worse(row: dict) -> float:
     return min(found["warm"][0], found["cold"][0]) if found else 0.0
 
 
-def picks(pick_run: dict | None, runs: list[dict]) -> dict[str, tuple[str, int]]:
-    """Layer -> (workload, config index): the workload PICK chooses among the layer's templates (else
-    the layer's one workload), with its latest config."""
+def picks(pick_run: dict, runs: list[dict]) -> dict[str, tuple[str, int]]:
+    """Layer -> (workload, config index): the workload PICK chooses among the layer's templates (a layer
+    PICK lacks: its one workload), with its latest config."""
     latest: dict[str, int] = {}
     chosen: dict[str, str] = {}
     for run in runs:  # later runs' configs replace earlier ones
         for row in run["rows"]:
             latest[row["workload"]] = row["config_index"]
             chosen[layer_of(row["workload"])] = row["workload"]
-    if pick_run:
-        by_layer: dict[str, list[dict]] = {}
-        for row in pick_run["rows"]:
-            by_layer.setdefault(layer_of(row["workload"]), []).append(row)
-        for layer, rows in by_layer.items():
-            chosen[layer] = max(rows, key=worse)["workload"]
+    by_layer: dict[str, list[dict]] = {}
+    for row in pick_run["rows"]:
+        by_layer.setdefault(layer_of(row["workload"]), []).append(row)
+    for layer, rows in by_layer.items():
+        chosen[layer] = max(rows, key=worse)["workload"]
     return {layer: (workload, latest[workload]) for layer, workload in chosen.items() if workload in latest}
 
 
@@ -98,14 +102,14 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def tables(pick_run: dict | None, runs: list[dict]) -> str:
+def tables(pick_run: dict, runs: list[dict]) -> str:
     chosen = picks(pick_run, runs)
-    vendor = fastest_vendor(runs + ([pick_run] if pick_run else []))
+    vendor = fastest_vendor([*runs, pick_run])
     lines = ["| layer | schedule (config) | run | ours warm / cold µs | cuDNN warm / cold µs | cuDNN / ours warm "
              "| cuDNN / ours cold | goal |", "|---|---|---|---:|---:|---:|---:|---|"]
     per_run: dict[str, dict[str, tuple[float, float]]] = {}
     for layer, (workload, index) in chosen.items():
-        batched = layer.rsplit("-b", 1)[-1].isdigit()
+        batched = is_batched(layer)
         template = "implicit GEMM" if workload.startswith("IG-") else "direct"
         for label, r in quoted(runs, workload, index, vendor[layer]):
             low = min(r["warm"][1], r["cold"][1])
@@ -116,7 +120,7 @@ def tables(pick_run: dict | None, runs: list[dict]) -> str:
                          f"| {interval(r['warm'])} | {interval(r['cold'])} | {goal} |")
             if not batched:
                 per_run.setdefault(label, {})[layer] = (r["warm"][0], r["cold"][0])
-    layers = [layer for layer in chosen if not layer.rsplit("-b", 1)[-1].isdigit()]
+    layers = [layer for layer in chosen if not is_batched(layer)]
     summary = []
     for label, found in per_run.items():
         if len(found) < len(layers):
@@ -132,11 +136,10 @@ def tables(pick_run: dict | None, runs: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="verify_bests JSONs, oldest first")
-    parser.add_argument("--pick", type=Path, help="the run that picks each layer's schedule (not quoted)")
+    parser.add_argument("--pick", type=Path, required=True, help="the run that picks each layer's schedule (not quoted)")
     parser.add_argument("--markdown", type=Path)
     options = parser.parse_args(argv)
-    pick_run = load(options.pick) if options.pick else None
-    text = tables(pick_run, [load(path) for path in options.runs])
+    text = tables(load(options.pick), [load(path) for path in options.runs])
     if options.markdown:
         options.markdown.write_text(text)
     print(text)

@@ -88,11 +88,9 @@ _RESNET18 = [
     ("C12", 7, 512, 512, 3, 1, 1),
 ]
 
-# The implicit-GEMM conv (engine.ops.conv2d_igemm) on the same layers: "IG-C1" ... "IG-C12" (issue 18 step 2).
-IMPLICIT_GEMM_TASK = "conv2d_nchw_implicit_gemm"
-
 # (shape tag, H=W, CI, CO, K, stride, pad) x batch: ResNet-18's and ResNet-50's stride-1 3x3 layers and
-# ResNet-50's 1x1 ones, batched, fp32 NCHW, as implicit GEMMs (issue 18 step 2).
+# ResNet-50's 1x1 ones, batched, fp32 NCHW, as implicit GEMMs (issue 18 step 2). ResNet-18's C1-C12 are
+# implicit-GEMM presets too: "IG-C1" ... "IG-C12" (engine.ops.conv2d_igemm, the same args).
 _CONV_BATCHED = [("56-64-64-k3", 56, 64, 64, 3, 1, 1), ("28-128-128-k3", 28, 128, 128, 3, 1, 1),
                  ("14-256-256-k3", 14, 256, 256, 3, 1, 1), ("7-512-512-k3", 7, 512, 512, 3, 1, 1),
                  ("56-64-256-k1", 56, 64, 256, 1, 1, 0), ("56-256-64-k1", 56, 256, 64, 1, 1, 0),
@@ -149,13 +147,13 @@ for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
     )
 for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
     PRESETS[f"IG-{_name}"] = Preset(
-        f"IG-{_name}", "ResNet-18 implicit GEMM", IMPLICIT_GEMM_TASK, conv2d_args(_hw, _ci, _co, _k, _s, _p),
+        f"IG-{_name}", "ResNet-18 implicit GEMM", "conv2d_nchw_implicit_gemm", conv2d_args(_hw, _ci, _co, _k, _s, _p),
         f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}",
     )
 for _batch in CONV_BATCHES:
     for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_BATCHED:
         _name = f"IG-{_tag}-b{_batch}"
-        PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", IMPLICIT_GEMM_TASK,
+        PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", "conv2d_nchw_implicit_gemm",
                                 conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
                                 f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
 for _name, _hw, _c, _s in _MOBILENET_DW:
@@ -193,8 +191,6 @@ for _op in _BROADCAST_OPS:
                                          f"{_op} {'×'.join(map(str, _shape))} fp16")
 
 RESNET18 = [PRESETS[row[0]] for row in _RESNET18]
-RESNET18_IMPLICIT_GEMM = [PRESETS[f"IG-{row[0]}"] for row in _RESNET18]
-CONV_BATCHED = [PRESETS[f"IG-{row[0]}-b{batch}"] for batch in CONV_BATCHES for row in _CONV_BATCHED]
 MOBILENET_DW = [PRESETS[row[0]] for row in _MOBILENET_DW]
 GEMM = [PRESETS[row[0]] for row in _GEMM]
 GEMM_TC = [PRESETS[f"TC-{row[0]}-{short}"] for short in GEMM_TC_PRECISIONS for row in _GEMM_TC]

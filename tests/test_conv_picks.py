@@ -50,7 +50,7 @@ def test_quoted_figures_use_cudnns_fastest_process_and_judge_each_goal():
 
 def test_a_layer_timed_at_parity_misses_the_goal_and_the_command_line_writes_markdown(tmp_path):
     parity = run("r", row("IG-C4", 2, (16.0, 24.0), (16.0, 24.0)))
-    assert "| no (> 1 beyond the interval) |" in tables(None, [parity])
+    assert "| no (> 1 beyond the interval) |" in tables(PICK, [parity])
     paths = []
     for name, content in (("confirm-a.json", PICK), ("confirm-b.json", parity)):
         path = tmp_path / name

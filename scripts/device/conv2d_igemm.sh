@@ -2,10 +2,10 @@
 # Issue 18 step 2 on the device, in one call (each step under its own time limit):
 #   run(command="TUNERWEB_COMMIT=<clean short sha> OUT=$OUT/r bash scripts/device/conv2d_igemm.sh",
 #       carry=[".whl", ".debs"], timeout_s=590)
-# 1. gputests: GPU_TESTS (default the implicit-GEMM conv's: random configs on ResNet-18 and batched
-#    layers, its cuDNN baseline) -> pytest-gpu.txt
+# 1. gputests: GPU_TESTS, pytest's arguments split at spaces (default the implicit-GEMM conv's tests: random
+#    configs on ResNet-18 and batched layers, its cuDNN baseline) -> pytest-gpu.txt
 # 2. tune: benchmarks/conv2d_resnet.py, the XGBoost tuner over LAYERS (presets; default IG-C1 ... IG-C12),
-#    TRIALS configs each, every record logged -> tune.json, tune.md, logs.tar.gz (the AutoTVM logs)
+#    TRIALS configs each, every record logged -> tune.json, tune.md, the AutoTVM logs (in run.tar.gz)
 # 3. confirm: benchmarks/verify_bests.py over the new logs and COMPARE's (default: the direct schedule's
 #    committed C1-C12 logs, so each layer's two templates meet cuDNN in the same process), twice, each run
 #    in a measuring process of its own (A picks a layer's template, B re-measures) -> confirm-a.json, confirm-b.json
@@ -14,7 +14,8 @@
 # 4. ncu: scripts/device/igemm_ncu.py under Nsight Compute (--set full, clocks left alone) for NCU_LAYERS: the
 #    logs' best of each and cuDNN's call on it -> igemm-summary.txt (scripts/device/ncu_summary.py); the report,
 #    its details page and raw metrics go into run.tar.gz
-# STEPS (default "gputests tune confirm") picks steps; *_S variables set the limits. Besides the JSONs, tune.md
+# STEPS (default "gputests tune confirm") picks steps; *_S variables set the limits (the defaults' sum, with ncu's,
+# stays under the call's 590 s). Besides the JSONs, tune.md
 # and pytest-gpu.txt, everything (logs, texts, reports) comes back in run.tar.gz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -43,15 +44,15 @@ for folder in ${RESUME:-}; do
 done
 if has tune; then
     step tune
-    timeout ${TUNE_S:-300} python3 benchmarks/conv2d_resnet.py --layers "$LAYERS" --trials ${TRIALS:-400} \
+    timeout ${TUNE_S:-240} python3 benchmarks/conv2d_resnet.py --layers "$LAYERS" --trials ${TRIALS:-300} \
         --batch-size 64 --sa-iterations 150 --log-dir "$OUT/logs" --json "$OUT/tune.json" --markdown "$OUT/tune.md" \
-        --budget-s $(( ${TUNE_S:-300} - 45 )) > "$OUT/tune.txt" 2>&1
+        --budget-s $(( ${TUNE_S:-240} - 45 )) > "$OUT/tune.txt" 2>&1
     echo "tune exit status $?"; tail -n 16 "$OUT/tune.md"
 fi
 if has confirm; then
     for run in a b; do
         step "confirm $run"
-        limit=$([ $run = a ] && echo ${CONFIRM_A_S:-120} || echo ${CONFIRM_B_S:-100})
+        limit=$([ $run = a ] && echo ${CONFIRM_A_S:-70} || echo ${CONFIRM_B_S:-60})
         timeout $limit python3 benchmarks/verify_bests.py "$OUT"/logs/*.log $COMPARE --rounds 5 --only "${ONLY:-}" \
             --budget-s $(( limit - 20 )) --json "$OUT/confirm-$run.json" > "$OUT/confirm-$run.txt" 2>&1
         echo "run $run exit status $? ($(grep -c '^{' "$OUT/confirm-$run.txt") workloads measured)"
@@ -60,6 +61,7 @@ if has confirm; then
 fi
 if has ncu; then
     step ncu
+    : "${NCU_LAYERS:?set NCU_LAYERS to the implicit-GEMM presets to profile}"
     timeout -k 5 ${NCU_S:-120} ncu --profile-from-start off --clock-control none --set full --import-source no \
         --export "$OUT/igemm" --force-overwrite python3 scripts/device/igemm_ncu.py "$OUT"/logs/*.log $COMPARE \
         --layers "$NCU_LAYERS" > "$OUT/igemm-run.txt" 2>&1 < /dev/null

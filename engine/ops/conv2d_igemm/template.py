@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...space import ConfigEntity, ConfigSpace
-from ..base import FLOAT_BYTES, first_valid
+from ...space import ConfigEntity
+from ..base import FLOAT_BYTES
 from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import nchw_conv_params
 from ..gemm import kernel as gemm_kernel
@@ -26,17 +26,11 @@ class Conv2dNCHWImplicitGemm(Gemm):
     def tiling(self, params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
         return conv_gemm_tiling(params, config)
 
-    def default_config(self, params: ConvGemmParams, space: ConfigSpace) -> ConfigEntity:
-        """The GEMM's textbook tile, B read a float at a time where it is gathered."""
-        entity = [
-            ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
-            ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
-            ["warp_lanes_n", "ot", 4], ["vector_a", "ot", 4 if params.k % 4 == 0 else 1],
-            ["vector_b", "ot", 4 if plain_pointwise(params.conv) and params.conv.oh * params.conv.ow % 4 == 0 else 1],
-            ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
-            ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"], ["loader", "ot", "threads"],
-        ]
-        return first_valid(space, space.from_entity(entity))
+    def default_vectors(self, params: ConvGemmParams) -> tuple[int, int]:
+        """The GEMM's, but B a float at a time where it is gathered."""
+        vector_a, _ = super().default_vectors(params)
+        plain = plain_pointwise(params.conv) and params.conv.oh * params.conv.ow % 4 == 0
+        return vector_a, 4 if plain else 1
 
     def bytes_moved(self, params: ConvGemmParams) -> int:
         """Data and weights read once, output written once."""

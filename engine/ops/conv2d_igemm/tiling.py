@@ -1,8 +1,8 @@
 """An NCHW fp32 convolution as an implicit GEMM on the CUDA cores: engine.ops.gemm's warp-tiled
 SGEMM with its B gathered from the input and its C scattered to the output.
 
-Args are `conv2d_nchw.cuda`'s (engine.ops.conv2d), so both templates tune the same workloads and a
-workload's records show which schedule wins. The GEMM view (CUTLASS's "implicit GEMM"):
+Args are `conv2d_nchw.cuda`'s (engine.ops.conv2d): the two templates tune the same layers, and each
+one's leaderboard links the other's (same args, `Workload.same_shape`). The GEMM view (CUTLASS's "implicit GEMM"):
 
     M = CO output channels, N = batch · OH · OW output pixels, K = CI · KH · KW
     C[co, pixel] = Σ_k A[co, k] · B[k, pixel]
@@ -19,7 +19,6 @@ input's channel planes: then vector_b floats of one image's plane at once.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
@@ -123,5 +122,4 @@ def _joined(statements: list[str]) -> str:
 
 
 def conv_gemm_tiling(params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
-    base = gemm_tiling(params, config)
-    return ConvGemmTiling(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}, conv=params.conv)
+    return gemm_tiling(params, config, ConvGemmTiling, conv=params.conv)  # type: ignore[return-value]

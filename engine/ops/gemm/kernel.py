@@ -2,7 +2,8 @@
 
 Every size is a literal in the source (the runner passes arrays only), so NVRTC
 sees constant loop bounds and unrolls the register tile completely. The
-arguments are always (A, B, C, workspace, counters); the last two are touched
+arguments are (A, B, C, workspace, counters) (the implicit-GEMM conv's: its data as B, its weights as A,
+its output as C, in its own order: `GemmTiling.operand_parameters`); the last two are touched
 only by split-K configs: `make_inputs` sizes them for the largest split the
 space offers, and the counters start at zero and are put back to zero by the
 block that finishes each tile, so launches can repeat (CUDA graph replays).
@@ -569,7 +570,7 @@ def zeroed_accumulators(t: GemmTiling) -> str:
 
 
 def kernel_source(t: GemmTiling, code: str, **more) -> KernelSource:
-    """The launch of a GEMM kernel: one block per tile (times split_k), (A, B, C, workspace, counters)."""
+    """The launch of a GEMM kernel: one block per tile (times split_k), its operands then (workspace, counters)."""
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=(*t.operand_names, "workspace", "counters"), output_index=2, **more)
 

@@ -91,13 +91,18 @@ class Gemm(Template):
         })
         return out
 
+    def default_vectors(self, params: GemmParams) -> tuple[int, int]:
+        """The default config's vector_a and vector_b: 16 bytes where rows allow."""
+        return 4 if params.k % 4 == 0 else 1, 4 if params.n % 4 == 0 else 1
+
     def default_config(self, params: GemmParams, space: ConfigSpace) -> ConfigEntity:
         """A textbook 64x64x8 tile, 128 threads of 4x8 registers, register prefetch."""
+        vector_a, vector_b = self.default_vectors(params)
         entity = [
             ["block_m", "ot", 64], ["block_n", "ot", 64], ["block_k", "ot", 8],
             ["warp_m", "ot", 32], ["warp_n", "ot", 32], ["thread_m", "ot", 4], ["thread_n", "ot", 8],
             ["warp_lanes_n", "ot", 4],
-            ["vector_a", "ot", 4 if params.k % 4 == 0 else 1], ["vector_b", "ot", 4 if params.n % 4 == 0 else 1],
+            ["vector_a", "ot", vector_a], ["vector_b", "ot", vector_b],
             ["pipeline", "ot", "prefetch"], ["smem_pad", "ot", 4], ["split_k", "ot", 1], ["unroll_k", "ot", 32],
             ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"], ["loader", "ot", "threads"],
         ]

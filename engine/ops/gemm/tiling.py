@@ -426,13 +426,15 @@ def _launch_registers(threads: int) -> int:
     return min(REGISTER_FILE // (warpgroups * WARPGROUP * 8) * 8, 255)
 
 
-def gemm_tiling(params: GemmParams, config: ConfigEntity) -> GemmTiling:
+def gemm_tiling(params: GemmParams, config: ConfigEntity, tiling: type[GemmTiling] = GemmTiling,
+                **more) -> GemmTiling:
+    """The config's tiling (`tiling` and `more`: a subclass's, with its fields)."""
     v = config.values()
-    return GemmTiling(
+    return tiling(
         m=params.m, n=params.n, k=params.k,
         block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
         lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
-        slice_k=v["slice_k"], split_reduce=v["split_reduce"], loader=v["loader"],
+        slice_k=v["slice_k"], split_reduce=v["split_reduce"], loader=v["loader"], **more,
     )
