@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.workloads import PRESETS, broadcast_args, gemm_args
+from engine.workloads import PRESETS, broadcast_args, conv2d_args, gemm_args
 
 from gpu_only import GPU_ONLY
 
@@ -95,6 +95,23 @@ def test_tma_loader_configs_compute_the_product(measurer, args):
 def test_random_implicit_gemm_conv_configs_compute_the_convolution(measurer, layer):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(4), 12)])
+
+
+# Split K summed over a cluster straight into the scattered NCHW output: 4 floats at a time where an image's
+# plane allows (28² = 784 pixels), one at a time where it does not (7² = 49); the CPU emulation runs no fp32
+# cluster kernel, and random samples need not draw one.
+@pytest.mark.parametrize("args, knobs", [
+    (conv2d_args(7, 16, 32, 3, 1, 1, batch=2), {"block_k": 16}),
+    (conv2d_args(28, 64, 32, 3, 1, 1, batch=2), {"block_n": 64, "warp_n": 32}),
+])
+def test_implicit_gemm_conv_split_k_over_a_cluster_sums_into_the_scattered_output(measurer, args, knobs):
+    task = engine.create_task("conv2d_nchw_implicit_gemm", args)
+    values = {"block_m": 32, "block_n": 32, "block_k": 8, "warp_m": 16, "warp_n": 16, "thread_m": 2, "thread_n": 4,
+              "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 2,
+              "unroll_k": 32, "slice_k": 1, "split_reduce": "cluster", "loader": "threads", **knobs}
+    config = task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    assert task.why_invalid(config) is None
+    assert_all_correct(measurer, task, [config])
 
 
 def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measurer):
