@@ -14,8 +14,8 @@ from .gemm_tc.template import GemmTensorCore
 from ..kernel_tuner.template import KernelTunerKernel
 
 TEMPLATES: dict[str, type[Template]] = {
-    cls.name: cls for cls in (Conv2dNCHW, Conv2dNCHWImplicitGemm, DepthwiseConv2dNCHW, Conv2dNoBatching, Conv2dNHWCTensorCore, Gemm,
-                GemmTensorCore, BroadcastNCHW, CustomKernel)
+    cls.name: cls for cls in (Conv2dNCHW, Conv2dNCHWImplicitGemm, DepthwiseConv2dNCHW, Conv2dNoBatching,
+                              Conv2dNHWCTensorCore, Gemm, GemmTensorCore, BroadcastNCHW, CustomKernel)
 }
 # Tasks whose records come from elsewhere and which tunerweb replays and ranks but cannot compile
 # (a Kernel Tuner kernel: engine.kernel_tuner); jobs run them on replay workers only.

@@ -9,7 +9,8 @@ from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import nchw_conv_params
 from ..gemm import kernel as gemm_kernel
 from ..gemm.template import Gemm
-from .tiling import LOADERS, TEMPLATE_NAME, ConvGemmParams, ConvGemmTiling, conv_gemm_params, conv_gemm_tiling, plain_pointwise
+from .tiling import (LOADERS, TEMPLATE_NAME, ConvGemmParams, ConvGemmTiling, conv_gemm_params, conv_gemm_tiling,
+                     plain_pointwise)
 
 
 class Conv2dNCHWImplicitGemm(Gemm):
