@@ -150,6 +150,24 @@ def test_the_leaderboard_links_other_tasks_of_the_same_shape(client, gpus):
     assert "Same shape" not in client.get(reverse("records:leaderboard", args=[other_shape.pk])).content.decode()
 
 
+def test_the_same_shape_line_shows_each_other_tasks_bests_that_the_reader_may_read(client, gpus, alice):
+    from jobs.models import Job, JobRun
+    from jobs.recording import open_batch
+
+    direct = make_workload()
+    implicit = make_workload(task_name="conv2d_nchw_implicit_gemm")
+    make_record(direct, gpus[0], 63e-6)
+    make_record(implicit, gpus[0], 29e-6)
+    make_record(implicit, gpus[1], 31e-6)
+    job = Job.objects.create(owner=alice, workload=implicit, tuner="xgb", n_trial=4, private=True)
+    make_record(implicit, gpus[0], 11e-6, batch=open_batch(JobRun.objects.create(job=job, device=gpus[0])))
+    url = reverse("records:leaderboard", args=[direct.pk])
+    line = f'conv2d_nchw_implicit_gemm</a> <span class="muted">(best %s µs on {gpus[0].model}, 31.00 µs on {gpus[1].model})'
+    assert line % "29.00" in client.get(url).content.decode()  # the private 11 µs stays Alice's
+    client.force_login(alice)
+    assert line % "11.00" in client.get(url).content.decode()
+
+
 def test_a_leaderboard_of_a_task_without_a_byte_count_shows_gflops_without_a_bandwidth_column(client, gpus):
     workload = make_workload("conv2d_nchw_winograd.cuda")  # no template here, so no byte count
     make_record(workload, gpus[0], 100e-6)

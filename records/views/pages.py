@@ -32,7 +32,7 @@ from ..roofline import device_peaks, roofline, with_percent_of_peak
 from ..sorting import sorting_from
 from ..portability import portability
 from ..speedups import speedup_table
-from ..standings import leaderboard as workload_leaderboard, ranked_standings
+from ..standings import leaderboard as workload_leaderboard, ranked_standings, same_shape_bests
 from ..versions import leaderboard_key
 
 PAGE_SIZE = 50
@@ -107,6 +107,7 @@ def leaderboard(request, pk: int):
     board_html, status, sort_error = cached(key, board, keep=lambda made: made[1] == 200) if key else board()
     return render(request, "records/leaderboard.html", {
         "workload": workload, "board_html": mark_safe(board_html), "sort_error": sort_error,
+        "same_shape": same_shape_bests(workload, request.user),
     }, status=status)
 
 

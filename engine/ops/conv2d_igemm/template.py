@@ -4,11 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...space import ConfigEntity
-from ..base import FLOAT_BYTES
-from ..conv2d import kernel as direct_kernel
+from ..base import FLOAT_BYTES, KernelSource
 from ..conv2d.tiling import nchw_conv_params
-from ..gemm import kernel as gemm_kernel
 from ..gemm.template import Gemm
+from . import kernel
 from .tiling import (LOADERS, TEMPLATE_NAME, ConvGemmParams, ConvGemmTiling, conv_gemm_params, conv_gemm_tiling,
                      plain_pointwise)
 
@@ -38,9 +37,12 @@ class Conv2dNCHWImplicitGemm(Gemm):
         conv = params.conv
         return FLOAT_BYTES * (conv.n * conv.ci * conv.h * conv.w + params.m * params.k + params.m * params.n)
 
+    # -- GPU half
+    def kernel(self, params: ConvGemmParams, config: ConfigEntity) -> KernelSource:
+        return kernel.generate(self.tiling(params, config))
+
     def make_inputs(self, params: ConvGemmParams, rng: np.random.Generator) -> list[np.ndarray]:
-        """The direct conv's data, weights and output, then the GEMM's split-K workspace and counters."""
-        return direct_kernel.make_inputs(params.conv, rng) + gemm_kernel.split_k_buffers(params)
+        return kernel.make_inputs(params, rng)
 
     def reference(self, params: ConvGemmParams, inputs: list[np.ndarray]) -> np.ndarray:
-        return direct_kernel.reference(params.conv, inputs[0], inputs[1])
+        return kernel.reference(params, inputs[0], inputs[1])
