@@ -16,26 +16,18 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
 os.environ.setdefault("CUPY_TF32", "0")
 
 import numpy as np  # noqa: E402
 
 import engine  # noqa: E402
 from engine.gpu.baselines import fp32_torch  # noqa: E402
+from engine.gpu.device import query_device  # noqa: E402
 from engine.gpu.runner import relative_l2_error  # noqa: E402
-from engine.logfile import pick_best, read_log_file  # noqa: E402
-from engine.workloads import PRESETS  # noqa: E402
 from gemm_ncu import event_us  # noqa: E402  (this folder's GEMM profiling target)
 from gemm_probe import compiled_launch  # noqa: E402
-
-
-def best_records(paths: list[str]) -> dict:
-    """The logs' best record per workload (AutoTVM's rule; the fastest GPU model's where several)."""
-    best: dict = {}
-    for record in pick_best(r for path in paths for r in read_log_file(path).records).values():
-        if record.workload_key not in best or record.mean_cost < best[record.workload_key].mean_cost:
-            best[record.workload_key] = record
-    return best
+from verify_bests import bests_of  # noqa: E402  (the confirmations' pick of each workload's best)
 
 
 def main() -> int:
@@ -47,14 +39,14 @@ def main() -> int:
     import torch.nn.functional as F
 
     torch = fp32_torch()
-    bests = best_records(options.logs)
+    bests = dict(bests_of(options.logs, query_device().model, 1))
     profiled = []
     for name in options.layers.split(","):
-        task = engine.create_task(PRESETS[name].task_name, PRESETS[name].args)
-        record = bests.get(task.workload_key)
-        if record is None:
+        if name not in bests:
             print(f"{name}: no record in the logs")
             continue
+        record = bests[name][0]
+        task = engine.create_task(record.task_name, record.args)
         config = task.config_space.get(record.config_index)
         source = task.template.kernel(task.params, config)
         inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
