@@ -12,6 +12,7 @@ import engine
 from engine.workloads import PRESETS, broadcast_args, conv2d_args, gemm_args
 
 from gpu_only import GPU_ONLY
+from test_conv2d_igemm import config as conv_config
 
 pytestmark = GPU_ONLY
 
@@ -106,10 +107,7 @@ def test_random_implicit_gemm_conv_configs_compute_the_convolution(measurer, lay
 ])
 def test_implicit_gemm_conv_split_k_over_a_cluster_sums_into_the_scattered_output(measurer, args, knobs):
     task = engine.create_task("conv2d_nchw_implicit_gemm", args)
-    values = {"block_m": 32, "block_n": 32, "block_k": 8, "warp_m": 16, "warp_n": 16, "thread_m": 2, "thread_n": 4,
-              "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 2,
-              "unroll_k": 32, "slice_k": 1, "split_reduce": "cluster", "loader": "threads", **knobs}
-    config = task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    config = conv_config(task, split_k=2, split_reduce="cluster", **knobs)
     assert task.why_invalid(config) is None
     assert_all_correct(measurer, task, [config])
 
