@@ -7,7 +7,9 @@ all timed by the runner's rule (CUDA graph of `number` launches, `repeat` times)
 Writes a JSON summary and a Markdown table; stops starting new layers once
 `--budget-s` seconds have passed (run it again with the same --log-dir to go on).
 `--layers` names presets of any conv template: C1-C12 are the direct schedule's (conv2d_nchw.cuda),
-IG-C1 ... and the batched IG-... the implicit GEMM's (engine.workloads).
+IG-C1 ... and the batched IG-... the implicit GEMM's (engine.workloads). `--vary KNOB` first measures
+the log's fastest configs at that knob's other options (benchmarks/variants.py), so a tuning run that
+resumes logs from before a knob existed learns what it does.
 
     python benchmarks/conv2d_resnet.py --trials 1000 --log-dir bench_logs \
         --json bench.json --markdown conv2d.md
@@ -27,12 +29,13 @@ import engine  # noqa: E402
 from engine.gpu.baselines import cudnn_conv2d  # noqa: E402
 from engine.gpu.measurer import GpuMeasurer  # noqa: E402
 from engine.ops.base import DeviceLimits  # noqa: E402
-from engine.callbacks import log_to_file  # noqa: E402
+from engine.callbacks import append_to_log, log_to_file  # noqa: E402
 from engine.logfile import read_history  # noqa: E402
 from engine.tune import tune  # noqa: E402
 from engine.tuners import get_tuner  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
 from provenance import git_describe  # noqa: E402,F401  (operators.py takes it from here too)
+import variants  # noqa: E402
 
 LAYERS = [f"C{i}" for i in range(1, 13)]
 
@@ -44,16 +47,21 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
     extra = {"plan_size": options.batch_size, "sa_iterations": options.sa_iterations} if options.tuner == "xgb" else {}
     tuner = get_tuner(options.tuner, task, seed=options.seed, **extra)
     start = time.time()
-    result = tune(task, tuner, measurer, options.trials, history=read_history(log), callbacks=[log_to_file(log)],
+    history = read_history(log)
+    seeded = variants.seeds(task, history, options.vary, dict(options.set_varied), options.vary_top) if options.vary else []
+    if seeded:
+        append_to_log(log, task, measurer.device.target, seeded, measurer.measure(task, seeded))
+        history = read_history(log)
+    result = tune(task, tuner, measurer, options.trials, history=history, callbacks=[log_to_file(log)],
                   batch_size=options.batch_size)
     wall = time.time() - start
-    measured = len(result.results)
+    measured = len(result.results) + len(seeded)
     default = measurer.measure(task, [task.default_config()])[0]
     cudnn = cudnn_conv2d(task, settings=measurer.timing)
     best = result.best
     row = {
         "layer": name, "template": task.name, "workload": preset.description, "gflop": task.flops / 1e9,
-        "trials": result.trials + result.resumed,
+        "trials": result.trials + result.resumed, "seeded": len(seeded),
         "measured_now": measured, "tune_wall_s": wall,
         "configs_per_s": measured / wall if wall > 0 and measured else None,
         "failures": sum(1 for r in result.results if not r.ok),
@@ -120,6 +128,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default="conv2d_resnet.json", help="summary; rows of earlier runs are kept")
     parser.add_argument("--markdown", default="conv2d_resnet.md")
     parser.add_argument("--budget-s", type=float, default=None, help="start no new layer after this many seconds")
+    parser.add_argument("--vary", metavar="KNOB", help="first measure the log's fastest configs at this knob's other "
+                        "options (benchmarks/variants.py), then tune")
+    parser.add_argument("--set-varied", action="append", default=[], type=variants.knob_value, metavar="KNOB=VALUE",
+                        help="with --vary: another knob's value in those variants (one the varied knob makes moot)")
+    parser.add_argument("--vary-top", type=int, default=3, help="with --vary: this many fastest distinct configs")
     options = parser.parse_args(argv)
     unknown = [name for name in options.layers.split(",") if name not in PRESETS]
     if unknown:

@@ -25,11 +25,16 @@ def log_to_file(path: str) -> Callback:
     """Append each measurement to an AutoTVM log (engine.logfile is the only writer)."""
 
     def append(state, configs, results) -> None:
-        with open(path, "a", encoding="utf-8") as stream:
-            for config, result in zip(configs, results):
-                stream.write(format_record(to_record(state.task, config, result, state.target)) + "\n")
+        append_to_log(path, state.task, state.target, configs, results)
 
     return append
+
+
+def append_to_log(path: str, task, target: str, configs, results) -> None:
+    """Append measurements of `task`'s configs on `target` to the AutoTVM log at `path`."""
+    with open(path, "a", encoding="utf-8") as stream:
+        for config, result in zip(configs, results):
+            stream.write(format_record(to_record(task, config, result, target)) + "\n")
 
 
 def progress_printer(stream: TextIO | None = None) -> Callback:

@@ -445,6 +445,25 @@ class ConfigSpace:
     def from_entity(self, entity: Sequence) -> ConfigEntity:
         return self.get(self.index_of(entity))
 
+    def along(self, config: ConfigEntity, knob: str, others: dict[str, Any] | None = None) -> list[ConfigEntity]:
+        """`config` at each other option of `knob`, in option order, with `others` (other knobs' plain values)
+        set in each: what those options ask of the rest. Valid or not: the template judges."""
+        position = {k.name: i for i, k in enumerate(self.knobs)}
+        if knob not in position or any(name not in position for name in others or {}):
+            unknown = sorted({knob, *(others or {})} - set(position))
+            raise EntityError(f"knob {', '.join(unknown)} is not in this space ({', '.join(self.knob_names)})")
+        pinned = {position[name]: self.knobs[position[name]].option_of(value) for name, value in (others or {}).items()}
+        variants = []
+        for option in range(len(self.knobs[position[knob]])):
+            if option == config.digits[position[knob]]:
+                continue
+            digits = list(config.digits)
+            digits[position[knob]] = option
+            for at, digit in pinned.items():
+                digits[at] = digit
+            variants.append(self.get(self.index_from_digits(digits)))
+        return variants
+
     def knob_defaults(self) -> dict[str, Any]:
         """What an entity that lacks a knob stands for, for the knobs that have a default."""
         return {k.name: k.options[k.default_option] for k in self.knobs if k.default_option is not None}

@@ -112,6 +112,23 @@ def test_implicit_gemm_conv_split_k_over_a_cluster_sums_into_the_scattered_outpu
     assert_all_correct(measurer, task, [config])
 
 
+# K steps of whole channels: the loads' offsets and padding tests worked out before the K loop, over every
+# pipeline, split K through the workspace and over a cluster, stride 2 and 7x7 (a step of 49 taps).
+@pytest.mark.parametrize("layer, knobs", [
+    ("IG-C2", {"step_channels": 1, "pipeline": "prefetch"}),
+    ("IG-C4", {"step_channels": 2, "pipeline": "cp_async_3", "block_m": 64, "warp_m": 32}),
+    ("IG-C1", {"step_channels": 1, "pipeline": "cp_async_2", "block_n": 64, "warp_n": 32}),
+    ("IG-28-128-128-k3-b16", {"step_channels": 4, "pipeline": "cp_async_4", "split_k": 2}),
+    ("IG-56-64-64-k3-b16", {"step_channels": 2, "pipeline": "cp_async_3", "split_k": 2, "split_reduce": "cluster"}),
+    ("IG-7-512-512-k3-b32", {"step_channels": 1, "pipeline": "sync", "split_k": 8}),
+])
+def test_whole_channel_steps_compute_the_convolution(measurer, layer, knobs):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    config = conv_config(task, **knobs)
+    assert task.why_invalid(config) is None, task.why_invalid(config)
+    assert_all_correct(measurer, task, [config])
+
+
 def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measurer):
     from engine.gpu.baselines import VENDOR_BASELINES
 

@@ -243,6 +243,18 @@ def test_a_neighbour_differs_in_exactly_one_knob_and_is_valid():
         config = other
 
 
+def test_a_config_along_a_knob_takes_its_other_options_and_the_values_they_ask_for():
+    space = ConfigSpace([OtherKnob("step", [0, 1, 2]), OtherKnob("block", [8, 16, 32]), OtherKnob("u", [0, 1])])
+    config = space.from_entity([["step", "ot", 0], ["block", "ot", 32], ["u", "ot", 1]])
+    variants = space.along(config, "step", {"block": 8})
+    assert [c.values() for c in variants] == [{"step": 1, "block": 8, "u": 1}, {"step": 2, "block": 8, "u": 1}]
+    assert [c.values()["step"] for c in space.along(variants[0], "step")] == [0, 2]
+    with pytest.raises(EntityError, match="knob nope is not in this space"):
+        space.along(config, "step", {"nope": 1})
+    with pytest.raises(EntityError, match="block: 12 is not one of"):
+        space.along(config, "step", {"block": 12})
+
+
 def test_a_config_with_no_valid_neighbour_says_so():
     space = small_space([lambda c: None if c.index == 0 else "only zero"])
     with pytest.raises(SamplingError, match="no valid neighbour"):

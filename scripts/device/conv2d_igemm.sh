@@ -5,7 +5,8 @@
 # 1. gputests: GPU_TESTS, pytest's arguments split at spaces (default the implicit-GEMM conv's tests: random
 #    configs on ResNet-18 and batched layers, its cuDNN baseline) -> pytest-gpu.txt
 # 2. tune: benchmarks/conv2d_resnet.py, the XGBoost tuner over LAYERS (presets; default IG-C1 ... IG-C12),
-#    TRIALS configs each, every record logged -> tune.json, tune.md, the AutoTVM logs (in run.tar.gz)
+#    TRIALS configs each, every record logged -> tune.json, tune.md, the AutoTVM logs (in run.tar.gz); with
+#    VARY (a knob) and SET_VARIED (KNOB=VALUE) it first measures each log's 3 fastest configs at VARY's other options
 # 3. confirm: benchmarks/verify_bests.py over the new logs and COMPARE's (default: the direct schedule's
 #    committed C1-C12 logs, so each layer's two templates meet cuDNN in the same process), twice, each run
 #    in a measuring process of its own (A picks a layer's template, B re-measures) -> confirm-a.json, confirm-b.json
@@ -46,6 +47,7 @@ if has tune; then
     step tune
     timeout ${TUNE_S:-240} python3 benchmarks/conv2d_resnet.py --layers "$LAYERS" --trials ${TRIALS:-300} \
         --batch-size 64 --sa-iterations 150 --log-dir "$OUT/logs" --json "$OUT/tune.json" --markdown "$OUT/tune.md" \
+        ${VARY:+--vary "$VARY"} ${SET_VARIED:+--set-varied "$SET_VARIED"} \
         --budget-s $(( ${TUNE_S:-240} - 45 )) > "$OUT/tune.txt" 2>&1
     echo "tune exit status $?"; tail -n 16 "$OUT/tune.md"
 fi

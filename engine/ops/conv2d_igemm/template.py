@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...space import ConfigEntity
-from ..base import FLOAT_BYTES, KernelSource
+from ...space import ConfigEntity, OtherKnob
+from ..base import FLOAT_BYTES, DeviceLimits, KernelSource
 from ..conv2d.tiling import nchw_conv_params
 from ..gemm.template import Gemm
+from ..gemm.tiling import BLOCK_K_CHOICES
 from . import kernel
 from .tiling import (LOADERS, TEMPLATE_NAME, ConvGemmParams, ConvGemmTiling, conv_gemm_params, conv_gemm_tiling,
-                     plain_pointwise)
+                     plain_pointwise, step_channel_choices)
 
 
 class Conv2dNCHWImplicitGemm(Gemm):
@@ -25,6 +26,17 @@ class Conv2dNCHWImplicitGemm(Gemm):
 
     def tiling(self, params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
         return conv_gemm_tiling(params, config)
+
+    def knobs(self, params: ConvGemmParams) -> list[OtherKnob]:
+        # last, default first: logs from before it keep their configs' indexes
+        return [*super().knobs(params), OtherKnob("step_channels", step_channel_choices(params.conv), default=0)]
+
+    def why_invalid(self, params: ConvGemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        channels, block_k = config["step_channels"].val, config["block_k"].val
+        if channels and block_k != BLOCK_K_CHOICES[0]:
+            return (f"step_channels {channels} sets the K step ({channels} channels of {params.conv.kh}x"
+                    f"{params.conv.kw} taps); block_k stays at {BLOCK_K_CHOICES[0]}, not {block_k}")
+        return super().why_invalid(params, config, limits)
 
     def default_vectors(self, params: ConvGemmParams) -> tuple[int, int]:
         """The GEMM's, but B a float at a time where it is gathered."""

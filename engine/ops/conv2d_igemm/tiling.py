@@ -16,9 +16,17 @@ Split K's partials stay row-major in the workspace, and the fix-up scatters thei
 Only the threads' loaders (no tensor map describes a padded, strided gather in this layout), and
 B one float at a time unless the convolution is a plain 1x1 (stride 1, no padding), whose B is the
 input's channel planes: then vector_b floats of one image's plane at once.
+
+Gathering costs integer work per element (the divisions that split k into channel and tap, the
+address), on the pipe the multiply-adds use. `step_channels` > 0 makes a K step that many whole
+input channels (block_k = step_channels · KH · KW, in place of the block_k knob): every step then
+starts at a channel's first tap, a thread's load rounds keep their taps and pixels from step to
+step, and their offsets and padding tests (and the weights' offsets) are worked out once before the
+K loop (`load_invariants`); a step adds only its first channel's plane (and its first k).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
@@ -27,6 +35,8 @@ from ..gemm.tiling import GemmParams, GemmTiling, gemm_tiling
 
 TEMPLATE_NAME = "conv2d_nchw_implicit_gemm"
 LOADERS = ("threads",)
+# K steps of whole input channels (a 3x3 conv's 9, 18 or 36 rows of K), at most this many rows a step
+STEP_CHANNELS, MAX_STEP_TAPS = (1, 2, 4), 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +65,8 @@ def plain_pointwise(conv: ConvParams) -> bool:
 @dataclass(frozen=True, kw_only=True)
 class ConvGemmTiling(GemmTiling):
     conv: ConvParams
+    # > 0: K steps of this many whole input channels (block_k is step_channels · KH · KW; see load_invariants)
+    step_channels: int = 0
 
     # The data (B) comes first: a conv task's arrays are (data, kernel, output), as cuDNN's baseline reads them.
     operand_parameters = "const float* __restrict__ B, const float* __restrict__ A, float* __restrict__ C"
@@ -68,19 +80,58 @@ class ConvGemmTiling(GemmTiling):
     def c_row_length(self) -> int:
         return self.pixels
 
+    @property
+    def taps(self) -> int:
+        return self.conv.kh * self.conv.kw
+
     def b_element(self, k: str, col: str) -> tuple[str, str | None, str]:
         """Input element of GEMM row k (ci, ky, kx) and output pixel col; literal sizes, so every
-        division is a multiply and shift."""
+        division is a multiply and shift. With K steps of whole channels, all of it but the step's
+        first channel was worked out before the K loop (`load_invariants`)."""
+        if self.step_channels:
+            inside = "b_inside[r]" if any(self.conv.padding) else None
+            return "", inside, f"B + (b_offset[r] + k0 / {self.taps} * {self.conv.h * self.conv.w})"
+        where, inside, (image, channel, row, column) = self._source(k, col)
+        if row is None:
+            return where, None, f"B + ((size_t){image} * {self.conv.ci} + gk) * {self.pixels} + {column}"
+        return where, inside, f"B + ((size_t)({image} * {self.conv.ci} + {channel}) * {self.conv.h} + gh) * {self.conv.w} + gw"
+
+    def a_element(self) -> str:
+        if self.step_channels:
+            return "A + (a_offset[r] + k0)"
+        return super().a_element()
+
+    def load_invariants(self, operand: str) -> tuple[str, str]:
+        """K steps of whole channels (block_k = step_channels · KH · KW, so every step starts at a tap (0, 0)):
+        a load round's weight offset, and its tap, pixel, padding test and input offset, stay the same from
+        step to step but for the step's first channel."""
+        if not self.step_channels:
+            return "", ""
+        if operand == "A":
+            rounds = -(-self.a_vectors // self.threads)
+            return f"int a_offset[{rounds}];", f"a_offset[r] = (block_row + row) * {self.k} + kk;"
+        rounds = -(-self.b_vectors // self.threads)
+        where, inside, (image, channel, _, _) = self._source("kk", "block_col + col")
         c = self.conv
-        taps = c.kh * c.kw
+        statements = [f"b_offset[r] = (({image} * {c.ci} + {channel}) * {c.h} + gh) * {c.w} + gw;"]
+        declarations = f"int b_offset[{rounds}];"
+        if inside:
+            declarations += f" bool b_inside[{rounds}];"
+            statements.append(f"b_inside[r] = {inside};")
+        return declarations, where + _joined(statements)
+
+    def _source(self, k: str, col: str) -> tuple[str, str | None, tuple[str, str, str | None, str]]:
+        """Statements that place GEMM row k and pixel col in the input, the padding test (None: none), and
+        the image, channel, input row and column (row None: a plain 1x1, whose column is the pixel)."""
+        c = self.conv
         (sh, sw), (top, left) = c.stride, c.padding[:2]
         image, pixel = ("0", "gn") if c.n == 1 else ("gi", "gp")
         where = [f"const int gk = {k}, gn = {col};"]
         if c.n > 1:
             where.append(f"const int gi = gn / {self.pixels}, gp = gn % {self.pixels};")
         if plain_pointwise(c):
-            address = f"B + ((size_t){image} * {c.ci} + gk) * {self.pixels} + {pixel}"
-            return _joined(where), None, address
+            return _joined(where), None, (image, "gk", None, pixel)
+        taps = self.taps
         channel = "gk" if taps == 1 else "gc"
         if taps > 1:
             where.append(f"const int gc = gk / {taps}, gr = gk % {taps} / {c.kw}, gs = gk % {c.kw};")
@@ -89,7 +140,7 @@ class ConvGemmTiling(GemmTiling):
         where.append(f"const int gh = {row}, gw = {column};")
         # Without padding every tap of a valid pixel lies in the input (the output size's floor).
         inside = f"(unsigned)gh < {c.h}u && (unsigned)gw < {c.w}u" if any(c.padding) else None
-        return _joined(where), inside, f"B + ((size_t)({image} * {c.ci} + {channel}) * {c.h} + gh) * {c.w} + gw"
+        return _joined(where), inside, (image, channel, "gh", "gw")
 
     def c_address(self, row: str, col: str) -> str | None:
         if self.conv.n == 1:  # output[0] is C, row-major CO x OH·OW
@@ -108,7 +159,19 @@ class ConvGemmTiling(GemmTiling):
                     "without padding")
         if self.vector_b > 1 and self.pixels % self.vector_b:
             return f"vector_b {self.vector_b} does not divide the {self.pixels} pixels of an image's plane"
+        if self.block_k % self.vector_a:
+            return f"vector_a {self.vector_a} does not divide the K step of {self.block_k}"
         return None
+
+    @property
+    def registers(self) -> int:
+        """The GEMM's, and the offsets (and padding tests, packed as predicate bits) that K steps of whole
+        channels keep."""
+        if not self.step_channels:
+            return super().registers
+        a_rounds, b_rounds = -(-self.a_vectors // self.threads), -(-self.b_vectors // self.threads)
+        tests = -(-b_rounds // 32) if any(self.conv.padding) else 0
+        return super().registers + a_rounds + b_rounds + tests
 
 
 def _sum(*terms) -> str:
@@ -121,5 +184,16 @@ def _joined(statements: list[str]) -> str:
     return "".join(f"\n                {s}" for s in statements)
 
 
+def step_channel_choices(conv: ConvParams) -> list[int]:
+    """K steps of whole channels (0: of block_k) where a channel has several taps and a step stays
+    within MAX_STEP_TAPS."""
+    taps = conv.kh * conv.kw
+    return [0] + [c for c in STEP_CHANNELS if taps > 1 and c * taps <= MAX_STEP_TAPS]
+
+
 def conv_gemm_tiling(params: ConvGemmParams, config: ConfigEntity) -> ConvGemmTiling:
-    return gemm_tiling(params, config, ConvGemmTiling, conv=params.conv)  # type: ignore[return-value]
+    channels = config["step_channels"].val
+    tiling = gemm_tiling(params, config, ConvGemmTiling, conv=params.conv, step_channels=channels)
+    if channels:
+        tiling = dataclasses.replace(tiling, block_k=channels * params.conv.kh * params.conv.kw)
+    return tiling  # type: ignore[return-value]

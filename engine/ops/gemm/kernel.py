@@ -148,7 +148,7 @@ def _fetch_to_registers(t: GemmTiling) -> str:
             {ra_guard}{{
                 {_a_index(t)}
                 if ({_a_pred(t)})
-                    ra[r] = *reinterpret_cast<const {va}*>(A + (size_t)(block_row + row) * {t.k} + k0 + kk);
+                    ra[r] = *reinterpret_cast<const {va}*>({t.a_element()});
             }}
         }}
 #pragma unroll
@@ -201,7 +201,7 @@ def _issue_async(t: GemmTiling) -> str:
                 {_a_index(t)}
                 const bool pred = {_a_pred(t)};
                 copy_async<4>(sa + kk * {t.a_stride} + row,
-                              pred ? A + (size_t)(block_row + row) * {t.k} + k0 + kk : A, pred);
+                              pred ? {t.a_element()} : A, pred);
             }}
         }}
 #pragma unroll
@@ -214,6 +214,28 @@ def _issue_async(t: GemmTiling) -> str:
                               pred ? {b_address} : B, pred);
             }}
         }}"""
+
+
+def _loop_invariants(t: GemmTiling) -> str:
+    """The tiling's loop invariants of A's and B's loads (`GemmTiling.load_invariants`), worked out one
+    round at a time as the loaders go; nothing where it has none."""
+    out = []
+    for operand, vectors, index in (("A", t.a_vectors, _a_index(t)), ("B", t.b_vectors, _b_index(t))):
+        declarations, statements = t.load_invariants(operand)
+        if not declarations:
+            continue
+        rounds, guard = _rounds(vectors, t.threads)
+        out.append(f"""
+    {declarations}
+#pragma unroll
+    for (int r = 0; r < {rounds}; ++r) {{
+        const int i = r * {t.threads} + tid;
+        {guard}{{
+            {index}
+            {statements}
+        }}
+    }}""")
+    return "".join(out)
 
 
 def _stage_pointers(t: GemmTiling, stage: str) -> str:
@@ -546,7 +568,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
     const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
     const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};
 {k_range(t)}
-    {registers}
+    {registers}{_loop_invariants(t)}
 
 {zeroed_accumulators(t)}
 {_main_loop(t)}

@@ -10,7 +10,7 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
                     Template, first_valid, knob_features, why_launch_fails)
 from . import kernel, tma
-from .tiling import LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
+from .tiling import BLOCK_K_CHOICES, LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
 
 
 class Gemm(Template):
@@ -32,10 +32,13 @@ class Gemm(Template):
         return GemmParams(m, n, k, list(args))
 
     def define_space(self, params: GemmParams) -> ConfigSpace:
-        return ConfigSpace([
+        return ConfigSpace(self.knobs(params))
+
+    def knobs(self, params: GemmParams) -> list[OtherKnob]:
+        return [
             OtherKnob("block_m", [16, 32, 64, 128, 256]),
             OtherKnob("block_n", [16, 32, 64, 128, 256]),
-            OtherKnob("block_k", [8, 16, 32]),
+            OtherKnob("block_k", list(BLOCK_K_CHOICES)),
             OtherKnob("warp_m", [16, 32, 64, 128]),
             OtherKnob("warp_n", [16, 32, 64, 128]),
             OtherKnob("thread_m", [1, 2, 4, 8]),
@@ -51,7 +54,7 @@ class Gemm(Template):
             OtherKnob("slice_k", [1, 2, 4], default=1),
             OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
             OtherKnob("loader", list(self.loaders), default="threads"),
-        ])
+        ]
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         tiling = self.tiling(params, config)

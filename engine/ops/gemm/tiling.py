@@ -67,6 +67,7 @@ TMA_OFFSET_REGISTERS = 8
 # is one too and keeps this many registers (setmaxnreg, a warpgroup at a time) if that gives the
 # consumers more than a producer warp would leave them (the tensor-core GEMM's TMA producer does so).
 WARPGROUP, TMA_PRODUCER_REGISTERS, REGISTER_FILE = 128, 40, 65536
+BLOCK_K_CHOICES = (8, 16, 32)
 SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
 MAX_WORKSPACE_BYTES = 64 * 2**20
@@ -142,8 +143,19 @@ class GemmTiling:
 
     def b_element(self, k: str, col: str) -> tuple[str, str | None, str]:
         """Statements that locate B's element (k, col), a condition it lies inside its source
-        (None: always), and its address."""
+        (None: always), and its address; they stand in round `r` of a tile's B loads (`kk`, `col`:
+        the element's place in the tile)."""
         return "", None, f"B + (size_t)({k}) * {self.n} + {col}"
+
+    def a_element(self) -> str:
+        """A's element (block_row + row, k0 + kk) of round `r` of a tile's A loads, as an address."""
+        return f"A + (size_t)(block_row + row) * {self.k} + k0 + kk"
+
+    def load_invariants(self, operand: str) -> tuple[str, str]:
+        """What the loads of `operand` ("A" or "B") may read that the K loop does not change, worked out
+        before it: declarations, and the statements that fill them for round `r`'s element of every tile
+        (A's `row`, `kk`; B's `kk`, `col`); none here."""
+        return "", ""
 
     def c_address(self, row: str, col: str) -> str | None:
         """C's element (row, col) as an address; None where C is row-major M x N (the kernel's own text)."""
