@@ -122,7 +122,7 @@ def test_implicit_gemm_conv_split_k_over_a_cluster_sums_into_the_scattered_outpu
     ("IG-56-64-64-k3-b16", {"step_channels": 2, "pipeline": "cp_async_3", "split_k": 2, "split_reduce": "cluster"}),
     ("IG-7-512-512-k3-b32", {"step_channels": 1, "pipeline": "sync", "split_k": 8}),
 ])
-def test_whole_channel_steps_compute_the_convolution(measurer, layer, knobs):
+def test_implicit_gemm_conv_whole_channel_steps_compute_the_convolution(measurer, layer, knobs):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
     config = conv_config(task, **knobs)
     assert task.why_invalid(config) is None, task.why_invalid(config)
