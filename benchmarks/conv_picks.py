@@ -32,9 +32,17 @@ def load(path: Path) -> dict:
     return run
 
 
+# A layer's presets by schedule: C2 (the direct one), IG-C2 and WG-C2 are one layer.
+SCHEDULES = {"IG-": "implicit GEMM", "WG-": "Winograd"}
+
+
 def layer_of(workload: str) -> str:
-    """C4 and IG-C4 are one layer; a batched preset is its own."""
-    return workload.removeprefix("IG-")
+    """C4 and IG-C4 are one layer, and IG-56-64-64-k3-b16 and WG-56-64-64-k3-b16."""
+    return next((workload.removeprefix(prefix) for prefix in SCHEDULES if workload.startswith(prefix)), workload)
+
+
+def schedule_of(workload: str) -> str:
+    return next((name for prefix, name in SCHEDULES.items() if workload.startswith(prefix)), "direct")
 
 
 def fastest_vendor(runs: list[dict]) -> dict[str, dict]:
@@ -110,7 +118,7 @@ def tables(pick_run: dict, runs: list[dict]) -> str:
     per_run: dict[str, dict[str, tuple[float, float]]] = {}
     for layer, (workload, index) in chosen.items():
         batched = is_batched(layer)
-        template = "implicit GEMM" if workload.startswith("IG-") else "direct"
+        template = schedule_of(workload)
         for label, r in quoted(runs, workload, index, vendor[layer]):
             low = min(r["warm"][1], r["cold"][1])
             goal = (f"{'holds' if min(r['warm'][0], r['cold'][0]) >= BATCHED_GOAL else 'no'} (≥ {BATCHED_GOAL}×)"

@@ -1,4 +1,4 @@
-"""The benchmark workloads (README: ResNet-18 direct and as implicit GEMMs, batched convs, MobileNet, GEMM, tensor-core GEMM and conv, broadcast) as named presets: (task name, args as in a log's `input`).
+"""The benchmark workloads (README: ResNet-18 direct, as implicit GEMMs and by Winograd, batched convs, MobileNet, GEMM, tensor-core GEMM and conv, broadcast) as named presets: (task name, args as in a log's `input`).
 
 Args are spelled exactly as TopHub spells them (4-element padding, dilation [1, 1],
 dtype last), so a preset and a TopHub record of the same shape are the same workload.
@@ -156,6 +156,18 @@ for _batch in CONV_BATCHES:
         PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", "conv2d_nchw_implicit_gemm",
                                 conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
                                 f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
+# Winograd F(2x2, 3x3) presets (engine.ops.conv2d_winograd, the same args): the 3x3 stride-1 layers of the above.
+for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
+    if (_k, _s) == (3, 1):
+        PRESETS[f"WG-{_name}"] = Preset(f"WG-{_name}", "ResNet-18 Winograd", "conv2d_nchw_winograd_fused",
+                                        conv2d_args(_hw, _ci, _co, _k, _s, _p), f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}")
+for _batch in CONV_BATCHES:
+    for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_BATCHED:
+        if (_k, _s) == (3, 1):
+            _name = f"WG-{_tag}-b{_batch}"
+            PRESETS[_name] = Preset(_name, f"Batched conv Winograd, batch {_batch}", "conv2d_nchw_winograd_fused",
+                                    conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
+                                    f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
 for _name, _hw, _c, _s in _MOBILENET_DW:
     PRESETS[_name] = Preset(
         _name, "MobileNet depthwise", "depthwise_conv2d_nchw.cuda", depthwise_args(_hw, _c, _s),

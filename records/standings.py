@@ -290,7 +290,7 @@ def workload_bests(workload: Workload, show_changed: bool = False, hashes: CodeH
 
 
 def same_shape_bests(workload: Workload, viewer=PUBLIC) -> list[tuple[Workload, list[Standing]]]:
-    """The other tasks of these args (the implicit GEMM beside the direct conv; TopHub's Winograd), each
+    """The other tasks of these args (the implicit GEMM and Winograd beside the direct conv; TopHub's Winograd), each
     with its GPUs' bests that `viewer` may read, fastest first: which schedule wins the shape."""
     return [(other, workload_bests(other, viewer=viewer)) for other in workload.same_shape()]
 

@@ -58,3 +58,12 @@ def test_a_layer_timed_at_parity_misses_the_goal_and_the_command_line_writes_mar
         paths.append(path)
     assert main(["--pick", str(paths[0]), str(paths[1]), "--markdown", str(tmp_path / "t.md")]) == 0
     assert "| C4 | implicit GEMM (2) | r b |" in (tmp_path / "t.md").read_text()
+
+
+def test_a_winograd_preset_is_one_more_schedule_of_its_layer():
+    pick = run("p", row("IG-28-128-128-k3-b32", 5, (250.0, 250.0), (121.0, 121.0)),
+               row("WG-28-128-128-k3-b32", 7, (110.0, 112.0), (121.0, 121.0)), row("WG-C6", 3, (9.0, 9.5), (29.0, 41.0)))
+    assert picks(pick, [pick]) == {"28-128-128-k3-b32": ("WG-28-128-128-k3-b32", 7), "C6": ("WG-C6", 3)}
+    quoted_run = run("q", row("WG-28-128-128-k3-b32", 7, (110.0, 110.0), (121.0, 121.0)))
+    line = next(line for line in tables(pick, [quoted_run]).splitlines() if line.startswith("| 28-128-128-k3-b32 "))
+    assert "| Winograd (7) | q a |" in line and "1.10×" in line and "holds (≥ 1.1×)" in line

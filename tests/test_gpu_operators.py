@@ -1,4 +1,4 @@
-"""On a GPU: random configs of gemm, the implicit-GEMM conv, depthwise, broadcast and custom kernels against their
+"""On a GPU: random configs of gemm, the implicit-GEMM and Winograd convs, depthwise, broadcast and custom kernels against their
 references through the GPU measurer, and the operators' vendor baselines.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -133,6 +133,22 @@ def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measu
     from engine.gpu.baselines import VENDOR_BASELINES
 
     task = engine.create_task(PRESETS["IG-C9"].task_name, PRESETS["IG-C9"].args)
+    result = VENDOR_BASELINES[task.name](task, settings=measurer.timing)
+    assert result.ok, result.error_msg
+
+
+# The fused Winograd conv: random configs on ResNet-18's stride-1 3x3 layers and on batched ones (7² and 14²
+# outputs leave half tiles at the edges), and its cuDNN baseline on the same workload.
+@pytest.mark.parametrize("layer", ["WG-C2", "WG-C12", "WG-28-128-128-k3-b16", "WG-7-512-512-k3-b32"])
+def test_random_winograd_conv_configs_compute_the_convolution(measurer, layer):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(4), 12)])
+
+
+def test_the_winograd_convs_cudnn_baseline_passes_the_reference_check(measurer):
+    from engine.gpu.baselines import VENDOR_BASELINES
+
+    task = engine.create_task(PRESETS["WG-C9"].task_name, PRESETS["WG-C9"].args)
     result = VENDOR_BASELINES[task.name](task, settings=measurer.timing)
     assert result.ok, result.error_msg
 

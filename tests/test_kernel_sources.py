@@ -12,7 +12,8 @@ from engine.workloads import PRESETS, transpose_spec
 ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G1", "G2", "G3", "G4", "B-div-b", "B-exp-c-f16",
                                                 "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
                                                 "TC-d64x14336-tf32", "TC-4096-bf16c", "TC-d16x4096-f16c", "TCC-56-64-64-k3-f16",
-                                                "TCC-7-512-512-k3-bf16", "IG-C12", "IG-56-64-256-k1-b16")}
+                                                "TCC-7-512-512-k3-bf16", "IG-C12", "IG-56-64-256-k1-b16", "WG-C12",
+                                                "WG-28-128-128-k3-b32")}
 ARGS["seed"] = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
 ARGS["multiplier-2"] = [["TENSOR", [1, 8, 15, 15], "float32"], ["TENSOR", [8, 2, 3, 3], "float32"], [1, 1],
                         [1, 1, 1, 1], [1, 1], "float32"]
@@ -26,7 +27,9 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # its rows changed again at 9d99535: the gathered A finds a step's tap once where block_k divides
 # C. After the five draws come wgmma rows: each workload's best the H200 confirmed at 9d99535, and
 # for 7² that best's tile with 2 more ring stages in place of split K. The fp32 GEMM's last rows are its TMA
-# loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b. The implicit-GEMM conv's rows come first.)
+# loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b. The implicit-GEMM conv's rows come first, the
+# last three of them K steps of whole channels (step_channels), drawn with default_rng(12) among 40; then the
+# Winograd conv's.)
 SOURCES = [
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 73457187, 'ae5b8753f2c6d33343042ad9e02c8a36e3d68d6a01c37c7e615a76d3d6373e13'),
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 31840267, '7b6ee61eb84e54a82aa35f47091f666f8756b3a3b70b7b3db2432a4e45c58fee'),
@@ -40,6 +43,21 @@ SOURCES = [
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 40334496, 'eebd18203b20a9c671fba9a9917306ef81aecb0443c6930d8e99f3398bd1fcba'),
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 967397, '0b494bce2c61876e23593c03ebf7597bd220371f6b0e54f30fc988559d56388c'),
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 35145088, 'c14455731e4a4c8b6abca7dd0c809546c181b8ab3ab4d71382d2d351ceff8db2'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 2337114539, '347f50b4892b166eaf443b3f35de456888c2e3ee13be998ce1a03c39882d7175'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 1639589112, '5200cfbe6bd6ec680c3136c9f21ca3b06a387f946bd47dbc5b8d879de9d1acee'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 2001202803, '9d888af053bafefb0dcceb23bf0e6bb575db5bffa8904e310acc2e593b33cb83'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 7195, '978fe383f1b2d58f2cd671e9641d64e45ef9e11112d0e5285cbe2fc532fc22ef'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 10084, 'e630e62351e92c478e70773f5b9587657c18f42abac365916fb69dade97ca680'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 2347, '675f9dc1bab954342a6680b5bec721f128bd2a5518b690cdb240620cd75b5dc6'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 9753, 'baaf6cf16ecee04e5ab6eebb9041b4f3d38dfa4823d51db52103f0cbf40507b3'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 940, '8fbfe74e32898e3c1f9858d78707a16770b8c56b947d90156b84759e2221ff42'),
+    ('conv2d_nchw_winograd_fused', 'WG-C12', 6183, '482730b1bdde6415fb64ac4bd14178a0aa76cc648f1a829b6a7dce96a91988c2'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 7195, '4c8db278b1489e7f5371cfa2cd591fdd6bd270620873d22a0ccc8c6731447e94'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 10084, '39787cac400490fed01f37c29ec79b77dcfbcb485b350588db7e6e8d2d333934'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 2347, '59c908951b7f97aa03032bac615b7456f398d01623f90a076702e44e53804d61'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 9753, '8ed73da3e70bde8541d278916d06cef2aaae91b84f9185346488297705f3fd60'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 940, 'ea7e3d6bfdea7e675c2a26399bac2478fbc924040f96bcfe0d9dd6c46ca81403'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 6183, 'c2254317df9f2015884635a7c6eb6c3bb1e7d96f18358ec5e9235f207f900638'),
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),
     ('conv2d_nchw.cuda', 'C12', 507801, '2308db403e0d698395b8b790a48c6db731c4e7da39e37dfc3fbd28523745fb18'),

@@ -108,8 +108,8 @@ def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Ca
     """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
     `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""
     torch = fp32_torch()  # TF32 off; cuDNN's search over every algorithm
-    if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm", "conv2d_no_batching",
-                                             "depthwise_conv2d_nchw.cuda"):
+    if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm", "conv2d_nchw_winograd_fused",
+                                             "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
         return _cudnn(torch, task, inputs)
     if provider == "cudnn" and task.name == "conv2d_nhwc_tensorcore":
         data, weight = tensor_core_conv_operands(torch, task, inputs)
