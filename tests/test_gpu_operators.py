@@ -13,6 +13,7 @@ from engine.workloads import PRESETS, broadcast_args, conv2d_args, gemm_args
 
 from gpu_only import GPU_ONLY
 from test_conv2d_igemm import config as conv_config
+from test_conv2d_winograd import config as winograd_config
 
 pytestmark = GPU_ONLY
 
@@ -143,6 +144,20 @@ def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measu
 def test_random_winograd_conv_configs_compute_the_convolution(measurer, layer):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
     assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(4), 12)])
+
+
+# F(4x4, 3x3) is rarer among random draws (its 36 positions leave fewer valid blocks): chosen configs of each
+# pipeline, on 7² (half tiles), 28² batch 32 and 14² batch 32 outputs.
+@pytest.mark.parametrize("layer, knobs", [
+    ("WG-C12", {"pipeline": "prefetch"}),
+    ("WG-28-128-128-k3-b32", {"pipeline": "sync", "chunk": 16, "block_tiles": 16, "warp_tiles": 16}),
+    ("WG-14-256-256-k3-b32", {"pipeline": "prefetch", "chunk": 4, "block_tiles": 16, "warp_tiles": 16}),
+])
+def test_winograd_conv_f4x4_configs_compute_the_convolution(measurer, layer, knobs):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    config = winograd_config(task, tile=4, warp_positions=4, block_co=16, warp_co=16, **knobs)
+    assert task.why_invalid(config) is None, task.why_invalid(config)
+    assert_all_correct(measurer, task, [config])
 
 
 def test_the_winograd_convs_cudnn_baseline_passes_the_reference_check(measurer):

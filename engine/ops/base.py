@@ -31,6 +31,9 @@ FLOAT_BYTES = 4
 REGISTER_OVERHEAD = 24
 # Threads resident at once on an H200 (132 SMs x 2048): blocks x threads over this is "waves".
 REFERENCE_THREAD_SLOTS = 132 * 2048
+# A Hopper SM's register file (a block's most), and a warpgroup's threads: ptxas budgets a block's
+# registers by whole warpgroups (launch_register_budget).
+REGISTER_FILE, WARPGROUP = 65536, 128
 
 
 Dim3 = tuple[int, int, int]
@@ -209,6 +212,14 @@ class LaunchShape:
     @property
     def threads(self) -> int:
         return math.prod(self.block)
+
+
+def launch_register_budget(threads: int) -> int:
+    """Registers per thread that __launch_bounds__(threads, 1) leaves: the register file over
+    the block's warps rounded up to whole warpgroups (as ptxas counts them: 9 warps get what 12
+    would), allocated 8 a thread at a time, at most 255."""
+    warpgroups = -(-threads // WARPGROUP)
+    return min(REGISTER_FILE // (warpgroups * WARPGROUP * 8) * 8, 255)
 
 
 def _launch_checks(launch: LaunchShape, limits: DeviceLimits) -> Iterator[tuple[Any, Callable[[], str]]]:

@@ -1,4 +1,4 @@
-"""CUDA source for the fused F(2x2, 3x3) Winograd convolution (`tiling` says what it computes and how),
+"""CUDA source for the fused F(m x m, 3x3) Winograd convolution (`tiling` says what it computes and how),
 its inputs and its float64 reference (the direct conv's)."""
 from __future__ import annotations
 
@@ -7,79 +7,37 @@ import numpy as np
 from ..base import KernelSource
 from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import ConvParams
-from .tiling import FILTER_TAPS, PATCH, POSITIONS, TILE, WinogradTiling
+from . import transforms
+from .tiling import FILTER_TAPS, WinogradTiling
 
 ENTRY = "winograd_conv2d_kernel"
 VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
-
-# Lavin and Gray's F(2x2, 3x3): V = Bᵀ d B of a 4x4 patch (row-major), U = G g Gᵀ of a 3x3 filter,
-# Y = Aᵀ m A of the 4x4 product (Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1],
-# Aᵀ = [1 1 1 0; 0 1 -1 -1]); rows first, then columns.
-_TRANSFORMS = r"""
-__device__ __forceinline__ void input_transform(const float d[16], float v[16]) {
-    float t[16];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        t[j] = d[j] - d[8 + j]; t[4 + j] = d[4 + j] + d[8 + j];
-        t[8 + j] = d[8 + j] - d[4 + j]; t[12 + j] = d[4 + j] - d[12 + j];
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        v[4 * i] = t[4 * i] - t[4 * i + 2]; v[4 * i + 1] = t[4 * i + 1] + t[4 * i + 2];
-        v[4 * i + 2] = t[4 * i + 2] - t[4 * i + 1]; v[4 * i + 3] = t[4 * i + 1] - t[4 * i + 3];
-    }
-}
-__device__ __forceinline__ void filter_transform(const float g[9], float u[16]) {
-    float s[12];
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-        s[j] = g[j]; s[3 + j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-        s[6 + j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]); s[9 + j] = g[6 + j];
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        u[4 * i] = s[3 * i]; u[4 * i + 1] = 0.5f * (s[3 * i] + s[3 * i + 1] + s[3 * i + 2]);
-        u[4 * i + 2] = 0.5f * (s[3 * i] - s[3 * i + 1] + s[3 * i + 2]); u[4 * i + 3] = s[3 * i + 2];
-    }
-}
-__device__ __forceinline__ void output_transform(const float m[16], float y[4]) {
-    float r[8];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        r[j] = m[j] + m[4 + j] + m[8 + j]; r[4 + j] = m[4 + j] - m[8 + j] - m[12 + j];
-    }
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        y[2 * i] = r[4 * i] + r[4 * i + 1] + r[4 * i + 2]; y[2 * i + 1] = r[4 * i + 1] - r[4 * i + 2] - r[4 * i + 3];
-    }
-}
-"""
-
 
 def _rounds_guard(count: int, threads: int) -> str:
     return "" if count % threads == 0 else f"if (i < {count}) "
 
 
 def _kept_offsets(t: WinogradTiling) -> str:
-    """Each patch's input offset and its 16 taps' padding tests, each filter's offset: chunk invariants."""
+    """Each patch's input offset and its taps' padding tests (a bit each), each filter's offset: chunk invariants."""
     c = t.conv
+    mask = _mask_type(t)
     top, left = c.padding[0], c.padding[1]
     patches, filters = t.chunk * t.block_tiles, t.block_co * t.chunk
     tile_plane = t.tiles_h * t.tiles_w
     return f"""
-    int patch_offset[{t.patch_rounds}]; unsigned patch_taps[{t.patch_rounds}];
+    int patch_offset[{t.patch_rounds}]; {mask} patch_taps[{t.patch_rounds}];
 #pragma unroll
     for (int r = 0; r < {t.patch_rounds}; ++r) {{
         const int i = r * {t.threads} + tid;
         const int tile = block_tile + i % {t.block_tiles};
         const int image = tile / {tile_plane}, ty = tile % {tile_plane} / {t.tiles_w}, tx = tile % {t.tiles_w};
-        const int row0 = ty * {TILE} - {top}, col0 = tx * {TILE} - {left};
+        const int row0 = ty * {t.tile} - {top}, col0 = tx * {t.tile} - {left};
         patch_offset[r] = ((image * {c.ci} + i / {t.block_tiles}) * {c.h} + row0) * {c.w} + col0;
-        unsigned taps = 0u;
+        {mask} taps = 0;
 #pragma unroll
-        for (int e = 0; e < {POSITIONS}; ++e)
-            taps |= (unsigned)((unsigned)(row0 + e / {PATCH}) < {c.h}u && (unsigned)(col0 + e % {PATCH}) < {c.w}u) << e;
-        patch_taps[r] = (i < {patches} && tile < {t.tiles}) ? taps : 0u;
+        for (int e = 0; e < {t.positions}; ++e)
+            taps |= ({mask})((unsigned)(row0 + e / {t.patch}) < {c.h}u && (unsigned)(col0 + e % {t.patch}) < {c.w}u) << e;
+        patch_taps[r] = (i < {patches} && tile < {t.tiles}) ? taps : 0;
     }}
     int filter_offset[{t.filter_rounds}]; unsigned filter_live = 0u;
 #pragma unroll
@@ -101,8 +59,8 @@ def _load(t: WinogradTiling) -> str:
         for (int r = 0; r < {t.patch_rounds}; ++r) {{
             const int at = patch_offset[r] + c0 * {c.h * c.w};
 #pragma unroll
-            for (int e = 0; e < {POSITIONS}; ++e)
-                d[r][e] = {patch_live}(patch_taps[r] >> e & 1u) ? __ldg(D + at + e / {PATCH} * {c.w} + e % {PATCH}) : 0.0f;
+            for (int e = 0; e < {t.positions}; ++e)
+                d[r][e] = {patch_live}(patch_taps[r] >> e & 1) ? __ldg(D + at + e / {t.patch} * {c.w} + e % {t.patch}) : 0.0f;
         }}
 #pragma unroll
         for (int r = 0; r < {t.filter_rounds}; ++r) {{
@@ -123,20 +81,20 @@ def _store(t: WinogradTiling, stage: str) -> str:
             for (int r = 0; r < {t.patch_rounds}; ++r) {{
                 const int i = r * {t.threads} + tid;
                 {_rounds_guard(t.chunk * t.block_tiles, t.threads)}{{
-                    float v[{POSITIONS}];
+                    float v[{t.positions}];
                     input_transform(d[r], v);
 #pragma unroll
-                    for (int e = 0; e < {POSITIONS}; ++e) sv[e * {t.chunk * t.block_tiles} + i] = v[e];
+                    for (int e = 0; e < {t.positions}; ++e) sv[e * {t.chunk * t.block_tiles} + i] = v[e];
                 }}
             }}
 #pragma unroll
             for (int r = 0; r < {t.filter_rounds}; ++r) {{
                 const int i = r * {t.threads} + tid;
                 {_rounds_guard(t.block_co * t.chunk, t.threads)}{{
-                    float u[{POSITIONS}];
+                    float u[{t.positions}];
                     filter_transform(g[r], u);
 #pragma unroll
-                    for (int e = 0; e < {POSITIONS}; ++e) su[e * {t.chunk * t.block_co} + i] = u[e];
+                    for (int e = 0; e < {t.positions}; ++e) su[e * {t.chunk * t.block_co} + i] = u[e];
                 }}
             }}
         }}"""
@@ -155,7 +113,7 @@ def _compute(t: WinogradTiling, stage: str) -> str:
             const float* su = smem + ({stage}) * {t.stage_floats} + p0 * {t.chunk * t.block_co} + co0;
             const float* sv = smem + ({stage}) * {t.stage_floats} + {t.u_floats} + p0 * {t.chunk * t.block_tiles} + t0;
 #pragma unroll
-            for (int pp = 0; pp < {t.positions}; ++pp)
+            for (int pp = 0; pp < {t.warp_positions}; ++pp)
 #pragma unroll
                 for (int k = 0; k < {t.chunk}; ++k) {{
                     float a[{t.thread_co}], b[{t.thread_tiles}];
@@ -199,6 +157,18 @@ def _main_loop(t: WinogradTiling) -> str:
     }}"""
 
 
+def _stores(t: WinogradTiling) -> str:
+    """The tile's outputs `out` (row-major) to `to`, those past the output's bottom or right edge left out."""
+    c = t.conv
+    lines = []
+    for a in range(t.tile):
+        row = [f"{'' if c.ow % t.tile == 0 or b == 0 else f'if (ox + {b} < {c.ow}) '}to[{a * c.ow + b}] = out[{a * t.tile + b}];"
+               for b in range(t.tile)]
+        below = "" if c.oh % t.tile == 0 or a == 0 else f"if (oy + {a} < {c.oh}) "
+        lines.append(f"{below}{{ {' '.join(row)} }}")
+    return "\n            ".join(lines)
+
+
 def _epilogue(t: WinogradTiling) -> str:
     """Accumulators into M[p][co][tile] in shared memory, then whole tiles out of it: Y = Aᵀ M A, to NCHW."""
     c = t.conv
@@ -206,13 +176,11 @@ def _epilogue(t: WinogradTiling) -> str:
     vt = VECTOR_TYPE[width]
     pairs = t.block_co * t.block_tiles
     tile_plane = t.tiles_h * t.tiles_w
-    right = "" if c.ow % TILE == 0 else f"if (ox + 1 < {c.ow}) "
-    below = "" if c.oh % TILE == 0 else f"if (oy + 1 < {c.oh}) "
     values = ", ".join(f"acc[pp][x][y + {e}]" for e in range(width))
     vector = values if width == 1 else f"make_float{width}({values})"
     return f"""
 #pragma unroll
-    for (int pp = 0; pp < {t.positions}; ++pp)
+    for (int pp = 0; pp < {t.warp_positions}; ++pp)
 #pragma unroll
         for (int x = 0; x < {t.thread_co}; ++x)
 #pragma unroll
@@ -224,20 +192,20 @@ def _epilogue(t: WinogradTiling) -> str:
         const int i = r * {t.threads} + tid;
         const int co = block_co + i / {t.block_tiles}, tile = block_tile + i % {t.block_tiles};
         if ({"i < " + str(pairs) + " && " if pairs % t.threads else ""}co < {c.co} && tile < {t.tiles}) {{
-            float m[{POSITIONS}], out[{TILE * TILE}];
+            float m[{t.positions}], out[{t.tile * t.tile}];
 #pragma unroll
-            for (int e = 0; e < {POSITIONS}; ++e) m[e] = smem[e * {pairs} + i];
+            for (int e = 0; e < {t.positions}; ++e) m[e] = smem[e * {pairs} + i];
             output_transform(m, out);
-            const int image = tile / {tile_plane}, oy = tile % {tile_plane} / {t.tiles_w} * {TILE}, ox = tile % {t.tiles_w} * {TILE};
+            const int image = tile / {tile_plane}, oy = tile % {tile_plane} / {t.tiles_w} * {t.tile}, ox = tile % {t.tiles_w} * {t.tile};
             float* to = Y + ((size_t)(image * {c.co} + co) * {c.oh} + oy) * {c.ow} + ox;
-            to[0] = out[0];
-            {right}to[1] = out[1];
-            {below}{{
-                to[{c.ow}] = out[2];
-                {right}to[{c.ow + 1}] = out[3];
-            }}
+            {_stores(t)}
         }}
     }}"""
+
+
+def _mask_type(t: WinogradTiling) -> str:
+    """A patch's padding tests, a bit a tap."""
+    return "unsigned" if t.positions <= 32 else "unsigned long long"
 
 
 def generate(t: WinogradTiling) -> KernelSource:
@@ -245,26 +213,26 @@ def generate(t: WinogradTiling) -> KernelSource:
     if reason:
         raise ValueError(reason)
     c = t.conv
-    code = f"""// conv2d NCHW fp32 Winograd F(2x2, 3x3), fused: data [{c.n}, {c.ci}, {c.h}, {c.w}], kernel [{c.co}, {c.ci}, 3, 3],
-// padding {list(c.padding)}, out [{c.n}, {c.co}, {c.oh}, {c.ow}]: {t.tiles} tiles of 2x2
-// block {t.block_co} channels x {t.block_tiles} tiles, chunk {t.chunk}; warp {t.warp_co}x{t.warp_tiles} of {t.positions} position(s),
+    code = f"""// conv2d NCHW fp32 Winograd F({t.tile}x{t.tile}, 3x3), fused: data [{c.n}, {c.ci}, {c.h}, {c.w}], kernel [{c.co}, {c.ci}, 3, 3],
+// padding {list(c.padding)}, out [{c.n}, {c.co}, {c.oh}, {c.ow}]: {t.tiles} tiles of {t.tile}x{t.tile}
+// block {t.block_co} channels x {t.block_tiles} tiles, chunk {t.chunk}; warp {t.warp_co}x{t.warp_tiles} of {t.warp_positions} position(s),
 // lanes {t.lanes_m}x{t.lanes_n}, thread {t.thread_co}x{t.thread_tiles}; pipeline {t.pipeline}
-{_TRANSFORMS}
+{transforms.functions(t.tile)}
 extern "C" __global__ void __launch_bounds__({t.threads})
 {ENTRY}(const float* __restrict__ D, const float* __restrict__ W, float* __restrict__ Y)
 {{
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     // This warp's positions, and its lane's first output channel and tile (within the block).
-    const int p0 = warp / {t.warps_per_position_group} * {t.positions}, wi = warp % {t.warps_per_position_group};
+    const int p0 = warp / {t.warps_per_position_group} * {t.warp_positions}, wi = warp % {t.warps_per_position_group};
     const int co0 = wi / {t.warps_tiles} * {t.warp_co} + lane / {t.lanes_n} * {t.thread_co};
     const int t0 = wi % {t.warps_tiles} * {t.warp_tiles} + lane % {t.lanes_n} * {t.thread_tiles};
     const int block_tile = blockIdx.x * {t.block_tiles}, block_co = blockIdx.y * {t.block_co};
 {_kept_offsets(t)}
-    float d[{t.patch_rounds}][{POSITIONS}], g[{t.filter_rounds}][{FILTER_TAPS}];
-    float acc[{t.positions}][{t.thread_co}][{t.thread_tiles}];
+    float d[{t.patch_rounds}][{t.positions}], g[{t.filter_rounds}][{FILTER_TAPS}];
+    float acc[{t.warp_positions}][{t.thread_co}][{t.thread_tiles}];
 #pragma unroll
-    for (int pp = 0; pp < {t.positions}; ++pp)
+    for (int pp = 0; pp < {t.warp_positions}; ++pp)
 #pragma unroll
         for (int x = 0; x < {t.thread_co}; ++x)
 #pragma unroll

@@ -1,4 +1,4 @@
-"""NCHW fp32 3x3 stride-1 conv2d by Winograd's F(2x2, 3x3), fused in one kernel (`tiling` says how)."""
+"""NCHW fp32 3x3 stride-1 conv2d by Winograd's F(2x2, 3x3) or F(4x4, 3x3), fused in one kernel (`tiling` says how)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +11,7 @@ from ..base import (FLOAT_BYTES, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSou
                     knob_features, why_launch_fails)
 from ..conv2d.tiling import ConvParams
 from . import kernel
-from .tiling import PIPELINES, TEMPLATE_NAME, winograd_conv_params, winograd_tiling
+from .tiling import PIPELINES, TEMPLATE_NAME, TILES, winograd_conv_params, winograd_tiling
 
 
 class Conv2dNCHWWinograd(Template):
@@ -26,12 +26,13 @@ class Conv2dNCHWWinograd(Template):
 
     def define_space(self, params: ConvParams) -> ConfigSpace:
         return ConfigSpace([
+            OtherKnob("tile", list(TILES)),
             OtherKnob("block_co", [16, 32, 64]),
             OtherKnob("block_tiles", [16, 32, 64]),
             OtherKnob("chunk", [4, 8, 16]),
             OtherKnob("warp_co", [8, 16, 32, 64]),
             OtherKnob("warp_tiles", [8, 16, 32, 64]),
-            OtherKnob("positions", [1, 2, 4]),
+            OtherKnob("warp_positions", [1, 2, 4]),
             OtherKnob("warp_lanes_n", [2, 4, 8, 16]),
             OtherKnob("pipeline", list(PIPELINES)),
         ])
@@ -43,7 +44,7 @@ class Conv2dNCHWWinograd(Template):
             return reason
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
         opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(tiling.launch(), opted_in)
+        return why_launch_fails(tiling.launch(), opted_in) or tiling.why_over_register_budget()
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         tiling = winograd_tiling(params, config)
@@ -65,9 +66,10 @@ class Conv2dNCHWWinograd(Template):
         return out
 
     def default_config(self, params: ConvParams, space: ConfigSpace) -> ConfigEntity:
-        """32 channels by 32 tiles, 8 warps of 2 positions, 4x8 registers a position, chunks of 8, prefetch."""
-        entity = [["block_co", "ot", 32], ["block_tiles", "ot", 32], ["chunk", "ot", 8], ["warp_co", "ot", 32],
-                  ["warp_tiles", "ot", 32], ["positions", "ot", 2], ["warp_lanes_n", "ot", 4],
+        """F(2x2, 3x3), 32 channels by 32 tiles, 8 warps of 2 positions, 4x8 registers a position, chunks of 8,
+        prefetch."""
+        entity = [["tile", "ot", 2], ["block_co", "ot", 32], ["block_tiles", "ot", 32], ["chunk", "ot", 8], ["warp_co", "ot", 32],
+                  ["warp_tiles", "ot", 32], ["warp_positions", "ot", 2], ["warp_lanes_n", "ot", 4],
                   ["pipeline", "ot", "prefetch"]]
         return first_valid(space, space.from_entity(entity))
 

@@ -1,46 +1,45 @@
-"""A 3x3 stride-1 NCHW fp32 convolution by Winograd's minimal filtering F(2x2, 3x3), fused in one kernel.
+"""A 3x3 stride-1 NCHW fp32 convolution by Winograd's minimal filtering F(m x m, 3x3), fused in one kernel.
 
 Args are `conv2d_nchw.cuda`'s (engine.ops.conv2d), so the direct conv, the implicit GEMM and this tune the
 same layers and each one's leaderboard links the others'. Lavin and Gray's algorithm ("Fast Algorithms
-for Convolutional Neural Networks", 2015): the output is cut into 2x2 tiles, each read from a 4x4 input
-patch (stride 2, overlapping by 2; zeros in the padding), and
+for Convolutional Neural Networks", 2015): the output is cut into m x m tiles (`tile` m = 2 or 4), each
+read from an (m+2) x (m+2) input patch (patches overlap by 2; zeros in the padding), and
 
-    V = Bᵀ d B (the patch, adds only)     U = G g Gᵀ (each filter)     Y = Aᵀ [Σ_ci U ⊙ V] A
+    V = Bᵀ d B (the patch)     U = G g Gᵀ (each filter)     Y = Aᵀ [Σ_ci U ⊙ V] A
 
-so a tile's 36 multiply-adds per input channel become the 16 of the element-wise product. Summed over
-input channels, that product is 16 independent GEMMs, one per position p of the 4x4 transform:
+so a tile's 9·m² multiply-adds per input channel become the (m+2)² of the element-wise product: 16 for
+4 outputs at m = 2 (2.25 times fewer), 36 for 16 at m = 4 (4 times fewer, for larger transforms and a
+larger rounding error, near 1e-5 of the output's norm against F(2x2)'s 1e-7). Summed over input
+channels, that product is (m+2)² independent GEMMs, one per position p of the transform:
 
     M_p[co, tile] = Σ_ci U_p[co, ci] · V_p[ci, tile]
 
 A block owns `block_co` output channels by `block_tiles` tiles, and steps through the input channels
 `chunk` at a time: its threads load the chunk's patches and filters, transform them (V and U, the filters
 each block again: the workload's weights are its input) into shared memory as U[p][ci][co] and V[p][ci][tile],
-then compute. The warps split the 16 positions among them, `positions` each, and within a position the
+then compute. The warps split the positions among them, `warp_positions` each, and within a position the
 block tile as the SIMT GEMM does (warp tiles of `warp_co` x `warp_tiles`, lanes `32 / warp_lanes_n` by
 `warp_lanes_n`, each with a contiguous register tile), so the multiply-adds are outer products from
 shared memory, vector reads. At the end the accumulators meet in shared memory (M[p][co][tile]) and each
 thread transforms whole tiles back (Y = Aᵀ M A) to the NCHW output. `pipeline` `prefetch` loads the next
 chunk into registers while this one computes, into the other of two stages; `sync` loads, then computes.
-A thread's patches and filters keep their tile and channel offsets, and the padding tests of their 16
+A thread's patches and filters keep their tile and channel offsets, and the padding tests of their
 taps, from chunk to chunk: they are worked out once, before the loop.
 
-Cost: the filter transform is repeated by every column of blocks, and the patches overlap (16 reads
-for 4 outputs); both stay off the multiply-adds' loop, once a chunk. F(2x2, 3x3) adds about an ulp per
-transform: its error against the float64 reference stays near the direct conv's.
+Cost: the filter transform is repeated by every column of blocks, and the patches overlap; both stay off
+the multiply-adds' loop, once a chunk.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
-from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
+from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape, launch_register_budget
 from ..conv2d.tiling import ConvParams, nchw_conv_params
 
 TEMPLATE_NAME = "conv2d_nchw_winograd_fused"
 PIPELINES = ("sync", "prefetch")
-POSITIONS = 16  # of F(2x2, 3x3)'s 4x4 transform
-TILE = 2  # outputs a side of a tile
-PATCH = 4  # inputs a side of a patch
+TILES = (2, 4)  # outputs a side of a tile: F(2x2, 3x3) and F(4x4, 3x3)
 FILTER_TAPS = 9
 REGISTER_TILE_SIDES = (1, 2, 4, 8)
 
@@ -48,7 +47,7 @@ REGISTER_TILE_SIDES = (1, 2, 4, 8)
 def winograd_conv_params(args: list) -> ConvParams:
     conv = nchw_conv_params(TEMPLATE_NAME, args)
     if (conv.kh, conv.kw) != (3, 3) or conv.stride != (1, 1):
-        raise BadArgs(f"{TEMPLATE_NAME} computes 3x3 convolutions of stride 1 (F(2x2, 3x3)), not "
+        raise BadArgs(f"{TEMPLATE_NAME} computes 3x3 convolutions of stride 1 (F(m x m, 3x3)), not "
                       f"{conv.kh}x{conv.kw} of stride {list(conv.stride)}: the direct and implicit-GEMM templates "
                       "take the others")
     return conv
@@ -57,26 +56,37 @@ def winograd_conv_params(args: list) -> ConvParams:
 @dataclass(frozen=True)
 class WinogradTiling:
     conv: ConvParams
+    tile: int
     block_co: int
     block_tiles: int
     chunk: int
     warp_co: int
     warp_tiles: int
-    positions: int
+    warp_positions: int
     lanes_n: int
     pipeline: str
 
     @property
+    def patch(self) -> int:
+        """Inputs a side of a tile's patch."""
+        return self.tile + 2
+
+    @property
+    def positions(self) -> int:
+        """Of the transform: the GEMMs."""
+        return self.patch * self.patch
+
+    @property
     def tiles_h(self) -> int:
-        return -(-self.conv.oh // TILE)
+        return -(-self.conv.oh // self.tile)
 
     @property
     def tiles_w(self) -> int:
-        return -(-self.conv.ow // TILE)
+        return -(-self.conv.ow // self.tile)
 
     @property
     def tiles(self) -> int:
-        """2x2 output tiles of all images: the GEMMs' N."""
+        """Output tiles of all images: the GEMMs' N."""
         return self.conv.n * self.tiles_h * self.tiles_w
 
     @property
@@ -105,11 +115,11 @@ class WinogradTiling:
 
     @property
     def threads(self) -> int:
-        return self.warps_per_position_group * (POSITIONS // self.positions) * 32
+        return self.warps_per_position_group * (self.positions // self.warp_positions) * 32
 
     @property
     def accumulators(self) -> int:
-        return self.positions * self.thread_co * self.thread_tiles
+        return self.warp_positions * self.thread_co * self.thread_tiles
 
     @property
     def stages(self) -> int:
@@ -118,16 +128,16 @@ class WinogradTiling:
     @property
     def u_floats(self) -> int:
         """U[p][ci][co] of one stage; V[p][ci][tile] follows it."""
-        return POSITIONS * self.chunk * self.block_co
+        return self.positions * self.chunk * self.block_co
 
     @property
     def stage_floats(self) -> int:
-        return POSITIONS * self.chunk * (self.block_co + self.block_tiles)
+        return self.positions * self.chunk * (self.block_co + self.block_tiles)
 
     @property
     def exchange_floats(self) -> int:
-        """M[p][co][tile]: the accumulators of the block, where each thread finds its tiles' 16 positions."""
-        return POSITIONS * self.block_co * self.block_tiles
+        """M[p][co][tile]: the accumulators of the block, where each thread finds its tiles' positions."""
+        return self.positions * self.block_co * self.block_tiles
 
     @property
     def shared_bytes(self) -> int:
@@ -154,17 +164,19 @@ class WinogradTiling:
     @property
     def registers(self) -> int:
         """Accumulators, a step's fragments, the patches and filters in flight, their kept offsets and tests."""
-        held = POSITIONS * self.patch_rounds + FILTER_TAPS * self.filter_rounds
-        staged = held if self.pipeline == "prefetch" else POSITIONS  # sync: one patch at a time
-        kept = 2 * self.patch_rounds + self.filter_rounds
-        return self.accumulators + self.thread_co + self.thread_tiles + staged + kept + REGISTER_OVERHEAD
+        held = self.positions * self.patch_rounds + FILTER_TAPS * self.filter_rounds
+        kept = (2 + (self.positions > 32)) * self.patch_rounds + self.filter_rounds
+        return self.accumulators + self.thread_co + self.thread_tiles + held + kept + REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:
-        detail = (f"{self.stages} stage(s) of U {POSITIONS}x{self.chunk}x{self.block_co} + V {POSITIONS}x{self.chunk}x"
-                  f"{self.block_tiles} floats, or the {POSITIONS}x{self.block_co}x{self.block_tiles} exchange")
+        p = self.positions
+        detail = (f"{self.stages} stage(s) of U {p}x{self.chunk}x{self.block_co} + V {p}x{self.chunk}x"
+                  f"{self.block_tiles} floats, or the {p}x{self.block_co}x{self.block_tiles} exchange")
         return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, self.registers, detail)
 
     def why_not_tiled(self) -> str | None:
+        if self.positions % self.warp_positions:
+            return f"warp_positions {self.warp_positions} does not divide F({self.tile}x{self.tile}, 3x3)'s {self.positions}"
         if self.block_co % self.warp_co or self.block_tiles % self.warp_tiles:
             return (f"warp tile {self.warp_co}x{self.warp_tiles} does not divide block tile "
                     f"{self.block_co}x{self.block_tiles}")
@@ -176,9 +188,16 @@ class WinogradTiling:
                     f"{list(REGISTER_TILE_SIDES)}")
         return None
 
+    def why_over_register_budget(self) -> str | None:
+        budget = launch_register_budget(self.threads)
+        if self.registers > budget:
+            return (f"a thread needs about {self.registers} registers, more than the {budget} a block of "
+                    f"{self.threads} threads leaves it (ptxas budgets whole warpgroups)")
+        return None
+
 
 def winograd_tiling(conv: ConvParams, config: ConfigEntity) -> WinogradTiling:
     v = config.values()
-    return WinogradTiling(conv=conv, block_co=v["block_co"], block_tiles=v["block_tiles"], chunk=v["chunk"],
-                          warp_co=v["warp_co"], warp_tiles=v["warp_tiles"], positions=v["positions"],
-                          lanes_n=v["warp_lanes_n"], pipeline=v["pipeline"])
+    return WinogradTiling(conv=conv, tile=v["tile"], block_co=v["block_co"], block_tiles=v["block_tiles"],
+                          chunk=v["chunk"], warp_co=v["warp_co"], warp_tiles=v["warp_tiles"],
+                          warp_positions=v["warp_positions"], lanes_n=v["warp_lanes_n"], pipeline=v["pipeline"])

@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 from ...space import ConfigEntity
 from ..args import tensor_shape
-from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, BadArgs, LaunchShape
+from ..base import (FLOAT_BYTES, REGISTER_OVERHEAD, WARPGROUP, BadArgs, LaunchShape,
+                    launch_register_budget)
 
 TEMPLATE_NAME = "gemm"
 PIPELINES = ("sync", "prefetch", "cp_async_2", "cp_async_3", "cp_async_4")
@@ -66,7 +67,7 @@ TMA_OFFSET_REGISTERS = 8
 # warp got 168 a thread, as 12 warps do), so where the consumers are whole warpgroups the producer
 # is one too and keeps this many registers (setmaxnreg, a warpgroup at a time) if that gives the
 # consumers more than a producer warp would leave them (the tensor-core GEMM's TMA producer does so).
-WARPGROUP, TMA_PRODUCER_REGISTERS, REGISTER_FILE = 128, 40, 65536
+TMA_PRODUCER_REGISTERS = 40
 BLOCK_K_CHOICES = (8, 16, 32)
 SPLIT_K_CHOICES = (1, 2, 4, 8, 16)
 # Split-K partials live in a workspace of split_k x M x N floats; beyond this it is not worth the memory.
@@ -204,7 +205,7 @@ class GemmTiling:
     @property
     def producer_threads(self) -> int:
         """loader tma: a warpgroup that moves registers to the consumers, or one warp."""
-        return WARPGROUP if self._moved_registers() > _launch_registers(self.consumer_threads + 32) else 32
+        return WARPGROUP if self._moved_registers() > launch_register_budget(self.consumer_threads + 32) else 32
 
     @property
     def producer_registers(self) -> int:
@@ -214,7 +215,7 @@ class GemmTiling:
     @property
     def consumer_registers(self) -> int:
         """loader tma: the registers a consumer thread has to work with (setmaxnreg.inc's, or the launch's)."""
-        return self._moved_registers() if self.producer_registers else _launch_registers(self.threads)
+        return self._moved_registers() if self.producer_registers else launch_register_budget(self.threads)
 
     def _moved_registers(self) -> int:
         """What each consumer would get beside a producer warpgroup that keeps TMA_PRODUCER_REGISTERS:
@@ -223,7 +224,7 @@ class GemmTiling:
         if self.consumer_threads % WARPGROUP:
             return 0
         threads = self.consumer_threads + WARPGROUP
-        spare = _launch_registers(threads) * threads - TMA_PRODUCER_REGISTERS * WARPGROUP
+        spare = launch_register_budget(threads) * threads - TMA_PRODUCER_REGISTERS * WARPGROUP
         return min(spare // self.consumer_threads // 8 * 8, 248)
 
     @property
@@ -372,7 +373,7 @@ class GemmTiling:
         registers = self.registers
         if self.uses_tma:  # the consumers' budget is _why_not_tma's rule
             detail = f"{self.stages} TMA stage(s) of {self.tma_stage_bytes} bytes, aligned, and their barriers"
-            registers = min(registers, _launch_registers(self.threads))
+            registers = min(registers, launch_register_budget(self.threads))
         return LaunchShape((self.threads, 1, 1), self.grid, self.shared_bytes, registers, detail)
 
     def why_not_tiled(self) -> str | None:
@@ -428,14 +429,6 @@ class GemmTiling:
             return (f"a consumer thread needs about {self.registers} registers (accumulators and fragments), "
                     f"more than the {self.consumer_registers} it gets beside the producer")
         return None
-
-
-def _launch_registers(threads: int) -> int:
-    """Registers per thread that __launch_bounds__(threads, 1) leaves: the register file over
-    the block's warps rounded up to whole warpgroups (as ptxas counts them), allocated 8 a thread
-    at a time, at most 255."""
-    warpgroups = -(-threads // WARPGROUP)
-    return min(REGISTER_FILE // (warpgroups * WARPGROUP * 8) * 8, 255)
 
 
 def gemm_tiling(params: GemmParams, config: ConfigEntity, tiling: type[GemmTiling] = GemmTiling,

@@ -1,0 +1,61 @@
+"""Winograd's F(m x m, 3x3) transform matrices (Lavin and Gray, 2015), and the straight-line CUDA that
+applies one: `out = L · x · Rᵀ` for a row-major x, rows first, zeros left out, ±1 without a multiply,
+and a row whose coefficients share one magnitude as a multiple of a plain sum."""
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+# m -> (Bᵀ, G, Aᵀ): V = Bᵀ d Bᵀᵀ of an (m+2)² patch, U = G g Gᵀ of a 3x3 filter, Y = Aᵀ M Aᵀᵀ of the product.
+MATRICES = {
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [F(1, 2), F(1, 2), F(1, 2)], [F(1, 2), F(-1, 2), F(1, 2)], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+         [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[F(1, 4), 0, 0], [F(-1, 6), F(-1, 6), F(-1, 6)], [F(-1, 6), F(1, 6), F(-1, 6)],
+         [F(1, 24), F(1, 12), F(1, 6)], [F(1, 24), F(-1, 12), F(1, 6)], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+}
+
+
+def _literal(value: F) -> str:
+    return f"{float(value)!r}f"
+
+
+def _combination(terms: list[tuple[F, str]]) -> str:
+    """Σ coefficient · variable as CUDA: zeros dropped, ±1 without a multiply, a common magnitude factored out."""
+    terms = [(F(c), v) for c, v in terms if c != 0]
+    if not terms:
+        return "0.0f"
+    magnitudes = {abs(c) for c, _ in terms}
+    scale = magnitudes.pop() if len(magnitudes) == 1 else F(1)
+    pieces = []
+    for c, v in terms:
+        size = abs(c) / scale
+        pieces.append(f"{'-' if c < 0 else '+'} {v if size == 1 else f'{_literal(size)} * {v}'}")
+    text = " ".join(pieces)
+    text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+    if scale == 1:
+        return text
+    return f"{_literal(scale)} * {text if len(terms) == 1 else f'({text})'}"
+
+
+def function(name: str, left: list[list], right: list[list]) -> str:
+    """`__device__ void name(const float x[K·L], float y[R·S])`: y = left (R x K) · x (K x L) · rightᵀ (L x S)."""
+    rows, inner, cols, width = len(left), len(left[0]), len(right), len(right[0])
+    body = [f"    float t[{rows * width}];"]
+    for i in range(rows):
+        for l in range(width):
+            body.append(f"    t[{i * width + l}] = {_combination([(left[i][k], f'x[{k * width + l}]') for k in range(inner)])};")
+    for i in range(rows):
+        for j in range(cols):
+            body.append(f"    y[{i * cols + j}] = {_combination([(right[j][l], f't[{i * width + l}]') for l in range(width)])};")
+    return (f"__device__ __forceinline__ void {name}(const float x[{inner * width}], float y[{rows * cols}]) {{\n"
+            + "\n".join(body) + "\n}\n")
+
+
+def functions(tile: int) -> str:
+    """input_transform (patch to V), filter_transform (filter to U) and output_transform (M to the tile)."""
+    b_t, g, a_t = MATRICES[tile]
+    return (function("input_transform", b_t, b_t) + function("filter_transform", g, g)
+            + function("output_transform", a_t, a_t))
