@@ -80,6 +80,10 @@ def test_a_block_whose_exchange_does_not_fit_shared_memory_is_refused():
                                                   "warp_tiles": 16, "chunk": 4, "pipeline": "sync"}),
     (conv2d_args(7, 16, 32, 3, 1, 2), {"tile": 4, "chunk": 16, "warp_positions": 4, "block_co": 16, "warp_co": 16,
                                        "block_tiles": 16, "warp_tiles": 16, "warp_lanes_n": 4}),
+    # F(4x4) in 4 warps of 9 positions each (144 accumulators a thread), and in 6 warps of 6
+    (batched(conv2d_args(9, 6, 20, 3, 1, 1), 2), {"tile": 4, "warp_positions": 9, "block_tiles": 16, "warp_tiles": 16,
+                                                  "pipeline": "sync"}),
+    (conv2d_args(9, 6, 20, 3, 1, 1), {"tile": 4, "warp_positions": 6, "block_tiles": 16, "warp_tiles": 16}),
 ])
 def test_configs_compute_the_convolution(args, knobs):
     task = engine.create_task(NAME, args)

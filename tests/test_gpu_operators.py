@@ -152,10 +152,12 @@ def test_random_winograd_conv_configs_compute_the_convolution(measurer, layer):
     ("WG-C12", {"pipeline": "prefetch"}),
     ("WG-28-128-128-k3-b32", {"pipeline": "sync", "chunk": 16, "block_tiles": 16, "warp_tiles": 16}),
     ("WG-14-256-256-k3-b32", {"pipeline": "prefetch", "chunk": 4, "block_tiles": 16, "warp_tiles": 16}),
+    ("WG-28-128-128-k3-b16", {"pipeline": "sync", "warp_positions": 9, "block_co": 32, "warp_co": 32,
+                              "block_tiles": 16, "warp_tiles": 16}),
 ])
 def test_winograd_conv_f4x4_configs_compute_the_convolution(measurer, layer, knobs):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
-    config = winograd_config(task, tile=4, warp_positions=4, block_co=16, warp_co=16, **knobs)
+    config = winograd_config(task, **{"tile": 4, "warp_positions": 4, "block_co": 16, "warp_co": 16, **knobs})
     assert task.why_invalid(config) is None, task.why_invalid(config)
     assert_all_correct(measurer, task, [config])
 

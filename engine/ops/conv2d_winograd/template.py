@@ -32,7 +32,7 @@ class Conv2dNCHWWinograd(Template):
             OtherKnob("chunk", [4, 8, 16]),
             OtherKnob("warp_co", [8, 16, 32, 64]),
             OtherKnob("warp_tiles", [8, 16, 32, 64]),
-            OtherKnob("warp_positions", [1, 2, 4]),
+            OtherKnob("warp_positions", [1, 2, 3, 4, 6, 8, 9]),
             OtherKnob("warp_lanes_n", [2, 4, 8, 16]),
             OtherKnob("pipeline", list(PIPELINES)),
         ])
