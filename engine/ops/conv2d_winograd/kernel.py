@@ -7,11 +7,12 @@ import numpy as np
 from ..base import KernelSource
 from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import ConvParams
+from ..gemm.kernel import VECTOR_TYPE
 from . import transforms
 from .tiling import FILTER_TAPS, WinogradTiling
 
 ENTRY = "winograd_conv2d_kernel"
-VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
+
 
 def _rounds_guard(count: int, threads: int) -> str:
     return "" if count % threads == 0 else f"if (i < {count}) "
