@@ -7,7 +7,7 @@ all timed by the runner's rule (CUDA graph of `number` launches, `repeat` times)
 Writes a JSON summary and a Markdown table; stops starting new layers once
 `--budget-s` seconds have passed (run it again with the same --log-dir to go on).
 `--layers` names presets of any conv template: C1-C12 are the direct schedule's (conv2d_nchw.cuda),
-IG-C1 ... and the batched IG-... the implicit GEMM's (engine.workloads). `--vary KNOB` first measures
+IG-C1 ... and the batched IG-... the implicit GEMM's, WG-... the Winograd conv's (engine.workloads). `--vary KNOB` first measures
 the log's fastest configs at that knob's other options (benchmarks/variants.py), so a tuning run that
 resumes logs from before a knob existed learns what it does.
 
@@ -49,8 +49,9 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
     start = time.time()
     history = read_history(log)
     seeded = variants.seeds(task, history, options.vary, dict(options.set_varied), options.vary_top) if options.vary else []
+    seeded_results = measurer.measure(task, seeded) if seeded else []
     if seeded:
-        append_to_log(log, task, measurer.device.target, seeded, measurer.measure(task, seeded))
+        append_to_log(log, task, measurer.device.target, seeded, seeded_results)
         history = read_history(log)
     result = tune(task, tuner, measurer, options.trials, history=history, callbacks=[log_to_file(log)],
                   batch_size=options.batch_size)
@@ -64,7 +65,7 @@ def tune_layer(name: str, measurer: GpuMeasurer, options: argparse.Namespace) ->
         "trials": result.trials + result.resumed, "seeded": len(seeded),
         "measured_now": measured, "tune_wall_s": wall,
         "configs_per_s": measured / wall if wall > 0 and measured else None,
-        "failures": sum(1 for r in result.results if not r.ok),
+        "failures": sum(1 for r in [*seeded_results, *result.results] if not r.ok),
         "tuned_us": best.mean_cost * 1e6 if best else None,
         "tuned_config": best.config_index if best else None,
         "cudnn_us": cudnn.mean_cost * 1e6 if cudnn.ok else None,

@@ -86,7 +86,7 @@ def loop_mix(code: str, arch: str, workdir: str) -> LoopMix:
                    int(spills.group(1)) if spills else 0)
 
 
-def variants(task, index: int, vary: str | None, always: dict, varied: dict) -> list:
+def configs_along(task, index: int, vary: str | None, always: dict, varied: dict) -> list:
     """The config at `index` with `always` set, then (`vary`) at every other option of that knob, with
     `varied` set too; each with the template's reason it is invalid, or None."""
     space = task.config_space
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         for spec in options.config:
             preset, _, index = spec.partition("=")
             task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
-            for config, why in variants(task, int(index), options.vary, dict(options.set), dict(options.set_varied)):
+            for config, why in configs_along(task, int(index), options.vary, dict(options.set), dict(options.set_varied)):
                 knob = f"{config[options.vary].val} | " if options.vary else ""
                 if why:
                     lines.append(f"| {preset} | {config.index} | {knob}invalid: {why} ||||||")

@@ -156,7 +156,7 @@ for _batch in CONV_BATCHES:
         PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", "conv2d_nchw_implicit_gemm",
                                 conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
                                 f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
-# Winograd F(2x2, 3x3) presets (engine.ops.conv2d_winograd, the same args): the 3x3 stride-1 layers of the above.
+# Winograd presets (engine.ops.conv2d_winograd, F(2x2) or F(4x4), the same args): the 3x3 stride-1 layers above.
 for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
     if (_k, _s) == (3, 1):
         PRESETS[f"WG-{_name}"] = Preset(f"WG-{_name}", "ResNet-18 Winograd", "conv2d_nchw_winograd_fused",

@@ -1,4 +1,4 @@
-"""The fused F(2x2, 3x3) Winograd conv: the direct conv's 3x3 stride-1 workloads, checked by running its kernels
+"""The fused Winograd conv, F(2x2, 3x3) and F(4x4, 3x3): the direct conv's 3x3 stride-1 workloads, checked by running its kernels
 here (tests/cuda_on_cpu) against the float64 reference, and compiled for both architectures."""
 import numpy as np
 import pytest
@@ -43,9 +43,10 @@ def test_every_preset_has_a_valid_default_and_valid_samples(preset):
 
 def test_a_block_of_nine_warps_is_held_to_twelve_warps_registers():
     task = engine.create_task(NAME, PRESETS["WG-C12"].args)
-    nine = config(task, tile=4, warp_positions=4)  # 36 positions, 4 a warp: 9 warps, 128 accumulators
-    assert "more than the 168 a block of 288 threads leaves it" in task.why_invalid(nine)
-    assert task.why_invalid(config(task, tile=4, warp_positions=4, block_co=16, warp_co=16)) is None
+    # 36 positions, 4 a warp: 9 warps; 64 accumulators, and the filters of chunks of 16 in two rounds
+    nine = config(task, tile=4, warp_positions=4, block_tiles=16, warp_tiles=16, chunk=16)
+    assert "about 173 registers, more than the 168 a block of 288 threads leaves it" in task.why_invalid(nine)
+    assert task.why_invalid(config(task, tile=4, warp_positions=4, block_tiles=16, warp_tiles=16, chunk=8)) is None
 
 
 def test_a_block_whose_exchange_does_not_fit_shared_memory_is_refused():
@@ -77,7 +78,8 @@ def test_a_block_whose_exchange_does_not_fit_shared_memory_is_refused():
     # F(4x4, 3x3): 36 positions, 6x6 patches; a 9x9 output's last tiles are a quarter inside
     (conv2d_args(9, 6, 20, 3, 1, 1), {"tile": 4, "warp_positions": 4, "block_co": 16, "warp_co": 16}),
     (batched(conv2d_args(9, 8, 16, 3, 1, 0), 2), {"tile": 4, "block_co": 16, "warp_co": 16, "block_tiles": 16,
-                                                  "warp_tiles": 16, "chunk": 4, "pipeline": "sync"}),
+                                                  "warp_tiles": 16, "chunk": 4, "warp_positions": 4,
+                                                  "pipeline": "sync"}),
     (conv2d_args(7, 16, 32, 3, 1, 2), {"tile": 4, "chunk": 16, "warp_positions": 4, "block_co": 16, "warp_co": 16,
                                        "block_tiles": 16, "warp_tiles": 16, "warp_lanes_n": 4}),
     # F(4x4) in 4 warps of 9 positions each (144 accumulators a thread), and in 6 warps of 6

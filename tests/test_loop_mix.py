@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import engine  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
-from loop_mix import main_loop, variants  # noqa: E402
+from loop_mix import configs_along, main_loop  # noqa: E402
 
 # An outer loop (0x0040-0x00c0) around an inner one (0x0060-0x0090), and a loop without FFMAs after them.
 SASS = """
@@ -39,10 +39,10 @@ def test_a_kernel_without_a_multiply_add_loop_says_so():
         main_loop(SASS.replace("FFMA", "FADD"))
 
 
-def test_variants_set_knobs_then_walk_the_varied_one():
+def test_configs_along_a_knob_set_knobs_then_walk_the_varied_one():
     task = engine.create_task(PRESETS["IG-C2"].task_name, PRESETS["IG-C2"].args)
     base = task.default_config()
-    found = variants(task, base.index, "step_channels", {"unroll_k": 32}, {"block_k": 8})
+    found = configs_along(task, base.index, "step_channels", {"unroll_k": 32}, {"block_k": 8})
     assert [c.values()["step_channels"] for c, _ in found] == [0, 1, 2, 4]
     assert all(c.values()["unroll_k"] == 32 for c, _ in found)
     assert all(c.values()["block_k"] == 8 for c, _ in found[1:])

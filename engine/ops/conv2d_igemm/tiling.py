@@ -87,7 +87,7 @@ class ConvGemmTiling(GemmTiling):
     def b_element(self, k: str, col: str) -> tuple[str, str | None, str]:
         """Input element of GEMM row k (ci, ky, kx) and output pixel col; literal sizes, so every
         division is a multiply and shift. With K steps of whole channels, all of it but the step's
-        first channel was worked out before the K loop (`load_invariants`)."""
+        first channel was worked out before the K loop (`load_invariants`), and k and col go unread."""
         if self.step_channels:
             inside = "b_inside[r]" if any(self.conv.padding) else None
             return "", inside, f"B + (b_offset[r] + k0 / {self.taps} * {self.conv.h * self.conv.w})"
@@ -107,16 +107,21 @@ class ConvGemmTiling(GemmTiling):
         step to step but for the step's first channel."""
         if not self.step_channels:
             return "", ""
+        # Offsets of rows and pixels past the edges are never read: 0, so no int overflows near 2^31 elements.
         if operand == "A":
-            rounds = -(-self.a_vectors // self.threads)
-            return f"int a_offset[{rounds}];", f"a_offset[r] = (block_row + row) * {self.k} + kk;"
-        rounds = -(-self.b_vectors // self.threads)
+            offset = f"(block_row + row) * {self.k} + kk"
+            if self.m % self.block_m:
+                offset = f"block_row + row < {self.m} ? {offset} : 0"
+            return f"int a_offset[{self.a_rounds}];", f"a_offset[r] = {offset};"
         where, inside, (image, channel, _, _) = self._source("kk", "block_col + col")
         c = self.conv
-        statements = [f"b_offset[r] = (({image} * {c.ci} + {channel}) * {c.h} + gh) * {c.w} + gw;"]
-        declarations = f"int b_offset[{rounds}];"
+        offset = f"(({image} * {c.ci} + {channel}) * {c.h} + gh) * {c.w} + gw"
+        if self.n % self.block_n:
+            offset = f"gn < {self.n} ? {offset} : 0"
+        statements = [f"b_offset[r] = {offset};"]
+        declarations = f"int b_offset[{self.b_rounds}];"
         if inside:
-            declarations += f" bool b_inside[{rounds}];"
+            declarations += f" bool b_inside[{self.b_rounds}];"
             statements.append(f"b_inside[r] = {inside};")
         return declarations, where + _joined(statements)
 
@@ -169,9 +174,8 @@ class ConvGemmTiling(GemmTiling):
         channels keep."""
         if not self.step_channels:
             return super().registers
-        a_rounds, b_rounds = -(-self.a_vectors // self.threads), -(-self.b_vectors // self.threads)
-        tests = -(-b_rounds // 32) if any(self.conv.padding) else 0
-        return super().registers + a_rounds + b_rounds + tests
+        tests = -(-self.b_rounds // 32) if any(self.conv.padding) else 0
+        return super().registers + self.a_rounds + self.b_rounds + tests
 
 
 def _sum(*terms) -> str:

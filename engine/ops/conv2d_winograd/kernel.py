@@ -7,15 +7,11 @@ import numpy as np
 from ..base import KernelSource
 from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import ConvParams
-from ..gemm.kernel import VECTOR_TYPE
+from ..gemm.kernel import VECTOR_TYPE, load_rounds, vector_components
 from . import transforms
 from .tiling import FILTER_TAPS, WinogradTiling
 
 ENTRY = "winograd_conv2d_kernel"
-
-
-def _rounds_guard(count: int, threads: int) -> str:
-    return "" if count % threads == 0 else f"if (i < {count}) "
 
 
 def _kept_offsets(t: WinogradTiling) -> str:
@@ -81,7 +77,7 @@ def _store(t: WinogradTiling, stage: str) -> str:
 #pragma unroll
             for (int r = 0; r < {t.patch_rounds}; ++r) {{
                 const int i = r * {t.threads} + tid;
-                {_rounds_guard(t.chunk * t.block_tiles, t.threads)}{{
+                {load_rounds(t.chunk * t.block_tiles, t.threads)[1]}{{
                     float v[{t.positions}];
                     input_transform(d[r], v);
 #pragma unroll
@@ -91,7 +87,7 @@ def _store(t: WinogradTiling, stage: str) -> str:
 #pragma unroll
             for (int r = 0; r < {t.filter_rounds}; ++r) {{
                 const int i = r * {t.threads} + tid;
-                {_rounds_guard(t.block_co * t.chunk, t.threads)}{{
+                {load_rounds(t.block_co * t.chunk, t.threads)[1]}{{
                     float u[{t.positions}];
                     filter_transform(g[r], u);
 #pragma unroll
@@ -99,10 +95,6 @@ def _store(t: WinogradTiling, stage: str) -> str:
                 }}
             }}
         }}"""
-
-
-def _components(value: str, width: int) -> list[str]:
-    return [value] if width == 1 else [f"{value}.{c}" for c in "xyzw"[:width]]
 
 
 def _compute(t: WinogradTiling, stage: str) -> str:
@@ -121,12 +113,12 @@ def _compute(t: WinogradTiling, stage: str) -> str:
 #pragma unroll
                     for (int x = 0; x < {t.thread_co}; x += {fa}) {{
                         const {ta} q = *reinterpret_cast<const {ta}*>(su + (pp * {t.chunk} + k) * {t.block_co} + x);
-                        {" ".join(f"a[x + {e}] = {part};" for e, part in enumerate(_components("q", fa)))}
+                        {" ".join(f"a[x + {e}] = {part};" for e, part in enumerate(vector_components("q", fa)))}
                     }}
 #pragma unroll
                     for (int y = 0; y < {t.thread_tiles}; y += {fb}) {{
                         const {tb} q = *reinterpret_cast<const {tb}*>(sv + (pp * {t.chunk} + k) * {t.block_tiles} + y);
-                        {" ".join(f"b[y + {e}] = {part};" for e, part in enumerate(_components("q", fb)))}
+                        {" ".join(f"b[y + {e}] = {part};" for e, part in enumerate(vector_components("q", fb)))}
                     }}
 #pragma unroll
                     for (int x = 0; x < {t.thread_co}; ++x)

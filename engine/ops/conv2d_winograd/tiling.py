@@ -9,7 +9,7 @@ read from an (m+2) x (m+2) input patch (patches overlap by 2; zeros in the paddi
 
 so a tile's 9·m² multiply-adds per input channel become the (m+2)² of the element-wise product: 16 for
 4 outputs at m = 2 (2.25 times fewer), 36 for 16 at m = 4 (4 times fewer, for larger transforms and a
-larger rounding error, near 1e-5 of the output's norm against F(2x2)'s 1e-7). Summed over input
+larger rounding error, a few 1e-6 of the output's norm against F(2x2)'s 1e-7). Summed over input
 channels, that product is (m+2)² independent GEMMs, one per position p of the transform:
 
     M_p[co, tile] = Σ_ci U_p[co, ci] · V_p[ci, tile]
@@ -166,7 +166,9 @@ class WinogradTiling:
         """Accumulators, a step's fragments, the patches and filters in flight, their kept offsets and tests."""
         held = self.positions * self.patch_rounds + FILTER_TAPS * self.filter_rounds
         kept = (2 + (self.positions > 32)) * self.patch_rounds + self.filter_rounds
-        return self.accumulators + self.thread_co + self.thread_tiles + held + kept + REGISTER_OVERHEAD
+        # the transforms' scratch: fitted to ptxas 13.0's counts (docs/benchmarks/conv2d-winograd-loop-mix.md)
+        scratch = max(16, self.positions // 2)
+        return self.accumulators + self.thread_co + self.thread_tiles + held + kept + scratch + REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:
         p = self.positions

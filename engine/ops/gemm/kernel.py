@@ -88,7 +88,7 @@ _CLUSTER_DIMS = """
 """
 
 
-def _components(value: str, width: int) -> list[str]:
+def vector_components(value: str, width: int) -> list[str]:
     """The scalar parts of a float/float2/float4 expression (register arrays stay scalar,
     so the compiler keeps them in registers)."""
     return [value] if width == 1 else [f"{value}.{c}" for c in "xyzw"[:width]]
@@ -98,7 +98,7 @@ def _make_vector(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else f"make_float{len(parts)}({', '.join(parts)})"
 
 
-def _rounds(count: int, threads: int) -> tuple[int, str]:
+def load_rounds(count: int, threads: int) -> tuple[int, str]:
     """Rounds of a cooperative copy of `count` vectors, and the guard its last round needs."""
     return -(-count // threads), ("" if count % threads == 0 else f"if (i < {count}) ")
 
@@ -136,8 +136,8 @@ def _b_pred(t: GemmTiling, inside: str | None = None) -> str:
 
 def _fetch_to_registers(t: GemmTiling) -> str:
     """Global -> registers (ra, rb) for the tile starting at k0: zero outside the matrix."""
-    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
-    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    ra_rounds, ra_guard = load_rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = load_rounds(t.b_vectors, t.threads)
     va, vb = VECTOR_TYPE[t.vector_a], VECTOR_TYPE[t.vector_b]
     b_where, b_inside, b_address = t.b_element("k0 + kk", "block_col + col")
     return f"""
@@ -165,8 +165,8 @@ def _fetch_to_registers(t: GemmTiling) -> str:
 
 def _store_registers(t: GemmTiling) -> str:
     """Registers -> shared stage `sa`/`sb`: A transposed element by element, B as vectors."""
-    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
-    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    ra_rounds, ra_guard = load_rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = load_rounds(t.b_vectors, t.threads)
     vb = VECTOR_TYPE[t.vector_b]
     return f"""
 #pragma unroll
@@ -175,7 +175,7 @@ def _store_registers(t: GemmTiling) -> str:
             {ra_guard}{{
                 {_a_index(t)}
                 {" ".join(f"sa[(kk + {v}) * {t.a_stride} + row] = {part};"
-                          for v, part in enumerate(_components("ra[r]", t.vector_a)))}
+                          for v, part in enumerate(vector_components("ra[r]", t.vector_a)))}
             }}
         }}
 #pragma unroll
@@ -190,8 +190,8 @@ def _store_registers(t: GemmTiling) -> str:
 
 def _issue_async(t: GemmTiling) -> str:
     """cp.async copies of the tile starting at k0 into stage `sa`/`sb`."""
-    ra_rounds, ra_guard = _rounds(t.a_vectors, t.threads)
-    rb_rounds, rb_guard = _rounds(t.b_vectors, t.threads)
+    ra_rounds, ra_guard = load_rounds(t.a_vectors, t.threads)
+    rb_rounds, rb_guard = load_rounds(t.b_vectors, t.threads)
     b_where, b_inside, b_address = t.b_element("k0 + kk", "block_col + col")
     return f"""
 #pragma unroll
@@ -224,7 +224,7 @@ def _loop_invariants(t: GemmTiling) -> str:
         declarations, statements = t.load_invariants(operand)
         if not declarations:
             continue
-        rounds, guard = _rounds(vectors, t.threads)
+        rounds, guard = load_rounds(vectors, t.threads)
         out.append(f"""
     {declarations}
 #pragma unroll
@@ -257,14 +257,14 @@ def _compute(t: GemmTiling) -> str:
 #pragma unroll
                 for (int x = 0; x < {t.thread_m}; x += {fa}) {{
                     const {ta} v = *reinterpret_cast<const {ta}*>(sa + kk * {t.a_stride} + a_row0 + i * {t.sub_m} + x);
-                    {" ".join(f"a_frag[i][x + {e}] = {part};" for e, part in enumerate(_components("v", fa)))}
+                    {" ".join(f"a_frag[i][x + {e}] = {part};" for e, part in enumerate(vector_components("v", fa)))}
                 }}
 #pragma unroll
             for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                 for (int y = 0; y < {t.thread_n}; y += {fb}) {{
                     const {tb} v = *reinterpret_cast<const {tb}*>(sb + kk * {t.b_stride} + b_col0 + j * {t.sub_n} + y);
-                    {" ".join(f"b_frag[j][y + {e}] = {part};" for e, part in enumerate(_components("v", fb)))}
+                    {" ".join(f"b_frag[j][y + {e}] = {part};" for e, part in enumerate(vector_components("v", fb)))}
                 }}
 #pragma unroll
             for (int i = 0; i < {t.iter_m}; ++i)
@@ -420,7 +420,7 @@ def _cluster_epilogue(t: GemmTiling) -> str:
     and each split sums its share of the tile, in split order, into C."""
     width = min(t.thread_n, 4)
     share = t.block_m * t.block_n // t.split_k // 4  # float4s of the tile each split sums
-    rounds, guard = _rounds(share, t.threads)
+    rounds, guard = load_rounds(share, t.threads)
     edges = [None if t.m % t.block_m == 0 else f"row < {t.m}"]
     if t.c_row_length % 4 == 0:
         address = t.c_address("row", "col") or f"C + (size_t)row * {t.n} + col"
@@ -482,7 +482,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     width = 4 if t.c_row_length % 4 == 0 else 1
     vt = VECTOR_TYPE[width]
     tile_vectors = t.block_m * t.block_n // width
-    rounds, guard = _rounds(tile_vectors, t.consumer_threads)
+    rounds, guard = load_rounds(tile_vectors, t.consumer_threads)
     zero = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if width == 4 else "0.0f"
     flag = flag or f"smem + {t.split_flag_offset}"
     add = ("sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;" if width == 4
@@ -548,8 +548,8 @@ def generate(t: GemmTiling) -> KernelSource:
         raise ValueError(reason)
     registers = ""
     if t.pipeline in ("sync", "prefetch"):
-        registers = (f"{VECTOR_TYPE[t.vector_a]} ra[{_rounds(t.a_vectors, t.threads)[0]}]; "
-                     f"{VECTOR_TYPE[t.vector_b]} rb[{_rounds(t.b_vectors, t.threads)[0]}];")
+        registers = (f"{VECTOR_TYPE[t.vector_a]} ra[{load_rounds(t.a_vectors, t.threads)[0]}]; "
+                     f"{VECTOR_TYPE[t.vector_b]} rb[{load_rounds(t.b_vectors, t.threads)[0]}];")
     code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}

@@ -149,7 +149,8 @@ class GemmTiling:
         return "", None, f"B + (size_t)({k}) * {self.n} + {col}"
 
     def a_element(self) -> str:
-        """A's element (block_row + row, k0 + kk) of round `r` of a tile's A loads, as an address."""
+        """A's element (block_row + row, k0 + kk) of round `r` of a tile's A loads, as an address (A is
+        row-major M x K for every tiling, so the names in scope say where; b_element takes B's)."""
         return f"A + (size_t)(block_row + row) * {self.k} + k0 + kk"
 
     def load_invariants(self, operand: str) -> tuple[str, str]:
@@ -340,6 +341,15 @@ class GemmTiling:
         return self.block_k * self.block_n // self.vector_b
 
     @property
+    def a_rounds(self) -> int:
+        """Rounds of a tile's A loads: a_vectors over the threads."""
+        return -(-self.a_vectors // self.threads)
+
+    @property
+    def b_rounds(self) -> int:
+        return -(-self.b_vectors // self.threads)
+
+    @property
     def k_tiles(self) -> int:
         return -(-self.k // self.block_k)
 
@@ -363,8 +373,7 @@ class GemmTiling:
             return self.accumulators + fragments + tables + REGISTER_OVERHEAD
         staged = 0
         if self.pipeline == "prefetch":
-            staged = (-(-self.a_vectors // self.threads) * self.vector_a
-                      + -(-self.b_vectors // self.threads) * self.vector_b)
+            staged = self.a_rounds * self.vector_a + self.b_rounds * self.vector_b
         return self.accumulators + fragments + staged + REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from ...space import ConfigEntity
 from ..gemm.tiling import warp_tile_misfit
-from ..base import FLOAT_BYTES, LaunchShape
+from ..base import FLOAT_BYTES, WARPGROUP, LaunchShape
 from .workload import COPY_BYTES, ELEMENT_BYTES, TF32_MODE, GemmTcParams
 
 # Per precision the k of one mma instruction.
@@ -57,8 +57,7 @@ MAINLOOPS = ("mma_sync", "wgmma")
 # wgmma: one warpgroup (4 warps) issues each instruction; a consumer warpgroup owns a multiple
 # of 64 rows (m64 instructions) of the block's tile (tf32: of its columns, engine.ops.gemm_tc.wgmma_tf32);
 # K is staged one 128-byte row of the 128B swizzle at a time (64 16-bit elements, 32 tf32);
-# the instruction's N is the block's, up to 256 (tf32: its rows).
-WARPGROUP = 128
+# the instruction's N is the block's, up to 256 (tf32: its rows). (A warpgroup: engine.ops.base.WARPGROUP.)
 WGMMA_M = 64
 WGMMA_MAX_N = 256
 SWIZZLE_BYTES = 128
