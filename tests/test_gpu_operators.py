@@ -130,16 +130,17 @@ def test_implicit_gemm_conv_whole_channel_steps_compute_the_convolution(measurer
     assert_all_correct(measurer, task, [config])
 
 
-def test_the_implicit_gemm_convs_cudnn_baseline_passes_the_reference_check(measurer):
+@pytest.mark.parametrize("preset", ["IG-C9", "WG-C9"], ids=["implicit_gemm", "winograd"])  # -k selects each
+def test_the_conv_templates_cudnn_baseline_passes_the_reference_check(measurer, preset):
     from engine.gpu.baselines import VENDOR_BASELINES
 
-    task = engine.create_task(PRESETS["IG-C9"].task_name, PRESETS["IG-C9"].args)
+    task = engine.create_task(PRESETS[preset].task_name, PRESETS[preset].args)
     result = VENDOR_BASELINES[task.name](task, settings=measurer.timing)
     assert result.ok, result.error_msg
 
 
 # The fused Winograd conv: random configs on ResNet-18's stride-1 3x3 layers and on batched ones (7² and 14²
-# outputs leave half tiles at the edges), and its cuDNN baseline on the same workload.
+# outputs leave half tiles at the edges); its cuDNN baseline is tested with the implicit GEMM's above.
 @pytest.mark.parametrize("layer", ["WG-C2", "WG-C12", "WG-28-128-128-k3-b16", "WG-7-512-512-k3-b32"])
 def test_random_winograd_conv_configs_compute_the_convolution(measurer, layer):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
@@ -160,14 +161,6 @@ def test_winograd_conv_f4x4_configs_compute_the_convolution(measurer, layer, kno
     config = winograd_config(task, **{"tile": 4, "warp_positions": 4, "block_co": 16, "warp_co": 16, **knobs})
     assert task.why_invalid(config) is None, task.why_invalid(config)
     assert_all_correct(measurer, task, [config])
-
-
-def test_the_winograd_convs_cudnn_baseline_passes_the_reference_check(measurer):
-    from engine.gpu.baselines import VENDOR_BASELINES
-
-    task = engine.create_task(PRESETS["WG-C9"].task_name, PRESETS["WG-C9"].args)
-    result = VENDOR_BASELINES[task.name](task, settings=measurer.timing)
-    assert result.ok, result.error_msg
 
 
 @pytest.mark.parametrize("layer", ["D1", "D4", "D9"])
