@@ -29,7 +29,8 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # for 7² that best's tile with 2 more ring stages in place of split K. The fp32 GEMM's last rows are its TMA
 # loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b. The implicit-GEMM conv's rows come first, the
 # last three of them K steps of whole channels (step_channels), drawn with default_rng(12) among 40; then the
-# Winograd conv's.)
+# Winograd conv's, the last two F(4x4) configs of docs/benchmarks/conv2d-winograd-loop-mix.md, which random
+# draws rarely reach.)
 SOURCES = [
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 73457187, 'ae5b8753f2c6d33343042ad9e02c8a36e3d68d6a01c37c7e615a76d3d6373e13'),
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 31840267, '7b6ee61eb84e54a82aa35f47091f666f8756b3a3b70b7b3db2432a4e45c58fee'),
@@ -58,6 +59,8 @@ SOURCES = [
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 40632, '01ac97089e150339965049bf5fba2907ce724141a88e27fdc4ac155b675d612c'),
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 39392, '8331f5e3ae1cb52a12e9ccb27d7aebdd30a34728aa6a383849c8639fb64a4413'),
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 28664, '9fa1732a904da81542414208d390e873f2f5f74c9a42b5484a8c3818128739ba'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 9849, '8362aa50b1c6883ba82dae8bfa42f09f5e101ebb5ce3d18481a8174daf2a7513'),
+    ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 11577, 'bf63cfe05c423ab7eb58be6f96711556e0f0fc6ec16e3ffcbf0585ddcaf8f2d0'),
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),
     ('conv2d_nchw.cuda', 'C12', 507801, '2308db403e0d698395b8b790a48c6db731c4e7da39e37dfc3fbd28523745fb18'),

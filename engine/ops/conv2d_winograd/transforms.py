@@ -23,21 +23,36 @@ def _literal(value: F) -> str:
 
 
 def _combination(terms: list[tuple[F, str]]) -> str:
-    """Σ coefficient · variable as CUDA: zeros dropped, ±1 without a multiply, a common magnitude factored out."""
+    """Σ coefficient · variable as CUDA: zeros dropped, ±1 without a multiply, a common magnitude factored out;
+    terms of several magnitudes summed by magnitude first, so each group costs one fused multiply-add
+    (4·x1 - 4·x2 - x3 + x4 is x4 - x3 + 4·(x1 - x2): 3 operations, not 4)."""
     terms = [(F(c), v) for c, v in terms if c != 0]
     if not terms:
         return "0.0f"
-    magnitudes = {abs(c) for c, _ in terms}
-    scale = magnitudes.pop() if len(magnitudes) == 1 else F(1)
-    pieces = []
+    groups: dict[F, list[tuple[F, str]]] = {}
     for c, v in terms:
-        size = abs(c) / scale
-        pieces.append(f"{'-' if c < 0 else '+'} {v if size == 1 else f'{_literal(size)} * {v}'}")
-    text = " ".join(pieces)
-    text = text[2:] if text.startswith("+ ") else "-" + text[2:]
-    if scale == 1:
-        return text
-    return f"{_literal(scale)} * {text if len(terms) == 1 else f'({text})'}"
+        groups.setdefault(abs(c), []).append((c, v))
+    if len(groups) == 1:
+        [(scale, members)] = groups.items()
+        text = _signed_sum([(c / scale, v) for c, v in members])
+        return text if scale == 1 else f"{_literal(scale)} * {text if len(members) == 1 else f'({text})'}"
+    pieces = []
+    for scale in sorted(groups, key=lambda m: (m != 1, m)):  # the unit group first: the others fuse into it
+        members = groups[scale]
+        if scale == 1:
+            pieces.append(_signed_sum(sorted(members, key=lambda m: m[0] < 0)))
+            continue
+        sign = -1 if all(c < 0 for c, _ in members) else 1
+        text = _signed_sum([(c / scale * sign, v) for c, v in sorted(members, key=lambda m: m[0] * sign < 0)])
+        product = f"{_literal(scale)} * {text if len(members) == 1 else f'({text})'}"
+        pieces.append(f"-{product}" if sign < 0 else product)
+    return " + ".join(pieces).replace("+ -", "- ")
+
+
+def _signed_sum(terms: list[tuple[F, str]]) -> str:
+    """± variables, each coefficient ±1, in the order given."""
+    text = " ".join(f"{'-' if c < 0 else '+'} {v}" for c, v in terms)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]
 
 
 def function(name: str, left: list[list], right: list[list]) -> str:
