@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from .baselines import (BaselineUnavailable, fp32_torch, tensor_core_conv2d, tensor_core_conv_operands,
-                        cublas_matmul, tensor_core_c_dtype, tensor_core_operands)
+from .baselines import (VENDOR_BASELINES, BaselineUnavailable, cublas_matmul, cudnn_conv2d, cudnn_depthwise, fp32_torch,
+                        tensor_core_c_dtype, tensor_core_conv2d, tensor_core_conv_operands, tensor_core_operands)
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.task import Task
@@ -108,8 +108,8 @@ def vendor_op(task: "Task", provider: str, inputs: list, time_call: Callable[[Ca
     """The provider's best call on `inputs` (numpy, the template's), chosen as the module says.
     `time_call(call)` gives seconds per call by the runner's rule (for choosing among back ends)."""
     torch = fp32_torch()  # TF32 off; cuDNN's search over every algorithm
-    if provider == "cudnn" and task.name in ("conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm", "conv2d_nchw_winograd_fused",
-                                             "conv2d_no_batching", "depthwise_conv2d_nchw.cuda"):
+    # The templates whose timed baseline is cuDNN's fp32 convolution (engine.gpu.baselines.VENDOR_BASELINES)
+    if provider == "cudnn" and VENDOR_BASELINES.get(task.name) in (cudnn_conv2d, cudnn_depthwise):
         return _cudnn(torch, task, inputs)
     if provider == "cudnn" and task.name == "conv2d_nhwc_tensorcore":
         data, weight = tensor_core_conv_operands(torch, task, inputs)
@@ -132,7 +132,7 @@ def _cudnn(torch, task: "Task", inputs: list) -> VendorOp:
         raise BaselineUnavailable(f"padding {params.padding} is not symmetric; torch conv2d takes symmetric padding")
     data = torch.from_numpy(inputs[0]).cuda()
     weight = torch.from_numpy(inputs[1]).cuda()
-    groups = params.ci if task.name == "depthwise_conv2d_nchw.cuda" else 1
+    groups = params.ci if VENDOR_BASELINES[task.name] is cudnn_depthwise else 1
     if groups > 1:
         weight = weight.reshape(params.co, 1, params.kh, params.kw)
 

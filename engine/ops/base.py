@@ -265,6 +265,21 @@ def launch_fails(launch: LaunchShape, limits: DeviceLimits) -> np.ndarray:
     return failed
 
 
+def launch_features(*, threads: int, work_per_thread: int, registers: int, shared_bytes: int,
+                    grid: Dim3) -> dict[str, float]:
+    """A launch's shape for the cost model: threads, a thread's outputs, registers and shared memory,
+    blocks, and waves of the reference GPU's thread slots."""
+    blocks = math.prod(grid)
+    return {
+        "threads_per_block": threads,
+        "work_per_thread": work_per_thread,
+        "registers_estimate": registers,
+        "shared_bytes": shared_bytes,
+        "blocks": blocks,
+        "waves": blocks * threads / REFERENCE_THREAD_SLOTS,
+    }
+
+
 def knob_features(config: "ConfigEntity | ConfigColumns") -> dict[str, Any]:
     """Every knob as numbers, in knob order: log2 of each split part, a plain knob's value as
     `engine.columns.knob_number` makes it (a text value is its option's position). For

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..base import BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
 from . import kernel
 from .tiling import (ConvParams, TiledConvBatchPath, conv2d_tiling, conv_params, largest_divisor_at_most,
                      nchw_conv_params, spatial_features)
@@ -49,10 +49,7 @@ class _DirectConv2d(TiledConvBatchPath, Template):
         return params.flops
 
     def bytes_moved(self, params: ConvParams) -> int:
-        """Data and weights read once, output written once: the roofline's least traffic."""
-        data = params.n * params.ci * params.h * params.w
-        weights = params.co * params.ci * params.kh * params.kw
-        return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
+        return params.bytes_moved
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         return spatial_features(params, config, conv2d_tiling(params, config), DeviceLimits())

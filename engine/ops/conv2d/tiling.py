@@ -67,6 +67,12 @@ class ConvParams:
         return (self.n, self.co, self.oh, self.ow)
 
     @property
+    def bytes_moved(self) -> int:
+        """Data and weights read once, output written once: the roofline's least traffic (a depthwise
+        layer's few FLOPs a byte make it a matter of bandwidth as much as of GFLOPS)."""
+        return FLOAT_BYTES * sum(math.prod(shape) for shape in (self.data_shape, self.kernel_shape, self.out_shape))
+
+    @property
     def flops(self) -> int:
         """One multiply-add per output, input channel (one for depthwise) and window tap."""
         reduction = self.kh * self.kw * (1 if self.multiplier else self.ci)

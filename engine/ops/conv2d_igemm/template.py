@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...space import ConfigEntity, OtherKnob
-from ..base import FLOAT_BYTES, DeviceLimits, KernelSource
+from ..base import DeviceLimits, KernelSource
 from ..conv2d.tiling import nchw_conv_params
 from ..gemm.template import Gemm
 from ..gemm.tiling import BLOCK_K_CHOICES
@@ -45,9 +45,7 @@ class Conv2dNCHWImplicitGemm(Gemm):
         return vector_a, 4 if plain else 1
 
     def bytes_moved(self, params: ConvGemmParams) -> int:
-        """Data and weights read once, output written once."""
-        conv = params.conv
-        return FLOAT_BYTES * (conv.n * conv.ci * conv.h * conv.w + params.m * params.k + params.m * params.n)
+        return params.conv.bytes_moved
 
     # -- GPU half
     def kernel(self, params: ConvGemmParams, config: ConfigEntity) -> KernelSource:

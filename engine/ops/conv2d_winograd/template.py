@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
-from ..base import (FLOAT_BYTES, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, Template, first_valid,
-                    knob_features, why_launch_fails)
+from ..base import (DeviceLimits, KernelSource, Template, first_valid, knob_features, launch_features,
+                    why_launch_fails)
 from ..conv2d.tiling import ConvParams
 from . import kernel
 from .tiling import PIPELINES, TEMPLATE_NAME, TILES, winograd_conv_params, winograd_tiling
@@ -49,14 +48,9 @@ class Conv2dNCHWWinograd(Template):
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
         tiling = winograd_tiling(params, config)
         out = knob_features(config)
-        blocks = math.prod(tiling.grid)
         out.update({
-            "threads_per_block": tiling.threads,
-            "work_per_thread": tiling.accumulators,
-            "registers_estimate": tiling.registers,
-            "shared_bytes": tiling.shared_bytes,
-            "blocks": blocks,
-            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+            **launch_features(threads=tiling.threads, work_per_thread=tiling.accumulators, registers=tiling.registers,
+                              shared_bytes=tiling.shared_bytes, grid=tiling.grid),
             "tile_waste": tiling.grid[0] * tiling.block_tiles * tiling.grid[1] * tiling.block_co / (tiling.tiles * params.co),
             "chunks": tiling.chunks,
             # multiply-adds per float staged through shared memory, and per float a thread reads from it
@@ -77,8 +71,7 @@ class Conv2dNCHWWinograd(Template):
         return params.flops
 
     def bytes_moved(self, params: ConvParams) -> int:
-        """Data and weights read once, output written once."""
-        return FLOAT_BYTES * (math.prod(params.data_shape) + math.prod(params.kernel_shape) + math.prod(params.out_shape))
+        return params.bytes_moved
 
     # -- GPU half
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob, SplitKnob
-from ..base import FLOAT_BYTES, BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
+from ..base import BadArgs, DeviceLimits, KernelSource, Template, first_valid, why_launch_fails
 from ..conv2d.tiling import (ConvParams, TiledConvBatchPath, conv_params, largest_divisor_at_most, nchw_conv_tensors,
                              spatial_features)
 from . import kernel
@@ -58,11 +58,7 @@ class DepthwiseConv2dNCHW(TiledConvBatchPath, Template):
         return first_valid(space, space.from_entity(entity))
 
     def bytes_moved(self, params: ConvParams) -> int:
-        """Data and filter read once, output written once: few FLOPs per byte, so a
-        depthwise layer is judged by bandwidth as much as by GFLOPS."""
-        data = params.n * params.ci * params.h * params.w
-        weights = params.co * params.kh * params.kw
-        return FLOAT_BYTES * (data + weights + params.n * params.co * params.oh * params.ow)
+        return params.bytes_moved
 
     # -- GPU half: the kernel stages exactly the tiles `depthwise_tiling` describes.
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
-from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, DeviceLimits, KernelSource, BadArgs,
-                    Template, first_valid, knob_features, why_launch_fails)
+from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, DeviceLimits, KernelSource, BadArgs, Template, first_valid,
+                    knob_features, launch_features, why_launch_fails)
 from . import kernel, tma
 from .tiling import BLOCK_K_CHOICES, LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
 
@@ -75,17 +74,12 @@ class Gemm(Template):
     def features(self, params: GemmParams, config: ConfigEntity) -> dict[str, float]:
         tiling = self.tiling(params, config)
         out = knob_features(config)
-        blocks = math.prod(tiling.grid)
         covered = tiling.grid[0] * tiling.block_n * tiling.grid[1] * tiling.block_m
         out.update({
             "stages": tiling.stages,
             "cp_async": float(tiling.uses_cp_async),
-            "threads_per_block": tiling.threads,
-            "work_per_thread": tiling.accumulators,
-            "registers_estimate": tiling.registers,
-            "shared_bytes": tiling.shared_bytes,
-            "blocks": blocks,
-            "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
+            **launch_features(threads=tiling.threads, work_per_thread=tiling.accumulators, registers=tiling.registers,
+                              shared_bytes=tiling.shared_bytes, grid=tiling.grid),
             "tile_waste": covered / (params.m * params.n),
             "k_steps_per_block": tiling.k_per_split / tiling.block_k,
             # FLOPs per float staged through shared memory, and per float a thread reads from it.
