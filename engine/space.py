@@ -29,7 +29,8 @@ Rule = Callable[["ConfigEntity"], "str | None"]
 # template's rule, e.g. one mainloop's knobs at their first value in the other's configs).
 # Random draws keep the pins, weighted to stay uniform over the configs that keep them, so
 # rejection sampling stays uniform over the valid ones and wastes no draws on pinned-off ones.
-Pins = tuple[str, dict[Any, dict[str, Any]]]
+# A value pinned to None is never drawn (a device that runs none of its configs: their indexes stay).
+Pins = tuple[str, dict[Any, "dict[str, Any] | None"]]
 
 SPLIT_POLICIES = ("factors", "power2", "candidate")
 # Spaces up to this size are enumerated once for sampling (the valid list is cached).
@@ -349,6 +350,10 @@ class ConfigSpace:
         weights = []
         for option in range(len(knob)):
             pinned = by_value.get(knob.value(option).val, {})
+            if pinned is None:  # never drawn
+                fixed[option] = []
+                weights.append(0)
+                continue
             unknown = set(pinned) - set(self._position) | ({controller} & set(pinned))
             if unknown:
                 raise SpaceError(f"pins of {controller} = {knob.value(option).val!r} name {sorted(unknown)}")
@@ -362,6 +367,9 @@ class ConfigSpace:
     # -- views ------------------------------------------------------------------------
     def with_rules(self, rules: Iterable[Rule]) -> "ConfigSpace":
         return ConfigSpace(self.knobs, rules, legacy_swaps=self.legacy_swaps, allowed=self._allowed, pins=self.pins)
+
+    def with_pins(self, pins: "Pins") -> "ConfigSpace":
+        return ConfigSpace(self.knobs, self.rules, legacy_swaps=self.legacy_swaps, allowed=self._allowed, pins=pins)
 
     def restrict(self, indices: Iterable[int]) -> "ConfigSpace":
         """A view that holds only these indexes (numbers unchanged); used by replay."""

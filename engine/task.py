@@ -82,7 +82,7 @@ def create_task(name: str, args: list, limits: DeviceLimits | None = None) -> Ta
     template = get_template(name)
     params = template.parse_args(args)
     limits = limits or DeviceLimits()
-    space = template.define_space(params)
+    space = template.space_on(params, limits)
     space = space.with_rules([TemplateRule(template, params, limits)])
     return Task(name=name, args=args, params=params, template=template, config_space=space,
                 flops=template.flops(params), limits=limits)

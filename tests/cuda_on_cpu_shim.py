@@ -345,12 +345,20 @@ template <Mma KIND> inline float operand(unsigned address) {
     unsigned short bits; memcpy(&bits, dynamic_smem + swizzled(address), 2);
     unsigned word = bits; return mma_value<KIND>(&word, 0);
 }
-// m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address),
-// B N-major (8-k groups SBO apart, 64-column panels LBO apart) or, B_KMAJOR, as A (8-column groups
-// SBO apart, a column's 16 k contiguous); this thread's accumulators: warp w of the warpgroup,
-// lane 4g + q: d[4j + i] at row 16w + g (+ 8 for i >= 2), column 8j + 2q + i % 2.
-template <int N, Mma KIND, bool B_KMAJOR = false> inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
-    const unsigned a_start = descriptor_field(a, 0), a_stride = descriptor_field(a, 32);
+// m64nNk16, A K-major (8-row groups SBO apart, a row's 16 k contiguous from the start address) or,
+// A_MNMAJOR (imm-trans-a, the GEMM's swap_ab), as an N-major B is; B N-major (8-k groups SBO apart,
+// 64-column panels LBO apart) or, B_KMAJOR, as A (8-column groups SBO apart, a column's 16 k contiguous);
+// this thread's accumulators: warp w of the warpgroup, lane 4g + q: d[4j + i] at row 16w + g (+ 8 for
+// i >= 2), column 8j + 2q + i % 2.
+inline unsigned kmajor_at(unsigned start, unsigned stride, unsigned line, unsigned k) {
+    return start + (line / 8) * stride + (line % 8) * 128 + 2 * k;
+}
+inline unsigned mnmajor_at(unsigned start, unsigned leading, unsigned stride, unsigned line, unsigned k) {
+    return start + (line / 64) * leading + (k / 8) * stride + (k % 8) * 128 + 2 * (line % 64);
+}
+template <int N, Mma KIND, bool B_KMAJOR = false, bool A_MNMAJOR = false>
+inline void wgmma_now(float* d, unsigned long long a, unsigned long long b) {
+    const unsigned a_start = descriptor_field(a, 0), a_leading = descriptor_field(a, 16), a_stride = descriptor_field(a, 32);
     const unsigned b_start = descriptor_field(b, 0), b_leading = descriptor_field(b, 16), b_stride = descriptor_field(b, 32);
     const unsigned t = linear_thread() % 128, warp = t / 32, g = (t % 32) / 4, q = t % 4;
     for (int j = 0; j < N / 8; ++j)
@@ -358,26 +366,35 @@ template <int N, Mma KIND, bool B_KMAJOR = false> inline void wgmma_now(float* d
             const unsigned row = 16 * warp + g + (i >= 2 ? 8 : 0), col = 8 * j + 2 * q + i % 2;
             float sum = d[4 * j + i];
             for (unsigned k = 0; k < 16; ++k)
-                sum += operand<KIND>(a_start + (row / 8) * a_stride + (row % 8) * 128 + 2 * k)
-                     * operand<KIND>(B_KMAJOR ? b_start + (col / 8) * b_stride + (col % 8) * 128 + 2 * k
-                                              : b_start + (col / 64) * b_leading + (k / 8) * b_stride + (k % 8) * 128 + 2 * (col % 64));
+                sum += operand<KIND>(A_MNMAJOR ? mnmajor_at(a_start, a_leading, a_stride, row, k)
+                                               : kmajor_at(a_start, a_stride, row, k))
+                     * operand<KIND>(B_KMAJOR ? kmajor_at(b_start, b_stride, col, k)
+                                              : mnmajor_at(b_start, b_leading, b_stride, col, k));
             d[4 * j + i] = sum;
         }
 }
-template <int N, Mma KIND, bool B_KMAJOR = false> inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
-    self->wgmma_open.push_back([=] { wgmma_now<N, KIND, B_KMAJOR>(d, a, b); });
+template <int N, Mma KIND, bool B_KMAJOR = false, bool A_MNMAJOR = false>
+inline void wgmma_lanes(float* d, unsigned long long a, unsigned long long b) {
+    self->wgmma_open.push_back([=] { wgmma_now<N, KIND, B_KMAJOR, A_MNMAJOR>(d, a, b); });
 }
-#define WGMMA_SHAPE(P, KIND, N, SUFFIX, B_KMAJOR) \
+#define WGMMA_SHAPE(P, KIND, N, SUFFIX, B_KMAJOR, A_MNMAJOR) \
     inline void wgmma_##P##_m64n##N##SUFFIX(float (&d)[N / 2], unsigned long long a, unsigned long long b) { \
-        wgmma_lanes<N, KIND, B_KMAJOR>(d, a, b); }
+        wgmma_lanes<N, KIND, B_KMAJOR, A_MNMAJOR>(d, a, b); }
 #define WGMMA_SHAPES(P, KIND, SUFFIX, B_KMAJOR) \
-    WGMMA_SHAPE(P, KIND, 64, SUFFIX, B_KMAJOR) WGMMA_SHAPE(P, KIND, 128, SUFFIX, B_KMAJOR) \
-    WGMMA_SHAPE(P, KIND, 192, SUFFIX, B_KMAJOR) WGMMA_SHAPE(P, KIND, 256, SUFFIX, B_KMAJOR)
+    WGMMA_SHAPE(P, KIND, 64, SUFFIX, B_KMAJOR, false) WGMMA_SHAPE(P, KIND, 128, SUFFIX, B_KMAJOR, false) \
+    WGMMA_SHAPE(P, KIND, 192, SUFFIX, B_KMAJOR, false) WGMMA_SHAPE(P, KIND, 256, SUFFIX, B_KMAJOR, false)
 WGMMA_SHAPES(float16, Mma::f16, , false)
 WGMMA_SHAPES(bfloat16, Mma::bf16, , false)
 // A K-major B (engine.ops.conv2d_tc's KRSC weights: a row per column of C).
 WGMMA_SHAPES(float16, Mma::f16, _b_kmajor, true)
 WGMMA_SHAPES(bfloat16, Mma::bf16, _b_kmajor, true)
+// swap_ab (C^T = B^T A^T): A N-major (B's panels), B K-major (A's rows), N the block's rows.
+#define WGMMA_SWAPPED(P, KIND) \
+    WGMMA_SHAPE(P, KIND, 16, _swap_ab, true, true) WGMMA_SHAPE(P, KIND, 32, _swap_ab, true, true) \
+    WGMMA_SHAPE(P, KIND, 64, _swap_ab, true, true) WGMMA_SHAPE(P, KIND, 128, _swap_ab, true, true) \
+    WGMMA_SHAPE(P, KIND, 256, _swap_ab, true, true)
+WGMMA_SWAPPED(float16, Mma::f16)
+WGMMA_SWAPPED(bfloat16, Mma::bf16)
 // tf32 (engine.ops.gemm_tc.wgmma_tf32): A from registers, B K-major from shared memory.
 // Named barriers (bar.sync / bar.arrive with a thread count), the block's by id.
 static Barrier* named_barriers;

@@ -1,6 +1,10 @@
 """The tensor-core GEMM's workloads and TMA wgmma configs by knob name, for the tests of its TMA
-schedules (tests/test_gemm_tc_rings.py, _l2_hint.py, _stream_k.py)."""
+schedules (tests/test_gemm_tc_rings.py, _l2_hint.py, _stream_k.py, _swap_ab.py)."""
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 import engine
 from engine.ops.gemm_tc.tiling import WGMMA_BLOCK_K
@@ -17,3 +21,20 @@ def tma_config(task, **values):
     base = dict(warp_m=16, warp_n=16, warps_k=1, raster=1, block_k=WGMMA_BLOCK_K[task.params.precision],
                 mainloop="wgmma", consumers=1, producer=1, loader="tma")
     return task.config_space.from_entity([[name, "ot", v] for name, v in {**base, **values}.items()])
+
+
+def space_before(space, name: str) -> int:
+    """The size the space had before knob `name` came: it and every knob after it were appended last."""
+    at = space.knob_names.index(name)
+    return len(space) // math.prod(len(knob.options) for knob in space.knobs[at:])
+
+
+def assert_appended_knobs_keep_indexes(task, name: str, seed: int, draws: int = 60) -> None:
+    """A config whose knobs from `name` on stand at their first values (the kernels before them) has
+    the index it had before they came, and every config's earlier knobs are those of its index mod that size."""
+    space = task.config_space
+    before = space_before(space, name)
+    firsts = {knob.name: knob.options[0] for knob in space.knobs[space.knob_names.index(name):]}
+    for config in space.sample(np.random.default_rng(seed), draws):
+        assert (config.index < before) == all(config[n].val == v for n, v in firsts.items())
+        assert config.values() | firsts == space.get(config.index % before).values()

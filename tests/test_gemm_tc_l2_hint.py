@@ -8,23 +8,18 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
-from gemm_tc_configs import task_of, tma_config
+from gemm_tc_configs import assert_appended_knobs_keep_indexes, task_of, tma_config
 from engine.gpu.builder import Builder
 from engine.ops.gemm_tc.kernel import TOLERANCE
 from engine.ops.gemm_tc.tiling import L2_HINTS
 
 
 def test_normal_keeps_every_index_from_before_the_hint():
-    """l2_hint came after ring, its first value normal; only stream_k (0 first) came after it."""
+    """l2_hint came after ring, its first value normal (stream_k and swap_ab after it, 0 first)."""
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-2] == "l2_hint"
-    assert task.config_space.knobs[-2].options == list(L2_HINTS) == ["normal", "stream_b"]
-    before = len(task.config_space) // 8  # the space before l2_hint (2 values) and stream_k (4)
-    for config in task.config_space.sample(np.random.default_rng(7), 60):
-        if config["stream_k"].val:
-            continue
-        assert (config.index < before) == (config["l2_hint"].val == "normal")
-        assert config.values() | {"l2_hint": "normal"} == task.config_space.get(config.index % before).values()
+    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
+    assert task.config_space.knobs[-3].options == list(L2_HINTS) == ["normal", "stream_b"]
+    assert_appended_knobs_keep_indexes(task, "l2_hint", seed=7)
 
 
 def test_normal_leaves_the_source_without_hints_and_stream_b_hints_every_copy():
@@ -48,7 +43,7 @@ def test_a_cluster_multicasts_b_under_its_policy():
 @pytest.mark.parametrize("values, message", [
     (dict(loader="cp_async", l2_hint="stream_b"), "it takes loader tma"),
     (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32, l2_hint="stream_b"),
-     "stream_k and l2_hint are the wgmma mainloop's knobs"),
+     "l2_hint and swap_ab are the wgmma mainloop's knobs"),
 ])
 def test_the_hint_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
-from gemm_tc_configs import task_of, tma_config
+from gemm_tc_configs import space_before, task_of, tma_config
 from engine.ops.gemm_tc.tiling import gemm_tc_tiling
 
 
@@ -21,19 +21,19 @@ def test_a_ring_adds_its_stages_to_the_stages_knobs():
 
 
 def test_configs_without_a_ring_keep_their_index():
-    """ring came after pingpong, its first value 0 (and l2_hint's and stream_k's after it, 2 and 4
-    values, theirs): a config of every earlier knob keeps its index below the space's size before ring
-    (its source is pinned by tests/test_kernel_sources.py)."""
+    """ring came after pingpong, its first value 0 (and the knobs after it, theirs): a config of every
+    earlier knob keeps its index below the space's size before ring (its source is pinned by
+    tests/test_kernel_sources.py)."""
     task = task_of(16, 4096, 4096)
     config = tma_config(task, block_m=64, block_n=256, stages=3, split_k=4)
-    assert config["ring"].val == 0 and config.index < len(task.config_space) // (4 * 2 * 4)
+    assert config["ring"].val == 0 and config.index < space_before(task.config_space, "ring")
     assert task.config_space.get(config.index).values() == config.values()
 
 
 @pytest.mark.parametrize("values, message", [
     (dict(loader="cp_async", producer=1, ring=4), "is the tma loader's"),
     (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32, ring=4),
-     "ring, stream_k and l2_hint are the wgmma mainloop's knobs"),
+     "stream_k, l2_hint and swap_ab are the wgmma mainloop's knobs"),
 ])
 def test_a_ring_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
 import cuda_on_cpu
 import engine
-from gemm_tc_configs import task_of, tma_config
+from gemm_tc_configs import assert_appended_knobs_keep_indexes, task_of, tma_config
 from engine.gpu.builder import Builder
 from engine.ops import DeviceLimits
 from engine.ops.gemm_tc.tiling import PERSISTENT_BLOCKS, STREAM_K_SHARES, gemm_tc_tiling
@@ -23,14 +22,11 @@ from engine.workloads import gemm_tc_args
 def stream_k_config(task, **values):
     return tma_config(task, **{"persistent": 1, "stream_k": 1, **values})
 
-def test_stream_k_is_the_last_knob_and_0_keeps_every_earlier_index():
+def test_stream_k_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 14336)
-    assert task.config_space.knob_names[-2:] == ["l2_hint", "stream_k"]
-    assert task.config_space.knobs[-1].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
-    before = len(task.config_space) // 4
-    for config in task.config_space.sample(np.random.default_rng(9), 60):
-        assert (config.index < before) == (config["stream_k"].val == 0)
-        assert config.values() | {"stream_k": 0} == task.config_space.get(config.index % before).values()
+    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
+    assert task.config_space.knobs[-2].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
+    assert_appended_knobs_keep_indexes(task, "stream_k", seed=9)
 
 
 def test_a_decode_step_shares_its_steps_over_every_sm():

@@ -310,3 +310,10 @@ def test_pinned_draws_keep_the_pins_and_stay_uniform_over_the_configs_that_keep_
     assert len(counts) == 16 and all(900 < n < 1100 for n in counts.values())  # 1000 each
     with pytest.raises(SpaceError, match="name"):
         ConfigSpace(space.knobs, pins=("a", {"x": {"d": 0}}))
+
+
+def test_a_value_pinned_to_none_is_never_drawn_and_keeps_its_indexes():
+    space = ConfigSpace([OtherKnob("a", ["x", "y"]), OtherKnob("b", [0, 1, 2])], pins=("a", {"x": {"b": 0}}))
+    off = space.with_pins(("a", {"x": None}))
+    draws = {off.get(i).values()["a"] for i in off._random_indexes(np.random.default_rng(0), 500)}
+    assert draws == {"y"} and len(off) == len(space) and off.get(1).values() == space.get(1).values()

@@ -332,6 +332,11 @@ class Template(ABC):
     def define_space(self, params: Any) -> ConfigSpace:
         """The knobs (without device rules: `Task` adds `why_invalid` as the space's rule)."""
 
+    def space_on(self, params: Any, limits: DeviceLimits) -> ConfigSpace:
+        """The knobs as a device's task draws them: define_space's, unless the template keeps random draws
+        off configs the device cannot run at all (the same knobs and indexes either way)."""
+        return self.define_space(params)
+
     @abstractmethod
     def flops(self, params: Any) -> int:
         """FLOPs of one run (a multiply-add counts two, as AutoTVM counts)."""

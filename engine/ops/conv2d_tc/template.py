@@ -6,7 +6,7 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
-from ..gemm_tc.template import tiling_features, why_tiling_invalid
+from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
 from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS
 from . import kernel
 from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
@@ -58,6 +58,9 @@ class Conv2dNHWCTensorCore(Template):
             # K steps (stream-K), for the layers whose tiles leave SMs idle (98-104 tiles on 132).
             OtherKnob("stream_k", [0, 1], default=0),
         ], pins=MAINLOOP_PINS)
+
+    def space_on(self, params: ConvTcParams, limits: DeviceLimits) -> ConfigSpace:
+        return drawn_on(self.define_space(params), limits)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_tiling_invalid(conv_tc_tiling(params, config), limits)

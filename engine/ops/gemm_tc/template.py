@@ -10,8 +10,8 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma, wgmma_tf32
-from .tiling import (CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, WGMMA_BLOCK_K, GemmTcTiling,
-                     gemm_tc_tiling)
+from .tiling import (CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB, WGMMA_BLOCK_K,
+                     GemmTcTiling, gemm_tc_tiling)
 from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 
 
@@ -21,14 +21,24 @@ from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 # split_k is both mainloops' (wgmma's with the tma loader on shapes of few tiles), so it is not pinned.
 # wgmma's block_k is one 128-byte row of the precision's elements.
 # turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma;
-# stream_k is the 16-bit precisions' too.
+# stream_k and swap_ab are the 16-bit precisions' too (tf32's kernel computes C's transpose always).
 def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
-                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0},
-        "wgmma": {**wgmma, "pingpong": 0, "stream_k": 0} if precision == TF32_MODE else {**wgmma, "turns": 0},
+                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0, "swap_ab": 0},
+        "wgmma": ({**wgmma, "pingpong": 0, "stream_k": 0, "swap_ab": 0} if precision == TF32_MODE
+                  else {**wgmma, "turns": 0}),
     })
+
+
+def drawn_on(space: ConfigSpace, limits: DeviceLimits) -> ConfigSpace:
+    """A device without wgmma draws no wgmma config (each knob added for wgmma halved the share of the
+    rest: 1 draw in 5,000 was valid before sm_80 stopped drawing them)."""
+    if limits.wgmma:
+        return space
+    controller, by_value = space.pins
+    return space.with_pins((controller, {**by_value, "wgmma": None}))
 
 
 class GemmTensorCore(Template):
@@ -76,7 +86,13 @@ class GemmTensorCore(Template):
             # After l2_hint, for the same reason: the implicit-GEMM conv's stream-K schedule (persistent blocks
             # share all tiles' K steps evenly, 1, or each tile's in 2 or 4 shares, a block each, with no cluster).
             OtherKnob("stream_k", list(STREAM_K_SHARES), default=0),
+            # After stream_k, for the same reason: C^T = B^T A^T, so a decode step's few rows of A make
+            # narrow tiles (tiling's SWAP_AB).
+            OtherKnob("swap_ab", list(SWAP_AB), default=0),
         ], pins=mainloop_pins(params.precision))
+
+    def space_on(self, params: GemmTcParams, limits: DeviceLimits) -> ConfigSpace:
+        return drawn_on(self.define_space(params), limits)
 
     def why_invalid(self, params: GemmTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         return why_tiling_invalid(gemm_tc_tiling(params, config), limits)

@@ -106,6 +106,11 @@ RINGS = (0, 4, 8, 12)
 # A's evict-last: in a decode step B (the weights) is read once and A by every tile column, so B's
 # lines should make room before A's or anything else in L2 does.
 L2_HINTS = ("normal", "stream_b")
+# wgmma tma, 16-bit: swap_ab 1 computes C's transpose, C^T = B^T A^T, as tf32's kernel does: the instruction's
+# M (64 rows a time) runs along B's columns and its N (block_m: 8 to 256) along A's rows. A decode step's
+# few rows of A then make narrow tiles (block_m 16 or 32) whose stages are mostly B's weights, and a
+# cluster of such tile rows reads each of B's boxes once (multicast) where the plain kernel's tile needs 64 rows.
+SWAP_AB = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ class GemmTcTiling:
     ring: int = 0  # wgmma tma: of `stages`, how many the ring knob added to the stages knob's
     stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
+    swap_ab: int = 0  # wgmma tma 16-bit: 1 computes C^T = B^T A^T (SWAP_AB)
 
     @property
     def c_16bit(self) -> bool:
@@ -183,9 +189,15 @@ class GemmTcTiling:
         return bool(self.turns or self.pingpong)
 
     @property
+    def transposed(self) -> bool:
+        """wgmma computes C's transpose (tf32 always, 16-bit with swap_ab): the consumers share out
+        the tile's columns, 64 a time (n_tiles), and the instruction's N is block_m."""
+        return self.wgmma and (self.precision == TF32_MODE or bool(self.swap_ab))
+
+    @property
     def consumer_rows(self) -> int:
-        """wgmma: rows of the block's tile one consumer warpgroup owns (pingpong: all of them)."""
-        return self.block_m if self.pingpong else self.block_m // self.consumers
+        """wgmma: rows of the block's tile one consumer warpgroup owns (pingpong or transposed: all of them)."""
+        return self.block_m if self.pingpong or self.transposed else self.block_m // self.consumers
 
     @property
     def consumer_row_offset(self) -> int:
@@ -199,12 +211,12 @@ class GemmTcTiling:
 
     @property
     def consumer_cols(self) -> int:
-        """wgmma tf32: columns of the block's tile one consumer warpgroup owns (all its rows)."""
+        """wgmma transposed: columns of the block's tile one consumer warpgroup owns (all its rows)."""
         return self.block_n // self.consumers
 
     @property
     def n_tiles(self) -> int:
-        """wgmma tf32: m64 instructions (64 columns of C each) per consumer per k8 slice."""
+        """wgmma transposed: m64 instructions (64 columns of C each) per consumer per k slice."""
         return self.consumer_cols // WGMMA_M
 
     @property
@@ -242,8 +254,8 @@ class GemmTcTiling:
     @property
     def accumulator_tiles(self) -> tuple[int, int]:
         """wgmma: a consumer's accumulators, as instructions x registers of each (m64 tiles of its
-        rows x block_n / 2; tf32: 64-column tiles of its columns x block_m / 2)."""
-        if self.precision == TF32_MODE:
+        rows x block_n / 2; transposed: 64-column tiles of its columns x block_m / 2)."""
+        if self.transposed:
             return self.n_tiles, self.block_m // 2
         return self.m_tiles, self.block_n // 2
 
@@ -288,7 +300,7 @@ class GemmTcTiling:
         """The C tile one warp (mma_sync) or one consumer warpgroup (wgmma) computes."""
         if not self.wgmma:
             return (self.warp_m, self.warp_n)
-        return (self.block_m, self.consumer_cols) if self.precision == TF32_MODE else (self.consumer_rows, self.block_n)
+        return (self.block_m, self.consumer_cols) if self.transposed else (self.consumer_rows, self.block_n)
 
     @property
     def element_bytes(self) -> int:
@@ -383,6 +395,12 @@ class GemmTcTiling:
         return self.block_n // (SWIZZLE_BYTES // self.element_bytes)
 
     @property
+    def b_box_rows(self) -> int:
+        """wgmma tma: k rows of one of B's boxes: a panel's block_k, or (a cluster of more blocks than a
+        stage has panels: a swap_ab tile of one panel) the rows of each block's share of the panel."""
+        return self.block_k // max(1, self.cluster // self.b_panels)
+
+    @property
     def k_tiles(self) -> int:
         return -(-self.k // self.block_k)
 
@@ -455,10 +473,11 @@ class GemmTcTiling:
 
     def _why_not_mma_sync(self) -> str | None:
         if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong,
-                self.ring, self.stream_k, self.l2_hint) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0, L2_HINTS[0]):
-            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring, stream_k and l2_hint are "
-                    f"the wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, 0, 0, 0, 0, 0 "
-                    f"and {L2_HINTS[0]}")
+                self.ring, self.stream_k, self.l2_hint, self.swap_ab) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0,
+                                                                           L2_HINTS[0], 0):
+            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring, stream_k, l2_hint and "
+                    f"swap_ab are the wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, "
+                    f"0, 0, 0, 0, 0, {L2_HINTS[0]} and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -510,7 +529,10 @@ class GemmTcTiling:
             return self._why_not_wgmma_tf32() or self._why_not_multicast()
         if self.block_n % (SWIZZLE_BYTES // self.element_bytes) or self.block_n > WGMMA_MAX_N:
             return f"wgmma's block_n is a multiple of 64 up to {WGMMA_MAX_N} (B's 128-byte swizzled rows), not {self.block_n}"
-        if self.block_m % (self.stage_consumers * WGMMA_M):
+        reason = self._why_not_swapped() if self.swap_ab else None
+        if reason:
+            return reason
+        if not self.swap_ab and self.block_m % (self.stage_consumers * WGMMA_M):
             return (f"block_m {self.block_m} is not a multiple of {WGMMA_M} rows for each of "
                     f"{self.stage_consumers} consumer warpgroup(s)")
         if self.tma and not self.producer:
@@ -534,9 +556,22 @@ class GemmTcTiling:
                     f"stages ({ring_bytes // 1024} KB): it takes more stages or a smaller tile")
         return self._why_not_split()
 
+    def _why_not_swapped(self) -> str | None:
+        """swap_ab 1 (16-bit): A's tile is the instruction's N and the consumers share out B's columns."""
+        if not self.tma or self.pingpong:
+            return "swap_ab takes loader tma and pingpong 0"
+        if self.block_m % 8 or self.block_m > WGMMA_MAX_N:
+            return (f"with swap_ab, block_m is the instruction's N: a multiple of 8 up to {WGMMA_MAX_N}, "
+                    f"not {self.block_m}")
+        if self.block_n % (self.consumers * WGMMA_M):
+            return (f"with swap_ab, block_n {self.block_n} is not a multiple of {WGMMA_M} columns for each of "
+                    f"{self.consumers} consumer warpgroup(s)")
+        return None
+
     def _why_not_multicast(self) -> str | None:
-        """A cluster's blocks each load and multicast an equal share of B's 128-byte panels."""
-        if self.b_panels % self.cluster:
+        """A cluster's blocks each load and multicast an equal share of B's 128-byte panels (or, fewer
+        panels than blocks, of one panel's rows: b_box_rows)."""
+        if self.b_panels % self.cluster and self.cluster % self.b_panels:
             return (f"B's {self.b_panels} {SWIZZLE_BYTES // self.element_bytes}-column panel(s) do not part among "
                     f"a cluster of {self.cluster} (each block multicasts its share)")
         return None
@@ -573,4 +608,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
         pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"], stream_k=v["stream_k"],
+        swap_ab=v["swap_ab"],
     )

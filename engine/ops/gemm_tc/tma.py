@@ -50,10 +50,10 @@ from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
 
 def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
     """A's boxes are block_m rows of 64 k (M's rows, where a tile is taller), B's 64 k rows of one
-    64-column panel."""
+    64-column panel (a block's share of them, b_box_rows)."""
     row = SWIZZLE_BYTES // t.element_bytes
     return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.a_box_rows, row, t.element_bytes),
-            TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.block_k, row, t.element_bytes))
+            TensorMap(B_TENSOR_MAP, 1, t.k, t.n, t.b_box_rows, row, t.element_bytes))
 
 
 # turns (tf32's two consumers, engine.ops.gemm_tc.wgmma_tf32): consumer 0 issues a stage once
@@ -210,14 +210,23 @@ def load_b(t: GemmTcTiling, address: str, box: str) -> str:
 
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
     """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`: A's box, then this
-    block's B panels (with clusters, its share)."""
+    block's B panels (with clusters, its share; a cluster of more blocks than panels, its rows of them)."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
-    share = t.b_panels // t.cluster
-    first = f"rank * {share} + " if t.cluster > 1 else ""
-    b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
-    b_box = f"&{B_TENSOR_MAP}, col0 + p * {SWIZZLE_BYTES // t.element_bytes}, {k_step} * {t.block_k}, bar"
     a_box = f"stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar"
     load_a = f"tma_load_2d_hinted({a_box}, a_policy)" if t.hinted else f"tma_load_2d({a_box})"
+    columns = SWIZZLE_BYTES // t.element_bytes
+    if t.b_box_rows < t.block_k:  # piece p: rows (p % parts) of panel p / parts
+        parts = t.block_k // t.b_box_rows
+        share = t.b_panels * parts // t.cluster
+        b_address = (f"stage + {t.block_m * SWIZZLE_BYTES} + (p / {parts}) * {panel_bytes} "
+                     f"+ (p % {parts}) * {t.b_box_rows * SWIZZLE_BYTES}")
+        b_box = (f"&{B_TENSOR_MAP}, col0 + (p / {parts}) * {columns}, "
+                 f"{k_step} * {t.block_k} + (p % {parts}) * {t.b_box_rows}, bar")
+    else:
+        share = t.b_panels // t.cluster
+        b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
+        b_box = f"&{B_TENSOR_MAP}, col0 + p * {columns}, {k_step} * {t.block_k}, bar"
+    first = f"rank * {share} + " if t.cluster > 1 else ""
     return f"""                    {load_a};
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""

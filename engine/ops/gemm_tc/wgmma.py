@@ -37,6 +37,11 @@ tensor cores fast enough. The schedule:
   zero; the epilogue stores them to C (rows past M, columns past N skipped; N is a multiple of 8, the workload's rule):
   float32 pairs, or a 16-bit C's packed pairs transposed among a quad's lanes into 16-byte stores (QUAD_TRANSPOSE).
 
+* `swap_ab` 1 (tma): C^T = B^T A^T from the same stages. Each of B's 64-column panels is the A of an
+  m64 instruction (N-major: imm-trans-a 1) and A's rows are its B (K-major), so the instruction's N is
+  block_m (16 to 256) and the consumers share out the tile's columns. The accumulators, the stores and
+  split K's partial tile are then tf32's transposed ones (`store_transposed`).
+
 TF32 is engine.ops.gemm_tc.wgmma_tf32's: wgmma reads TF32 operands from shared memory K-major
 only, and this workload's B is row-major (N-major).
 """
@@ -91,13 +96,18 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned address, unsig
 
 
 def _mma_name(t: GemmTcTiling) -> str:
-    """The instruction's function: B's layout is in its name (the CPU emulator reads B by it)."""
+    """The instruction's function: the operands' layouts are in its name (the CPU emulator reads them by it)."""
+    if t.swap_ab:
+        return f"wgmma_{t.precision}_m64n{t.block_m}_swap_ab"
     return f"wgmma_{t.precision}_m64n{t.block_n}{'_b_kmajor' if t.b_k_major else ''}"
 
 
 def _mma(t: GemmTcTiling) -> str:
-    """One m64nNk16 instruction, A K-major, B N-major (imm-trans-b 1; a K-major B, 0), D += A B (scale-d 1)."""
-    n, count = t.block_n, t.block_n // 2
+    """One m64nNk16 instruction, D += A B (scale-d 1): A K-major, B N-major (imm-trans-b 1; a K-major B, 0);
+    swap_ab: N is block_m, A (B's panel) N-major (imm-trans-a 1) and B (A's rows) K-major."""
+    n = t.block_m if t.swap_ab else t.block_n
+    count = n // 2
+    transposes = "1, 0" if t.swap_ab else f"0, {0 if t.b_k_major else 1}"
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
     return f"""
@@ -105,7 +115,7 @@ def _mma(t: GemmTcTiling) -> str:
 __device__ __forceinline__ void {_mma_name(t)}(float (&d)[{count}], unsigned long long a, unsigned long long b) {{
     asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n"
                  "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{_TYPE[t.precision]}.{_TYPE[t.precision]} "
-                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, {0 if t.b_k_major else 1};\\n}}\\n"
+                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, {transposes};\\n}}\\n"
                  : {outputs}
                  : "l"(a), "l"(b), "r"(1));
 }}
@@ -153,37 +163,52 @@ __device__ __forceinline__ void load_stage(unsigned stage, const ELEM* __restric
 """
 
 
+def _hold_all(t: GemmTcTiling) -> str:
+    """Every accumulator held in place (before and after the products: `hold`)."""
+    tiles, per_tile = t.accumulator_tiles
+    return f"""#pragma unroll
+    for (int mt = 0; mt < {tiles}; ++mt)
+#pragma unroll
+        for (int i = 0; i < {per_tile}; ++i) hold(acc[mt][i]);"""
+
+
 def _compute(t: GemmTcTiling) -> str:
     """This consumer's products of one stage: per k16 slice one B descriptor, one A per m64 tile.
     The k16 slice of A is 32 bytes into each 128-byte row (the swizzle is of the address, so
     the start address moves and the atom stays); B's is 16 rows (two atoms) further down, or
-    (a K-major B, one row per column of C) 32 bytes into each row, as A's."""
+    (a K-major B, one row per column of C) 32 bytes into each row, as A's. swap_ab: A's rows are
+    the instruction's B, read as a K-major B is, and each of this consumer's 64-column panels of B
+    the A of one instruction, read as an N-major B is (one panel, so its leading offset goes unused)."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
-    b_descriptor = (f"descriptor(b_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})" if t.b_k_major
-                    else f"descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES})")
+    tiles, per_tile = t.accumulator_tiles
+    if t.swap_ab:
+        bases = f"""    const unsigned rows_base = stage;
+    const unsigned panels_base = stage + {t.block_m * SWIZZLE_BYTES} + consumer * {t.n_tiles * panel_bytes};"""
+        shared = f"descriptor(rows_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})"
+        each = (f"descriptor(panels_base + mt * {panel_bytes} + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, "
+                f"{SWIZZLE_ATOM_BYTES}), b")
+    else:
+        bases = f"""    const unsigned a_base = stage + consumer * {t.consumer_row_offset * SWIZZLE_BYTES};
+    const unsigned b_base = stage + {t.block_m * SWIZZLE_BYTES};"""
+        shared = (f"descriptor(b_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})" if t.b_k_major
+                  else f"descriptor(b_base + kk * {16 * SWIZZLE_BYTES}, {panel_bytes}, {SWIZZLE_ATOM_BYTES})")
+        each = f"""descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
+                                                                  {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b"""
     return f"""
-__device__ __forceinline__ void compute_stage(float (&acc)[{t.m_tiles}][{t.block_n // 2}], unsigned stage, int consumer) {{
-    const unsigned a_base = stage + consumer * {t.consumer_row_offset * SWIZZLE_BYTES};
-    const unsigned b_base = stage + {t.block_m * SWIZZLE_BYTES};
-#pragma unroll
-    for (int mt = 0; mt < {t.m_tiles}; ++mt)
-#pragma unroll
-        for (int i = 0; i < {t.block_n // 2}; ++i) hold(acc[mt][i]);
+__device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}], unsigned stage, int consumer) {{
+{bases}
+{_hold_all(t)}
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < {t.block_k // 16}; ++kk) {{
-        const unsigned long long b = {b_descriptor};
+        const unsigned long long b = {shared};
 #pragma unroll
-        for (int mt = 0; mt < {t.m_tiles}; ++mt)
-            {_mma_name(t)}(acc[mt], descriptor(a_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32,
-                                                                  {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES}), b);
+        for (int mt = 0; mt < {tiles}; ++mt)
+            {_mma_name(t)}(acc[mt], {each});
     }}
     wgmma_commit();
     wgmma_wait<{t.wgmma_pending}>();  // {"the previous step's group retired, this one runs on" if t.wgmma_pending else "this step's products are done"}
-#pragma unroll
-    for (int mt = 0; mt < {t.m_tiles}; ++mt)
-#pragma unroll
-        for (int i = 0; i < {t.block_n // 2}; ++i) hold(acc[mt][i]);
+{_hold_all(t)}
 }}
 """
 
@@ -346,6 +371,8 @@ def _store_16bit(t: GemmTcTiling) -> str:
 
 def _store(t: GemmTcTiling) -> str:
     """Accumulator 4j, 4j + 1 of an m64 tile: row 16 warp + g, columns 8j + 2q, 2q + 1; 4j + 2, 4j + 3 row + 8."""
+    if t.swap_ab:
+        return store_transposed(t)
     if t.c_16bit:
         return _store_16bit(t)
     row_ok, row8_ok, col_ok, _ = tail_guards(t, 8, 0)
@@ -364,9 +391,57 @@ def _store(t: GemmTcTiling) -> str:
         }}"""
 
 
+def _transposed_place(t: GemmTcTiling) -> str:
+    """The transposed accumulators' places (engine.ops.gemm_tc.wgmma_tf32 says whose): accumulator 4j + i of
+    64-column tile nt is the tile's row 8j + 2q + i % 2, column `col` (+ 8 for i >= 2)."""
+    return f"consumer * {t.consumer_cols} + nt * {WGMMA_M} + warp * 16 + g"
+
+
+def store_transposed(t: GemmTcTiling) -> str:
+    """C from transposed accumulators (tf32's, swap_ab's): each warp's store eight consecutive floats of
+    four rows; a 16-bit C's neighbouring columns (lanes g and g ^ 1) meet in one lane by a shuffle, so
+    each store is a word of two."""
+    row_ok, row1_ok, col_ok, col8_ok = tail_guards(t, 1, 8)
+    if t.c_16bit:
+        return f"""
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
+    const bool odd = g & 1;  // this lane stores row + 1 of its column and the one before, an even one row
+#pragma unroll
+    for (int nt = 0; nt < {t.n_tiles}; ++nt)
+#pragma unroll
+        for (int j = 0; j < {t.block_m // 8}; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {{  // columns g and g + 8 of the warp's 16
+                const unsigned mine = pack_{t.c_dtype}x2(acc[nt][4 * j + 2 * h], acc[nt][4 * j + 2 * h + 1]);
+                const unsigned other = shfl_xor(mine, 4);  // column g ^ 1's rows row and row + 1
+                const int row = row0 + j * 8 + 2 * q + odd;
+                const int col = col0 + ({_transposed_place(t)} + 8 * h) / 2 * 2;
+                {row_ok}{col_ok}*reinterpret_cast<unsigned*>(C + (size_t)row * {t.n} + col) =
+                    odd ? (other >> 16) | (mine & 0xFFFF0000u) : (mine & 0xFFFFu) | (other << 16);
+            }}"""
+    return f"""
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < {t.n_tiles}; ++nt)
+#pragma unroll
+        for (int j = 0; j < {t.block_m // 8}; ++j) {{
+            const int row = row0 + j * 8 + 2 * q;
+            const int col = col0 + {_transposed_place(t)};
+            {row_ok}{{
+                {col_ok}C[(size_t)row * {t.n} + col] = acc[nt][4 * j];
+                {col8_ok}C[(size_t)row * {t.n} + col + 8] = acc[nt][4 * j + 2];
+            }}
+            {row1_ok}{{
+                {col_ok}C[(size_t)(row + 1) * {t.n} + col] = acc[nt][4 * j + 1];
+                {col8_ok}C[(size_t)(row + 1) * {t.n} + col + 8] = acc[nt][4 * j + 3];
+            }}
+        }}"""
+
+
 def _split_sum(t: GemmTcTiling) -> str:
-    """split_k > 1: each consumer leaves its rows of the partial tile in shared memory, then the
-    split-K sum of the mma_sync kernel (engine.ops.gemm_tc.kernel) by the consumers' threads.
+    """split_k > 1: each consumer leaves its rows of the partial tile in shared memory (swap_ab: its
+    columns, from the transposed accumulators), then the split-K sum of the mma_sync kernel
+    (engine.ops.gemm_tc.kernel) by the consumers' threads.
     tma: past the ring and its barriers (the other consumer may still be reading the ring);
     cp_async: in the ring, once every consumer's products retired and every copy landed (the
     block's barrier, which a producer meets), where the tiling's rules leave room."""
@@ -377,8 +452,18 @@ def _split_sum(t: GemmTcTiling) -> str:
         place = """
     __syncthreads();  // the ring is free: every product retired, every copy landed
     float* partial = reinterpret_cast<float*>(smem + (ring - shared_address(smem)));"""
-    return f"""
-    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;{place}
+    if t.swap_ab:
+        writes = f"""
+#pragma unroll
+    for (int nt = 0; nt < {t.n_tiles}; ++nt)
+#pragma unroll
+        for (int j = 0; j < {t.block_m // 8}; ++j) {{
+            const int row = j * 8 + 2 * q, col = {_transposed_place(t)};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) partial[(row + i % 2) * {t.block_n} + col + (i / 2) * 8] = acc[nt][4 * j + i];
+        }}"""
+    else:
+        writes = f"""
 #pragma unroll
     for (int mt = 0; mt < {t.m_tiles}; ++mt)
 #pragma unroll
@@ -387,7 +472,9 @@ def _split_sum(t: GemmTcTiling) -> str:
             const int col = j * 8 + 2 * q;
             *reinterpret_cast<float2*>(partial + row * {t.block_n} + col) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
             *reinterpret_cast<float2*>(partial + (row + 8) * {t.block_n} + col) = make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
-        }}
+        }}"""
+    return f"""
+    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;{place}{writes}
 {sum_partials(t, threads=t.consumers * WARPGROUP, thread=f"(tid - {WARPGROUP})" if t.producer else "tid")}"""
 
 
@@ -431,6 +518,7 @@ def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str, copies: tma
     schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
     schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
     schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
+    schedule += ", swap_ab (C^T = B^T A^T)" if t.swap_ab else ""
     cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
                else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
     return f"""{ARCH_SPECIFIC_MARK}

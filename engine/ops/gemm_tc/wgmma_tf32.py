@@ -124,28 +124,6 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
 """
 
 
-def _store(t: GemmTcTiling) -> str:
-    """Accumulator 4j + i of 64-column tile nt: C's row 8j + 2q + i % 2, column 16 warp + g (+ 8 for i >= 2)."""
-    row_ok, row1_ok, col_ok, col8_ok = wgmma.tail_guards(t, 1, 8)
-    return f"""
-    const int lane = tid & 31, warp = (tid >> 5) & 3, g = lane >> 2, q = lane & 3;
-#pragma unroll
-    for (int nt = 0; nt < {t.n_tiles}; ++nt)
-#pragma unroll
-        for (int j = 0; j < {t.block_m // 8}; ++j) {{
-            const int row = row0 + j * 8 + 2 * q;
-            const int col = col0 + consumer * {t.consumer_cols} + nt * {WGMMA_M} + warp * 16 + g;
-            {row_ok}{{
-                {col_ok}C[(size_t)row * {t.n} + col] = acc[nt][4 * j];
-                {col8_ok}C[(size_t)row * {t.n} + col + 8] = acc[nt][4 * j + 2];
-            }}
-            {row1_ok}{{
-                {col_ok}C[(size_t)(row + 1) * {t.n} + col] = acc[nt][4 * j + 1];
-                {col8_ok}C[(size_t)(row + 1) * {t.n} + col + 8] = acc[nt][4 * j + 3];
-            }}
-        }}"""
-
-
 def generate(t: GemmTcTiling) -> KernelSource:
     schedule = f"TMA loads, cluster {t.cluster}, persistent {t.persistent}"
     schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
@@ -157,7 +135,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 typedef float ELEM;
 {wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{loads}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
-{tma.mainloop(t, _store(t), tma.gemm_stage_copies(t))}
+{tma.mainloop(t, wgmma.store_transposed(t), tma.gemm_stage_copies(t))}
 }}
 """
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t))
