@@ -38,10 +38,9 @@ CHECK_SHAPES = [(200, 264, 136), (70, 68, 100), (130, 300, 580)]  # (M, N, K): t
 
 # The TMA loaders: block m n, warp m n, thread m n, lanes_n, stages (pipeline cp_async_S), loader (tma:
 # A transposed by the producers; tma_rows: A's rows as they land); their fixed knobs (block_k 32,
-# vectors 4, pad 0, unroll 32, no slices, split K summed through the workspace) are TMA_FIXED's.
+# vectors 4, pad 0, unroll 32, no slices) are TMA_FIXED's.
 TMA_KNOBS = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
-TMA_FIXED = (("block_k", 32), ("vector_a", 4), ("vector_b", 4), ("smem_pad", 0), ("unroll_k", 32), ("slice_k", 1),
-             ("split_reduce", "workspace"))
+TMA_FIXED = (("block_k", 32), ("vector_a", 4), ("vector_b", 4), ("smem_pad", 0), ("unroll_k", 32), ("slice_k", 1))
 TMA_TILES = [
     # 8 consumer warps of 128 accumulators (232 registers each after setmaxnreg), 2 per scheduler
     *[(128, 256, 64, 64, 8, 8, lanes, stages, "tma") for lanes in (4, 8) for stages in ("cp_async_3", "cp_async_4")],
@@ -60,13 +59,24 @@ TMA_TILES = [
     (64, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), (32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"),
     (64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), (128, 256, 32, 128, 8, 8, 8, "cp_async_4", "tma_rows"),
 ]
-# Split K (the workspace's sum) for shapes of few tiles, 128×3136×576's 98 at 64×64: the tiles above, and K's split.
+# Split K for shapes of few tiles, 128×3136×576's 98 at 64×64: the tiles above, K's split and how the splits
+# are summed (through the workspace, or over a cluster's shared memory, as the threads' best of G5 does).
 SPLIT_TILES = [
-    *[((64, 64, 32, 32, 4, 4, 8, stages, "tma_rows"), split) for stages in ("cp_async_3", "cp_async_4") for split in (2, 4)],
-    ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 8), ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"), 2),
-    *[((64, 128, 32, 64, 4, 8, 4, "cp_async_4", "tma_rows"), split) for split in (2, 4)],
-    *[((128, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), split) for split in (2, 4)],
-    ((32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2), ((64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2),
+    *[((64, 64, 32, 32, 4, 4, 8, stages, "tma_rows"), split, "workspace") for stages in ("cp_async_3", "cp_async_4")
+      for split in (2, 4)],
+    ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 8, "workspace"),
+    ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"), 2, "workspace"),
+    *[((64, 128, 32, 64, 4, 8, 4, "cp_async_4", "tma_rows"), split, "workspace") for split in (2, 4)],
+    *[((128, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), split, "workspace") for split in (2, 4)],
+    ((32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2, "workspace"),
+    ((64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2, "workspace"),
+    # over a cluster: 196 to 392 blocks of 64x64, 32x64 and 64x32 tiles, both loaders
+    *[((64, 64, 32, 32, 4, 4, 8, stages, loader), split, "cluster") for stages in ("cp_async_3", "cp_async_4")
+      for split in (2, 4) for loader in ("tma_rows", "tma")],
+    *[((32, 64, 32, 32, 4, 4, 8, "cp_async_3", loader), split, "cluster") for split in (2, 4)
+      for loader in ("tma_rows", "tma")],
+    *[((64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), split, "cluster") for split in (2, 4)],
+    ((32, 64, 16, 32, 1, 4, 2, "cp_async_4", "tma_rows"), 2, "cluster"),
 ]
 # The threads' loaders' bests so far, in the space's knob order: the confirmed G1, G2 and G3 bests
 # (docs/benchmarks/operators-h200.md) and session 3's hand-written 8x8 tiling (0.90-0.92 there).
@@ -91,9 +101,10 @@ def valid(task, entities) -> list:
 
 
 def tma_configs(task) -> list:
-    tiles = [(tile, 1) for tile in TMA_TILES] + SPLIT_TILES
-    return valid(task, [[[name, "ot", v] for name, v in (*zip(TMA_KNOBS, tile), *TMA_FIXED, ("split_k", split))]
-                        for tile, split in tiles])
+    tiles = [(tile, 1, "workspace") for tile in TMA_TILES] + SPLIT_TILES
+    return valid(task, [[[name, "ot", v] for name, v in (*zip(TMA_KNOBS, tile), *TMA_FIXED, ("split_k", split),
+                                                          ("split_reduce", reduce))]
+                        for tile, split, reduce in tiles])
 
 
 def threads_configs(task) -> list:

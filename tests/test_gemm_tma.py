@@ -33,7 +33,8 @@ needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++")
     ({"thread_n": 2, "warp_lanes_n": 16}, "thread_n must be a multiple of 4, not 2"),
     ({"warp_n": 16, "block_n": 64, "thread_n": 4}, "warp_n must be a multiple, not 16"),
     ({"vector_a": 1, "smem_pad": 4}, "(not vector_a 1, smem_pad 4)"),
-    ({"split_k": 2, "split_reduce": "cluster"}, "(not split_reduce cluster)"),
+    ({"split_k": 2, "split_reduce": "cluster", "block_m": 256, "block_n": 256, "warp_m": 128, "warp_n": 128,
+      "thread_m": 8}, "leaves the 256 KB partial tile over loader tma's ring of 192 KB"),
     ({"block_m": 256, "block_n": 256, "warp_m": 128, "warp_n": 128, "thread_m": 8, "thread_n": 8, "warp_lanes_n": 4},
      "needs about 592 registers (accumulators and fragments), more than the 255 it gets beside the producer"),
 ])
@@ -76,6 +77,11 @@ def test_eight_consumer_warps_get_a_producer_warpgroup_and_its_registers_four_a_
     ((48, 96, 200), {"block_m": 32, "warp_lanes_n": 16, "thread_m": 2, "thread_n": 4, "pipeline": "cp_async_4"}),
     ((70, 68, 300), {"block_n": 64, "warp_n": 32, "thread_n": 4, "warp_lanes_n": 8, "split_k": 2}),  # split K, a tail on K
     ((128, 200, 576), {"block_n": 64, "warp_n": 32, "thread_n": 4, "warp_lanes_n": 8, "split_k": 4}),
+    # split K over a cluster: the partial tiles over the ring, tails on every side, a producer warpgroup
+    ((70, 68, 300), {"block_n": 64, "warp_n": 32, "thread_n": 4, "warp_lanes_n": 8, "split_k": 2,
+                     "split_reduce": "cluster"}),
+    ((130, 264, 520), {"block_m": 128, "block_n": 256, "warp_m": 64, "warp_n": 64, "thread_m": 8, "split_k": 4,
+                       "pipeline": "cp_async_4", "split_reduce": "cluster"}),
 ])
 def test_the_kernel_computes_the_product_on_the_cpu(shape, knobs, loader):
     task = engine.create_task("gemm", gemm_args(*shape))
@@ -88,11 +94,16 @@ def test_its_kernels_compile_for_sm_90a(tmp_path):
     task = engine.create_task("gemm", PRESETS["G1"].args)
     configs = [config(task), config(task, block_m=128, block_n=256, warp_m=64, warp_n=64, thread_m=8),
                config(task, loader="tma_rows", block_m=64, block_n=64, warp_m=32, warp_n=32, thread_n=4, warp_lanes_n=8)]
+    skinny = engine.create_task("gemm", PRESETS["G5"].args)  # split K over a cluster, both loaders
+    clustered = [config(skinny, loader=loader, block_m=32, block_n=64, warp_m=16, warp_n=32, thread_m=1, warp_lanes_n=2,
+                        split_k=2, split_reduce="cluster") for loader in ("tma", "tma_rows")]
     sources = [task.template.kernel(task.params, c) for c in configs]
+    sources += [skinny.template.kernel(skinny.params, c) for c in clustered]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)
     assert [r.error_msg for r in results if not r.ok] == []
     assert all(s.tensor_maps and s.block[0] == gemm_tiling(task.params, c).threads for s, c in zip(sources, configs))
+    assert all("__cluster_dims__(1, 1, 2)" in s.code and s.grid[2] == 2 for s in sources[len(configs):])
 
 
 def test_earlier_configs_keep_their_index_and_the_loader_is_last_with_threads_first():

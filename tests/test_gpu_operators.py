@@ -73,8 +73,12 @@ TMA_TILES = [(128, 256, 64, 64, 8, 8, 4, "cp_async_4", "tma"), (128, 128, 64, 64
              (64, 128, 64, 64, 8, 8, 4, "cp_async_3", "tma"), (64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"),
              (128, 256, 64, 64, 4, 8, 4, "cp_async_4", "tma_rows"), (64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"),
              (64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma_rows")]
-# and split K through the workspace (the consumers meet at a named barrier: the producers have left)
-TMA_SPLITS = [((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 4), ((64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 2)]
+# and split K through the workspace (the consumers meet at a named barrier: the producers have left) and over
+# a cluster (the partial tiles over the ring; the producers stay for the cluster's barriers)
+TMA_SPLITS = [((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 4, "workspace"),
+              ((64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 2, "workspace"),
+              ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 4, "cluster"),
+              ((32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 2, "cluster")]
 
 
 @pytest.mark.parametrize("args", [gemm_args(200, 264, 136), gemm_args(130, 300, 580), PRESETS["G3"].args,
@@ -83,10 +87,11 @@ def test_tma_loader_configs_compute_the_product(measurer, args):
     task = engine.create_task("gemm", args)
     knobs = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
     fixed = [["block_k", "ot", 32], ["vector_a", "ot", 4], ["vector_b", "ot", 4], ["smem_pad", "ot", 0],
-             ["unroll_k", "ot", 32], ["slice_k", "ot", 1], ["split_reduce", "ot", "workspace"]]
-    splits = [(tile, split) for tile, split in TMA_SPLITS if split in task.params.split_k_choices]
-    configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(knobs, tile)] + fixed + [["split_k", "ot", split]])
-               for tile, split in [(tile, 1) for tile in TMA_TILES] + splits]
+             ["unroll_k", "ot", 32], ["slice_k", "ot", 1]]
+    splits = [(tile, split, reduce) for tile, split, reduce in TMA_SPLITS if split in task.params.split_k_choices]
+    configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(knobs, tile)] + fixed
+                                             + [["split_k", "ot", split], ["split_reduce", "ot", reduce]])
+               for tile, split, reduce in [(tile, 1, "workspace") for tile in TMA_TILES] + splits]
     assert [task.why_invalid(c) for c in configs] == [None] * len(configs)
     assert_all_correct(measurer, task, configs)
 

@@ -77,6 +77,18 @@ __device__ __forceinline__ void cluster_sync() {
 }
 #endif
 """
+# A float4 at a shared address (an offset in the shared window) of the cluster's block `rank`: a split-K
+# sum's read of another split's partial tile. Inside its kernel's `#ifdef __CUDA_ARCH__` (tests/cuda_on_cpu.py
+# supplies it without).
+LOAD_SHARED_CLUSTER4 = r"""__device__ __forceinline__ float4 load_shared_cluster4(unsigned address, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+    return v;
+}
+"""
 # L2 eviction priorities on the box copies (the GEMM's l2_hint): a policy made by createpolicy (the
 # whole of each access at that priority) and the copies that carry one as their cache hint.
 # Behind __CUDA_ARCH__ like TMA_HELPERS, apart from it so that kernels without hints keep their text.

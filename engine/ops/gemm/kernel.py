@@ -379,6 +379,15 @@ def _sum_slices(t: GemmTiling) -> str:
     }}"""
 
 
+def register_places(t: GemmTiling) -> tuple[str, str]:
+    """Where accumulator acc[i][j][x][y] lies past its lane's (a_row0 + i * sub_m, b_col0 + j * sub_n):
+    loader tma's lanes interleave their 4-column groups, 4 * lanes_n apart, and tma_rows' their rows,
+    lanes_m apart (engine.ops.gemm.tma)."""
+    y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
+    x_row = f"x * {t.lanes_m}" if t.uses_tma and not t.a_transposed else "x"
+    return x_row, y_col
+
+
 def store_tile(t: GemmTiling, target: str) -> str:
     """Write the register tile to `target`, skipping what lies past the edges: C where it lies
     (`GemmTiling.c_address`), or ("workspace") a row-major M x N partial; with K slices, slice 0 holds
@@ -390,10 +399,7 @@ def store_tile(t: GemmTiling, target: str) -> str:
     row_length = t.c_row_length if target == "C" else t.n
     width = 4 if t.thread_n % 4 == 0 and row_length % 4 == 0 else 2 if t.thread_n % 2 == 0 and row_length % 2 == 0 else 1
     vt = VECTOR_TYPE[width]
-    # loader tma's lanes interleave their 4-column groups, 4 * lanes_n apart, and tma_rows' their rows,
-    # lanes_m apart (engine.ops.gemm.tma)
-    y_col = f"y / 4 * {4 * t.lanes_n}" if t.uses_tma else "y"
-    x_row = f"x * {t.lanes_m}" if t.uses_tma and not t.a_transposed else "x"
+    x_row, y_col = register_places(t)
     address = (target == "C" and t.c_address("row", "col")) or f"{target} + (size_t)row * {t.n} + col"
     return f"""
 #pragma unroll
@@ -415,12 +421,16 @@ def store_tile(t: GemmTiling, target: str) -> str:
         }}"""
 
 
-def _cluster_epilogue(t: GemmTiling) -> str:
-    """Split-K over a cluster (blockIdx.z is the rank): partial tiles meet in shared memory,
-    and each split sums its share of the tile, in split order, into C."""
+def _cluster_epilogue(t: GemmTiling, sync: str) -> str:
+    """Split-K over a cluster (blockIdx.z is the rank): partial tiles meet in shared memory (the TMA
+    loaders': over their ring, summed by the consumers, `sync` their barrier), and each split sums
+    its share of the tile, in split order, into C."""
     width = min(t.thread_n, 4)
     share = t.block_m * t.block_n // t.split_k // 4  # float4s of the tile each split sums
-    rounds, guard = load_rounds(share, t.threads)
+    threads = t.consumer_threads
+    rounds, guard = load_rounds(share, threads)
+    partial = "partial" if t.uses_tma else "smem"
+    x_row, y_col = register_places(t)
     edges = [None if t.m % t.block_m == 0 else f"row < {t.m}"]
     if t.c_row_length % 4 == 0:
         address = t.c_address("row", "col") or f"C + (size_t)row * {t.n} + col"
@@ -433,9 +443,13 @@ def _cluster_epilogue(t: GemmTiling) -> str:
                           f"if (col + {e} < {t.n}) C[(size_t)row * {t.n} + col + {e}] = sum.{c};"
                           for e, c, address in elements)}
             }}"""
+    # the TMA loaders' kernel reads the other splits' by shared address (engine.ops.hopper's LOAD_SHARED_CLUSTER4)
+    declare = (f"{chr(10)}    float* partial = reinterpret_cast<float*>(stages);"
+               f"{chr(10)}    const unsigned partial_address = shared_address(partial);" if t.uses_tma else "")
+    read = "load_shared_cluster4(partial_address + e * 4, s)" if t.uses_tma else "load_from_block(smem + e, s)"
     return f"""
     {_sum_slices(t)}
-    __syncthreads();  // the stages (and the slices' exchange) are read; the partial tile goes over them
+    {sync}  // the stages (and the slices' exchange) are read; the partial tile goes over them{declare}
     if ({"slice == 0" if t.slice_k > 1 else "true"}) {{
 #pragma unroll
         for (int i = 0; i < {t.iter_m}; ++i)
@@ -445,20 +459,20 @@ def _cluster_epilogue(t: GemmTiling) -> str:
                 for (int j = 0; j < {t.iter_n}; ++j)
 #pragma unroll
                     for (int y = 0; y < {t.thread_n}; y += {width})
-                        *reinterpret_cast<{VECTOR_TYPE[width]}*>(smem + (a_row0 + i * {t.sub_m} + x) * {t.block_n}
-                                                       + b_col0 + j * {t.sub_n} + y) =
+                        *reinterpret_cast<{VECTOR_TYPE[width]}*>({partial} + (a_row0 + i * {t.sub_m} + {x_row}) * {t.block_n}
+                                                       + b_col0 + j * {t.sub_n} + {y_col}) =
                             {_make_vector([f"acc[i][j][x][y + {e}]" for e in range(width)])};
     }}
     cluster_sync();  // every split's partial tile is in its shared memory
 #pragma unroll
     for (int r = 0; r < {rounds}; ++r) {{
-        const int i = r * {t.threads} + tid;
+        const int i = r * {threads} + tid;
         {guard}{{
             const int e = (blockIdx.z * {share} + i) * 4;  // this split's share of the tile
             float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
             for (int s = 0; s < {t.split_k}; ++s) {{
-                const float4 part = load_from_block(smem + e, s);
+                const float4 part = {read};
                 sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
             }}
             const int row = block_row + e / {t.block_n}, col = block_col + e % {t.block_n};
@@ -476,7 +490,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     if t.split_k == 1:
         return _sum_slices(t) + store_tile(t, "C")
     if t.uses_cluster:
-        return _cluster_epilogue(t)
+        return _cluster_epilogue(t, sync)
     # The fix-up sits on the critical path of every tile: its loads go out in unrolled
     # rounds (all of a round's splits in flight at once), 16 bytes wide where rows allow.
     width = 4 if t.c_row_length % 4 == 0 else 1

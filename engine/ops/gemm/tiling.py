@@ -35,8 +35,8 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
 
 * `loader`: `threads` is all of the above; `tma` and `tma_rows` (sm_90a) have producer threads of their own
   drive the tensor memory accelerator into a ring of `stages` (the pipeline knob's cp_async_3 or _4) handed over
-  by mbarriers, block_k 32, split K through the workspace, and fix the knobs only the threads read
-  (engine.ops.gemm.tma says how).
+  by mbarriers, block_k 32, split K through the workspace or a cluster (its partial tile over the ring), and
+  fix the knobs only the threads read (engine.ops.gemm.tma says how).
 
 Shared memory beyond 48 KB is asked for at launch (the runner sets the kernel's
 dynamic shared memory attribute), so configs may use up to the device's opt-in limit.
@@ -328,7 +328,7 @@ class GemmTiling:
         if self.uses_tma:
             # the ring's start moves up to a 1024-byte swizzle atom: at most 1008 bytes, 16-byte aligned as it is;
             # split K's "last split" flag comes last
-            return SWIZZLE_ATOM_BYTES + self.tma_flag_offset + (FLOAT_BYTES if self.split_k > 1 else 0)
+            return SWIZZLE_ATOM_BYTES + self.tma_flag_offset + (FLOAT_BYTES if self.split_k > 1 and not self.uses_cluster else 0)
         flag = 1 if self.split_k > 1 and not self.uses_cluster else 0
         return FLOAT_BYTES * (self.split_flag_offset + flag)
 
@@ -429,11 +429,15 @@ class GemmTiling:
         # vector_a and vector_b 4 (the vectors' rules: K and N multiples of 4) also keep the tensor maps'
         # row pitches the 16-byte multiples the TMA unit needs.
         fixed = (("vector_a", self.vector_a, 4), ("vector_b", self.vector_b, 4), ("smem_pad", self.pad, 0),
-                 ("unroll_k", self.unroll, 32), ("slice_k", self.slice_k, 1), ("split_reduce", self.split_reduce, "workspace"))
+                 ("unroll_k", self.unroll, 32), ("slice_k", self.slice_k, 1))
         loose = [f"{knob} {value}" for knob, value, wanted in fixed if value != wanted]
         if loose:
             wanted = ", ".join(f"{knob} {wanted}" for knob, _, wanted in fixed)
             return f"{loader} takes {wanted} (not {', '.join(loose)})"
+        partial, ring = self.block_m * self.block_n * FLOAT_BYTES, self.stages * self.tma_stage_bytes
+        if self.uses_cluster and partial > ring:
+            return (f"split_reduce cluster leaves the {partial // 1024} KB partial tile over {loader}'s ring of "
+                    f"{ring // 1024} KB: it takes more stages or a smaller tile")
         if self.registers > self.consumer_registers:
             return (f"a consumer thread needs about {self.registers} registers (accumulators and fragments), "
                     f"more than the {self.consumer_registers} it gets beside the producer")

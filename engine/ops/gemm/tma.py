@@ -32,12 +32,16 @@ warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instru
   warp's reads of one k-row of a B panel are consecutive chunks, conflict-free under the swizzle.
   The swizzle's XOR splits into the lane's part and a literal, so a lane keeps a table of 8 byte
   offsets (two with tma_rows: A's too) and every read of a swizzled tile is a table entry plus a literal.
+* split_k > 1: through the workspace (engine.ops.gemm.kernel's epilogue, the consumers' barrier its own), or
+  (split_reduce cluster) a tile's splits one cluster, whose consumers leave their partial tiles over the
+  ring (every copy landed and was read) and sum them as the threads' loaders do; the producers stay to
+  meet them at the cluster's two barriers.
 """
 from __future__ import annotations
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
-from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS,
-                      TMA_HELPERS)
+from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, LOAD_SHARED_CLUSTER4, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS,
+                      TENSOR_MAP_DECLARATIONS, TMA_HELPERS)
 from .kernel import ENTRY, VECTOR_TYPE, epilogue, k_range, kernel_source, zeroed_accumulators
 from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_ROW_BYTES, TMA_BLOCK_K, TMA_PANEL,
                      GemmTiling)
@@ -124,11 +128,15 @@ def _producer_of_copies(t: GemmTiling) -> str:
 
 
 def _producers(t: GemmTiling, comment: str, body: str) -> str:
-    """The producer warps' branch: (a warpgroup) registers handed to the consumers, `body`, and out."""
+    """The producer warps' branch: (a warpgroup) registers handed to the consumers, `body`, and out
+    (split_reduce cluster: once they met the consumers at the cluster sum's two barriers)."""
+    meet = """
+        cluster_sync();  // the splits' partial tiles are in place
+        cluster_sync();  // and summed""" if t.uses_cluster else ""
     return f"""
     if (warp >= {t.consumer_threads // 32}) {{  // {comment}
 {f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
-{body}
+{body}{meet}
         return;
     }}"""
 
@@ -276,9 +284,9 @@ def generate(t: GemmTiling) -> KernelSource:
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), B's columns interleaved
 // loader {t.loader}: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes{", A transposed by them" if t.a_transposed else ""}
 #ifdef __CUDA_ARCH__
-{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}{CONSUMER_HELPERS if t.split_k > 1 else ""}#endif
+{SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}{CONSUMER_HELPERS if t.split_k > 1 else ""}{LOAD_SHARED_CLUSTER4 if t.uses_cluster else ""}#endif
 {TMA_HELPERS}{TENSOR_MAP_DECLARATIONS}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1)
+extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__(1, 1, {t.split_k})" if t.uses_cluster else ""}
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
         float* __restrict__ workspace, int* __restrict__ counters)
 {{

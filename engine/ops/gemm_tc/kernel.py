@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import KernelSource
+from ..hopper import LOAD_SHARED_CLUSTER4
 from .tiling import GemmTcTiling
 from .workload import GemmTcParams
 
@@ -87,15 +88,7 @@ CLUSTER_HELPERS = r"""
 __device__ __forceinline__ void cluster_arrive_wait() {
     asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ float4 load_shared_cluster4(unsigned address, unsigned rank) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
-    return v;
-}
-#endif
+""" + LOAD_SHARED_CLUSTER4 + r"""#endif
 """
 
 
