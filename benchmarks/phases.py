@@ -6,7 +6,8 @@ The confirmation re-times each workload's tuned best in a fresh process, interle
 vendor's baseline and the default config, warm and cold. With `--top K` it takes each workload's K
 fastest tuned configs into one confirmation instead and keeps the one whose worse ratio to the
 vendor, warm or cold, is highest (`worse_ratio`): a goal of "faster than the vendor, warm and cold"
-is one config's, and the tune ranks by warm alone. The picks go into the JSON's `picked` section; a
+is one config's, and the tune ranks by warm alone, unless `--cold-screen N` has it time its N fastest
+cold too; `--top K` then adds the K fastest cold to the candidates (`ColdScreen`). The picks go into the JSON's `picked` section; a
 later confirmation of a JSON that has one (a copy without the `confirm` rows: the second fresh
 process) re-times those picks alone, so the figure quoted is not the one that chose.
 """
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -30,6 +32,12 @@ from engine.measure import to_record  # noqa: E402
 
 # The tune keeps this many of each workload's fastest configs in the JSON: what --top may confirm.
 TUNED_KEPT = 5
+# --cold-screen N: after the warm tune, each workload's N fastest configs are timed cold too (L2 flushed, this
+# many times each, in one fresh process for the phase), and `confirm --top K` times the K fastest warm and the
+# K fastest cold. The goal is one config faster than the vendor warm and cold, and the config that is fastest
+# cold need not be among the fastest warm (a decode step's weights marked evict-first: 11.5 us warm at tuning
+# against 8.4, so never confirmed, docs/benchmarks/tensor-core-gemm-h200.md).
+COLD_SCREEN_TIMINGS = 3
 
 
 def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
@@ -42,8 +50,11 @@ def phase_parser(doc: str, name: str) -> argparse.ArgumentParser:
     parser.add_argument("--budget-s", type=float, default=90.0, help="start no new workload after this many seconds")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--top", type=int, default=1, choices=range(1, TUNED_KEPT + 1), metavar=f"1..{TUNED_KEPT}",
-                        help="confirm: each workload's this many fastest tuned configs, keeping the one whose worse "
-                             "ratio to the vendor (warm or cold) is highest")
+                        help="confirm: each workload's this many fastest tuned configs (and as many fastest cold, "
+                             "where the tune screened them), keeping the one whose worse ratio to the vendor (warm "
+                             "or cold) is highest")
+    parser.add_argument("--cold-screen", type=int, default=0, metavar="N",
+                        help="tune: time each workload's N fastest configs cold as well, for confirm --top")
     return parser
 
 
@@ -139,7 +150,8 @@ def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = No
     started, bests = time.time(), {}
     drop_sections(options.json, "confirm", "picked")  # they confirmed another tune's configs
     timeouts = {} if run_timeout is None else {"run_timeout": run_timeout}
-    with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log:
+    screen = ColdScreen() if options.cold_screen else None
+    with GpuMeasurer(build_timeout=30, **timeouts) as measurer, open(options.log, "a") as log, screen or nullcontext():
         for name, task in named_tasks:
             if time.time() - started > options.budget_s:
                 print(f"budget spent: {name} not tuned")
@@ -155,9 +167,53 @@ def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = No
             best = good[0] if good else None
             found = f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"
             print(f"tune {name}: {len(good)} of {len(rows)} ok, best {found}", flush=True)
+            if screen and good:
+                bests[name]["cold"] = screen.fastest_cold(task, good[:options.cold_screen])
+                coldest = bests[name]["cold"][:1]
+                print(f"tune {name}: fastest cold " + (f"{median(coldest[0]['cold_us']):.2f} us, config "
+                                                       f"{coldest[0]['index']}" if coldest else "none"), flush=True)
             merge_json(options.json, "tune", bests)
     print(f"tune: {time.time() - started:.0f} s")
     return 0
+
+
+class ColdScreen:
+    """The tune's cold timings (--cold-screen), in one fresh measuring process for the phase (or another
+    engine.confirm Stopwatch that `stopwatch` makes)."""
+
+    def __init__(self, stopwatch=None) -> None:
+        from engine.gpu.confirming import FreshProcessStopwatch
+
+        self.new_stopwatch = stopwatch or FreshProcessStopwatch
+        self.stopwatch = self.new_stopwatch()
+
+    def __enter__(self) -> "ColdScreen":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopwatch.close()
+
+    def fastest_cold(self, task, rows: list[dict]) -> list[dict]:
+        """The tune's `rows`, each timed cold COLD_SCREEN_TIMINGS times, fastest cold (median) first; a config
+        that does not load in the measuring process is left out, and a process that dies ends the screen of
+        this workload (the next one gets a new process)."""
+        from engine.confirm import Contender, Role
+        from engine.gpu.confirming import StopwatchDied
+
+        contenders = [Contender(Role.TUNED, entity=task.config_space.get(row["index"]).to_entity(),
+                                config_index=row["index"]) for row in rows]
+        screened = []
+        try:
+            prepared = self.stopwatch.prepare(task, contenders)
+            for i, (row, ready) in enumerate(zip(rows, prepared)):
+                if isinstance(ready, dict):
+                    timings = [self.stopwatch.time(i, cold=True) * 1e6 for _ in range(COLD_SCREEN_TIMINGS)]
+                    screened.append({"index": row["index"], "config": row["config"], "cold_us": timings})
+        except StopwatchDied as exc:
+            print(f"cold screen: {exc}")
+            self.stopwatch.close()
+            self.stopwatch = self.new_stopwatch()
+        return sorted(screened, key=lambda r: median(r["cold_us"]))
 
 
 def worse_ratio(ours: dict, vendor: dict) -> float:
@@ -179,15 +235,17 @@ def pick_index(candidates: dict[int, dict], vendor: dict) -> int:
 
 def confirmed_indexes(name: str, found: dict, picked: dict, top: int) -> list[int]:
     """The configs a workload's confirmation times: with `top` 1, an earlier confirmation's pick where
-    it is still among the tuned fastest (the second confirmation), else the `top` fastest tuned."""
+    it is still among the tuned fastest, warm or cold (the second confirmation), else the `top` fastest
+    tuned and, where the tune screened them cold, the `top` fastest cold after them."""
     fastest = [row["index"] for row in found["top"]]
+    coldest = [row["index"] for row in found.get("cold", [])]
     if top == 1 and name in picked:
-        if picked[name] in fastest:
+        if picked[name] in fastest + coldest:
             return [picked[name]]
         print(f"{name}: the picked config {picked[name]} is not among the tuned fastest: confirming the fastest")
     elif top == 1 and picked:
         print(f"{name}: no pick from the first confirmation (it was cut short): confirming the fastest")
-    return fastest[:top]
+    return fastest[:top] + [index for index in coldest[:top] if index not in fastest[:top]]
 
 
 def line_of(row: dict, vendor: str = "cublas", label: str = "cuBLAS") -> str:

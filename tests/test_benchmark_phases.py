@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from phases import TUNED_KEPT, confirmed_indexes, phase_parser, pick_index, worse_ratio  # noqa: E402
+from phases import (COLD_SCREEN_TIMINGS, TUNED_KEPT, ColdScreen, confirmed_indexes, phase_parser, pick_index,  # noqa: E402
+                    worse_ratio)
 
 VENDOR = {"warm_us": [10.0, 10.2, 9.8], "cold_us": [14.0, 14.4, 13.6]}
 FAST_WARM = {"warm_us": [8.0, 8.1, 7.9], "cold_us": [15.0, 15.2, 14.8]}  # 1.25 warm, 0.93 cold
@@ -36,6 +37,41 @@ def test_the_second_confirmation_times_the_pick_while_the_tune_lists_it():
     assert confirmed_indexes("w", found, {"w": 99}, 1) == [11]  # a pick of another tune
     assert confirmed_indexes("w", found, {"other": 13}, 1) == [11]  # the first confirmation stopped before it
     assert confirmed_indexes("w", found, {"w": 13}, 3) == [11, 12, 13]  # --top asks for a new pick
+
+
+def test_a_cold_screen_adds_the_fastest_cold_to_the_candidates_and_keeps_their_pick():
+    found = {"top": [{"index": i} for i in (11, 12, 13, 14)], "cold": [{"index": i} for i in (40, 12, 41)]}
+    assert confirmed_indexes("w", found, {}, 3) == [11, 12, 13, 40, 41]  # 12 is among both
+    assert confirmed_indexes("w", found, {}, 1) == [11, 40]
+    assert confirmed_indexes("w", found, {"w": 41}, 1) == [41]  # the second confirmation: a pick screened cold
+    assert phase_parser("doc", "name").parse_args(["tune", "--cold-screen", "12"]).cold_screen == 12
+    assert phase_parser("doc", "name").parse_args(["tune"]).cold_screen == 0
+
+
+def test_the_cold_screen_times_each_config_cold_and_lists_the_fastest_first():
+    """Through engine.confirm's ReplayStopwatch (a recording's measurements, each config's in turn): a
+    config the recording lacks is left out, and a config's timings are its recorded ones."""
+    import dataclasses
+
+    from engine import create_task
+    from engine.confirm import ReplayStopwatch
+    from engine.logfile import make_target
+    from engine.synthetic import MODEL, synthetic_recording
+    from engine.workloads import PRESETS
+
+    task = create_task(PRESETS["C12"].task_name, PRESETS["C12"].args)
+    measured = [r for r in synthetic_recording(task, 6, seed=2) if r.ok]
+    records = [dataclasses.replace(r, costs=(r.costs[0] * (1 + 0.01 * k),))
+               for r in measured for k in range(COLD_SCREEN_TIMINGS)]
+    recorded = {r.config_index: r.costs[0] for r in measured}
+    rows = [{"index": i, "config": task.config_space.get(i).values()} for i in recorded] + [
+        {"index": 7, "config": {}}]  # not in the recording
+    assert 7 not in recorded
+    with ColdScreen(lambda: ReplayStopwatch(records, make_target(MODEL))) as screen:
+        screened = screen.fastest_cold(task, rows)
+    assert [r["index"] for r in screened] == sorted(recorded, key=recorded.get)
+    assert all(len(r["cold_us"]) == COLD_SCREEN_TIMINGS and min(r["cold_us"]) == pytest.approx(recorded[r["index"]] * 1e6)
+               for r in screened)
 
 
 def test_top_is_one_unless_asked_and_at_most_what_the_tune_keeps():

@@ -15,6 +15,9 @@ BENCH=benchmarks/$NAME.py
 phase() {  # phase PHASE TIMEOUT_S BUDGET_S [more args]
     local name=$1 limit=$2 budget=$3
     shift 3
+    # COLD_SCREEN=N: the tune times each workload's N fastest configs cold too, and TOP=K then confirms the
+    # K fastest warm and the K fastest cold (benchmarks/phases.py's ColdScreen)
+    if [ "$name" = tune ] && [ -n "${COLD_SCREEN:-}" ]; then set -- "$@" --cold-screen "$COLD_SCREEN"; fi
     local started=$SECONDS
     timeout -k 5 "$limit" python3 "$BENCH" "$name" --json "$JSON" --budget-s "$budget" "$@" >> "$TXT" 2>&1
     local status=$?
