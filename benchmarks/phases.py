@@ -167,36 +167,36 @@ def tune_listed(options, named_tasks, configs_of, run_timeout: float | None = No
             best = good[0] if good else None
             found = f"{best['us']:.2f} us {best['tflops']:.1f} TFLOP/s {best['config']}" if best else "none"
             print(f"tune {name}: {len(good)} of {len(rows)} ok, best {found}", flush=True)
-            if screen and good:
+            merge_json(options.json, "tune", bests)  # kept whatever the cold screen does
+            if screen and good and time.time() - started <= options.budget_s:
                 bests[name]["cold"] = screen.fastest_cold(task, good[:options.cold_screen])
                 coldest = bests[name]["cold"][:1]
                 print(f"tune {name}: fastest cold " + (f"{median(coldest[0]['cold_us']):.2f} us, config "
                                                        f"{coldest[0]['index']}" if coldest else "none"), flush=True)
-            merge_json(options.json, "tune", bests)
+                merge_json(options.json, "tune", bests)
     print(f"tune: {time.time() - started:.0f} s")
     return 0
 
 
 class ColdScreen:
-    """The tune's cold timings (--cold-screen), in one fresh measuring process for the phase (or another
-    engine.confirm Stopwatch that `stopwatch` makes)."""
+    """The tune's cold timings (--cold-screen), in a fresh measuring process started at the first workload
+    (or another engine.confirm Stopwatch that `stopwatch` makes)."""
 
     def __init__(self, stopwatch=None) -> None:
-        from engine.gpu.confirming import FreshProcessStopwatch
-
-        self.new_stopwatch = stopwatch or FreshProcessStopwatch
-        self.stopwatch = self.new_stopwatch()
+        self.new_stopwatch = stopwatch or _fresh_process_stopwatch
+        self.stopwatch = None
 
     def __enter__(self) -> "ColdScreen":
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stopwatch.close()
+        if self.stopwatch is not None:
+            self.stopwatch.close()
 
     def fastest_cold(self, task, rows: list[dict]) -> list[dict]:
         """The tune's `rows`, each timed cold COLD_SCREEN_TIMINGS times, fastest cold (median) first; a config
-        that does not load in the measuring process is left out, and a process that dies ends the screen of
-        this workload (the next one gets a new process)."""
+        that does not load in the measuring process is left out. A process that dies, or will not start, ends
+        this workload's screen and the tune goes on (the next workload starts another)."""
         from engine.confirm import Contender, Role
         from engine.gpu.confirming import StopwatchDied
 
@@ -204,16 +204,24 @@ class ColdScreen:
                                 config_index=row["index"]) for row in rows]
         screened = []
         try:
+            self.stopwatch = self.stopwatch or self.new_stopwatch()
             prepared = self.stopwatch.prepare(task, contenders)
             for i, (row, ready) in enumerate(zip(rows, prepared)):
                 if isinstance(ready, dict):
                     timings = [self.stopwatch.time(i, cold=True) * 1e6 for _ in range(COLD_SCREEN_TIMINGS)]
                     screened.append({"index": row["index"], "config": row["config"], "cold_us": timings})
         except StopwatchDied as exc:
-            print(f"cold screen: {exc}")
-            self.stopwatch.close()
-            self.stopwatch = self.new_stopwatch()
+            print(f"cold screen of {task.name}: {exc}")
+            if self.stopwatch is not None:
+                self.stopwatch.close()
+            self.stopwatch = None
         return sorted(screened, key=lambda r: median(r["cold_us"]))
+
+
+def _fresh_process_stopwatch():
+    from engine.gpu.confirming import FreshProcessStopwatch
+
+    return FreshProcessStopwatch()
 
 
 def worse_ratio(ours: dict, vendor: dict) -> float:
@@ -294,7 +302,7 @@ def confirm_tuned_bests(options, template: str, vendor: str, label: str) -> list
             best = task.config_space.get(pick_index(candidates, timed.get(vendor, {})))
             row = {"workload": name, "config": best.values(), "index": best.index, "flops": task.flops,
                    "ours": candidates[best.index], **timed}
-            if len(configs) > 1:
+            if len(configs) > 1 or found.get("cold"):  # a pick among candidates, or the one warm and cold
                 row["candidates"] = [{"index": c.index, "config": c.values(), **candidates[c.index]} for c in configs]
                 if timed.get(vendor, {}).get("warm_us"):
                     picked[name] = best.index

@@ -70,7 +70,7 @@ SPLIT_TILES = [
     *[((128, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), split, "workspace") for split in (2, 4)],
     ((32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2, "workspace"),
     ((64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), 2, "workspace"),
-    # over a cluster: 196 to 392 blocks of 64x64, 32x64 and 64x32 tiles, both loaders
+    # over a cluster: 64x64, 32x64 and 64x32 tiles in 2 and 4 splits, both loaders (G5: 196 to 784 blocks)
     *[((64, 64, 32, 32, 4, 4, 8, stages, loader), split, "cluster") for stages in ("cp_async_3", "cp_async_4")
       for split in (2, 4) for loader in ("tma_rows", "tma")],
     *[((32, 64, 32, 32, 4, 4, 8, "cp_async_3", loader), split, "cluster") for split in (2, 4)

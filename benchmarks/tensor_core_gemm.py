@@ -158,10 +158,10 @@ WGMMA_SPLIT_DECODE_PICKS = [
     # 16- to 64-row tiles in 2-block clusters that read each of B's boxes once (cuBLAS's M = 64 kernel is
     # named 64x32 with 16 stages and a 1x2 cluster), split K over a cluster or in global memory
     *[(block_m, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, ring, hint, 0, 1)
-      for block_m in (16, 32, 64) for ring in (8, 12) for hint in ("normal", "stream_b")],
+      for block_m, ring in ((16, 8), (16, 12), (32, 8), (32, 12), (64, 8)) for hint in ("normal", "stream_b")],
     *[(block_m, block_n, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, hint, 0, 1)
       for block_m, block_n in ((16, 64), (32, 64), (64, 64), (16, 128)) for hint in ("normal", "stream_b")],
-    *[(block_m, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 2, 1) for block_m in (32, 64)],
+    *[(block_m, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 2, 1) for block_m in (32, 64)],  # 32: M = 16 only
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),

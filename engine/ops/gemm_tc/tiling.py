@@ -107,7 +107,7 @@ RINGS = (0, 4, 8, 12)
 # lines should make room before A's or anything else in L2 does.
 L2_HINTS = ("normal", "stream_b")
 # wgmma tma, 16-bit: swap_ab 1 computes C's transpose, C^T = B^T A^T, as tf32's kernel does: the instruction's
-# M (64 rows a time) runs along B's columns and its N (block_m: 8 to 256) along A's rows. A decode step's
+# M (64 rows a time) runs along B's columns and its N (block_m: 16 to 256, the knob's values) along A's rows. A decode step's
 # few rows of A then make narrow tiles (block_m 16 or 32) whose stages are mostly B's weights, and a
 # cluster of such tile rows reads each of B's boxes once (multicast) where the plain kernel's tile needs 64 rows.
 SWAP_AB = (0, 1)
@@ -560,20 +560,14 @@ class GemmTcTiling:
         """swap_ab 1 (16-bit): A's tile is the instruction's N and the consumers share out B's columns."""
         if not self.tma or self.pingpong:
             return "swap_ab takes loader tma and pingpong 0"
-        if self.block_m % 8 or self.block_m > WGMMA_MAX_N:
-            return (f"with swap_ab, block_m is the instruction's N: a multiple of 8 up to {WGMMA_MAX_N}, "
-                    f"not {self.block_m}")
         if self.block_n % (self.consumers * WGMMA_M):
             return (f"with swap_ab, block_n {self.block_n} is not a multiple of {WGMMA_M} columns for each of "
                     f"{self.consumers} consumer warpgroup(s)")
         return None
 
     def _why_not_multicast(self) -> str | None:
-        """A cluster's blocks each load and multicast an equal share of B's 128-byte panels (or, fewer
-        panels than blocks, of one panel's rows: b_box_rows)."""
-        if self.b_panels % self.cluster and self.cluster % self.b_panels:
-            return (f"B's {self.b_panels} {SWIZZLE_BYTES // self.element_bytes}-column panel(s) do not part among "
-                    f"a cluster of {self.cluster} (each block multicasts its share)")
+        """A cluster's blocks each load and multicast an equal share of B: the GEMM's always part, by
+        panels or by a panel's rows (b_box_rows); the implicit-GEMM conv's tiling has a rule of its own."""
         return None
 
     def _why_not_wgmma_tf32(self) -> str | None:

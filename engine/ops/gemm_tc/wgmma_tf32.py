@@ -30,6 +30,7 @@ import dataclasses
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
 from ..hopper import L2_HINTED_COPIES, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma, wgmma
+from .epilogue import store_transposed
 from .kernel import tiled_source
 from .tiling import SWIZZLE_ATOM_BYTES, SWIZZLE_BYTES, TF32_FRAGMENT_WORDS, WGMMA_M, GemmTcTiling
 
@@ -103,10 +104,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
                         round_tf32(load_shared_word(panel + k * {SWIZZLE_BYTES} + ((chunk ^ (k & 7)) << 4) + within));
                 }}
         }}
-#pragma unroll
-    for (int nt = 0; nt < {nt}; ++nt)
-#pragma unroll
-        for (int i = 0; i < {per_tile}; ++i) hold(acc[nt][i]);
+{wgmma.hold_all(t, "nt")}
 {_TURN_TAKE if t.turns else ""}    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < {t.block_k // 8}; ++kk) {{
@@ -116,10 +114,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[{tiles}][{per_tile}],
     }}
     wgmma_commit();
 {_TURN_GIVE if t.turns else ""}    wgmma_wait<0>();  // before the next stage's fragments are loaded (wgmma_pending says why)
-#pragma unroll
-    for (int nt = 0; nt < {nt}; ++nt)
-#pragma unroll
-        for (int i = 0; i < {per_tile}; ++i) hold(acc[nt][i]);
+{wgmma.hold_all(t, "nt")}
 }}
 """
 
@@ -135,7 +130,7 @@ def generate(t: GemmTcTiling) -> KernelSource:
 typedef float ELEM;
 {wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{loads}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
-{tma.mainloop(t, wgmma.store_transposed(t), tma.gemm_stage_copies(t))}
+{tma.mainloop(t, store_transposed(t), tma.gemm_stage_copies(t))}
 }}
 """
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t))
