@@ -184,12 +184,20 @@ class WorkerProcess:
         self.proc.wait(timeout=10)
 
     def stop(self) -> None:
+        self.quit()
+        self.wait_stopped()
+
+    def quit(self) -> None:
+        """Ask for Celery's cold shutdown (SIGQUIT) without waiting for it."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGQUIT)  # Celery's cold shutdown
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            os.killpg(self.proc.pid, signal.SIGQUIT)
+
+    def wait_stopped(self) -> None:
+        """Until the worker has exited after `quit` (SIGKILL after 10 s)."""
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
         self._log.close()
 
 
@@ -207,8 +215,10 @@ def start_worker(recording_path, redis_url, tmp_path):
         return worker
 
     yield start
+    for worker in started:  # every worker shuts down at once, not one after another
+        worker.quit()
     for worker in started:
-        worker.stop()
+        worker.wait_stopped()
     connection.close()
 
 

@@ -13,6 +13,7 @@ from kernel_tuner import file_utils as kt_files
 from kernel_tuner import util as kt_util
 
 from engine import kernel_tuner as kt
+from module_rows import rows_for_the_module
 from records.models import ImportBatch, MeasurementRecord, Workload
 from tests.hub_data import cache_path
 
@@ -25,11 +26,14 @@ def run(command: str, *args) -> str:
     return out.getvalue() + err.getvalue()
 
 
-@pytest.fixture
-def conv_a100_and_a4000():
-    run("import_records", cache_path("convolution_milo", "A100"))
-    run("import_records", cache_path("convolution_milo", "A4000"))
-    return Workload.objects.get()
+# Importing the two caches is most of this module's time; its tests read them, or change them
+# inside their own savepoints.
+@pytest.fixture(scope="module")
+def conv_a100_and_a4000(django_db_setup, django_db_blocker):
+    with rows_for_the_module(django_db_blocker):
+        run("import_records", cache_path("convolution_milo", "A100"))
+        run("import_records", cache_path("convolution_milo", "A4000"))
+        yield Workload.objects.get()
 
 
 def test_kernel_tuners_reader_loads_our_cache_with_every_entry_and_failure(conv_a100_and_a4000, tmp_path):

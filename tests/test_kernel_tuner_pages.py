@@ -8,17 +8,20 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from engine.logfile import read_records
+from module_rows import rows_for_the_module
 from records.models import ImportBatch, Workload
 from tests.hub_data import best_records, cache_path
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def dedispersion():
-    for gpu in ("A100", "W6600"):
-        call_command("import_records", str(cache_path("dedispersion_milo", gpu)), stdout=io.StringIO())
-    return Workload.objects.get()
+# Importing the two caches is most of this module's time; its tests only read them.
+@pytest.fixture(scope="module")
+def dedispersion(django_db_setup, django_db_blocker):
+    with rows_for_the_module(django_db_blocker):
+        for gpu in ("A100", "W6600"):
+            call_command("import_records", str(cache_path("dedispersion_milo", gpu)), stdout=io.StringIO())
+        yield Workload.objects.get()
 
 
 def test_every_page_of_the_kernel_renders(client, dedispersion):
