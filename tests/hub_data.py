@@ -4,7 +4,9 @@ The project holds no copy of them."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 from shared_data import SHARED_DATA
@@ -27,6 +29,23 @@ def cache_path(kernel: str, gpu: str) -> Path:
 
 def device_for(gpu: str) -> str | None:
     return MI250X if gpu == "MI250X" else None
+
+
+@contextmanager
+def caches_for_the_module(django_db_blocker, kernel: str, gpus=GPUS):
+    """`kernel`'s caches of these GPUs imported once for a test module (module_rows' rows, rolled back after
+    it; the MI250X's named as on import), giving their one workload."""
+    from django.core.management import call_command
+
+    from module_rows import rows_for_the_module
+    from records.models import Workload
+
+    with rows_for_the_module(django_db_blocker):
+        for gpu in gpus:
+            device = device_for(gpu)
+            call_command("import_records", str(cache_path(kernel, gpu)), *(["--device", device] if device else []),
+                         stdout=io.StringIO())
+        yield Workload.objects.get()
 
 
 def all_caches() -> list[tuple[str, str]]:

@@ -16,9 +16,7 @@ from kernel_tuner import util as kt_util
 from factories import conv2d_entity, make_device, make_record, make_workload
 from jobs.models import Job, JobRun
 from jobs.recording import open_batch
-from module_rows import rows_for_the_module
-from records.models import Workload
-from tests.hub_data import cache_path
+from tests.hub_data import caches_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -28,10 +26,8 @@ CACHE, T4 = "/api/export/kernel-tuner/", "/api/export/t4/"
 # Importing the two caches is most of this module's time; its tests only read them.
 @pytest.fixture(scope="module")
 def conv_a100_and_a4000(django_db_setup, django_db_blocker):
-    with rows_for_the_module(django_db_blocker):
-        for gpu in ("A100", "A4000"):
-            call_command("import_records", str(cache_path("convolution_milo", gpu)), stdout=io.StringIO())
-        yield Workload.objects.get()
+    with caches_for_the_module(django_db_blocker, "convolution_milo", ("A100", "A4000")) as workload:
+        yield workload
 
 
 def test_kernel_tuners_reader_loads_the_apis_cache_file(client, conv_a100_and_a4000, tmp_path):

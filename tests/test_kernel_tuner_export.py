@@ -13,9 +13,8 @@ from kernel_tuner import file_utils as kt_files
 from kernel_tuner import util as kt_util
 
 from engine import kernel_tuner as kt
-from module_rows import rows_for_the_module
 from records.models import ImportBatch, MeasurementRecord, Workload
-from tests.hub_data import cache_path
+from tests.hub_data import cache_path, caches_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +29,8 @@ def run(command: str, *args) -> str:
 # inside their own savepoints.
 @pytest.fixture(scope="module")
 def conv_a100_and_a4000(django_db_setup, django_db_blocker):
-    with rows_for_the_module(django_db_blocker):
-        run("import_records", cache_path("convolution_milo", "A100"))
-        run("import_records", cache_path("convolution_milo", "A4000"))
-        yield Workload.objects.get()
+    with caches_for_the_module(django_db_blocker, "convolution_milo", ("A100", "A4000")) as workload:
+        yield workload
 
 
 def test_kernel_tuners_reader_loads_our_cache_with_every_entry_and_failure(conv_a100_and_a4000, tmp_path):

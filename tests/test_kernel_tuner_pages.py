@@ -1,16 +1,13 @@
 """A Kernel Tuner kernel's pages work as any workload's: leaderboard, diff, compare, speedups, downloads."""
 from __future__ import annotations
 
-import io
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from engine.logfile import read_records
-from module_rows import rows_for_the_module
-from records.models import ImportBatch, Workload
-from tests.hub_data import best_records, cache_path
+from records.models import ImportBatch
+from tests.hub_data import best_records, caches_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -18,10 +15,8 @@ pytestmark = pytest.mark.django_db
 # Importing the two caches is most of this module's time; its tests only read them.
 @pytest.fixture(scope="module")
 def dedispersion(django_db_setup, django_db_blocker):
-    with rows_for_the_module(django_db_blocker):
-        for gpu in ("A100", "W6600"):
-            call_command("import_records", str(cache_path("dedispersion_milo", gpu)), stdout=io.StringIO())
-        yield Workload.objects.get()
+    with caches_for_the_module(django_db_blocker, "dedispersion_milo", ("A100", "W6600")) as workload:
+        yield workload
 
 
 def test_every_page_of_the_kernel_renders(client, dedispersion):

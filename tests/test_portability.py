@@ -2,17 +2,13 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
-from module_rows import rows_for_the_module
-from records.models import Workload
 from records.portability import portability
-from tests.hub_data import GPUS, cache_path, device_for
+from tests.hub_data import GPUS, cache_path, caches_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -22,12 +18,8 @@ MODELS = {"A100": "a100", "A4000": "rtxa4000", "MI250X": "mi250x", "W6600": "w66
 # Importing the four caches is most of this module's time; its tests only read them.
 @pytest.fixture(scope="module")
 def convolution(django_db_setup, django_db_blocker):
-    with rows_for_the_module(django_db_blocker):
-        for gpu in GPUS:
-            device = device_for(gpu)
-            call_command("import_records", str(cache_path("convolution_milo", gpu)),
-                         *(["--device", device] if device else []), stdout=io.StringIO())
-        yield Workload.objects.get()
+    with caches_for_the_module(django_db_blocker, "convolution_milo", GPUS) as workload:
+        yield workload
 
 
 def _times() -> dict[str, dict[str, float]]:
