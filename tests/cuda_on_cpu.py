@@ -147,18 +147,21 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
     if status == 3:
         raise RuntimeError(f"{source.name} left a named barrier with arrivals that no thread's bar.sync met")
+    if status == 4:
+        raise RuntimeError(f"a block of {source.name} asked L2 for a box it never copied (l2_prefetch's coordinates)")
     if status:
         raise MemoryError(f"no room for the stacks of {source.name}'s threads")
 
 
-def error_against_reference(task, config, launches: int = 1) -> float:
-    """Run `config`'s kernel of `task` here `launches` times (the output NaN-filled before each)
-    on the template's inputs, and return the runner's relative L2 error against its reference."""
+def error_against_reference(task, config, launches: int = 1, source=None) -> float:
+    """Run `config`'s kernel of `task` (or `source`, a KernelSource of it changed by the test) here
+    `launches` times (the output NaN-filled before each) on the template's inputs, and return the
+    runner's relative L2 error against its reference."""
     from engine.gpu.runner import poison, relative_l2_error
 
     inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
     expected = task.template.reference(task.params, inputs)
-    source = task.template.kernel(task.params, config)
+    source = source or task.template.kernel(task.params, config)
     for _ in range(launches):
         poison(inputs[source.output_index])
         run(source, inputs)

@@ -24,8 +24,8 @@ def stream_k_config(task, **values):
 
 def test_stream_k_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 14336)
-    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
-    assert task.config_space.knobs[-2].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
+    assert task.config_space.knob_names[-4:] == ["l2_hint", "stream_k", "swap_ab", "l2_prefetch"]
+    assert task.config_space.knobs[-3].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
     assert_appended_knobs_keep_indexes(task, "stream_k", seed=9)
 
 
@@ -95,4 +95,4 @@ def test_stream_k_kernels_compile_for_sm_90a(tmp_path):
                for extra in ({}, {"l2_hint": "stream_b", "stream_k": 4})]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)
-    assert [r.error_msg for r in results if not r.ok] == []
+    assert [r.message for r in results if not r.ok] == []

@@ -101,7 +101,7 @@ def test_its_kernels_compile_for_sm_90a(tmp_path):
     sources += [skinny.template.kernel(skinny.params, c) for c in clustered]
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=120) as builder:
         results = builder.build(sources)
-    assert [r.error_msg for r in results if not r.ok] == []
+    assert [r.message for r in results if not r.ok] == []
     assert all(s.tensor_maps and s.block[0] == gemm_tiling(task.params, c).threads for s, c in zip(sources, configs))
     assert all("__cluster_dims__(1, 1, 2)" in s.code and s.grid[2] == 2 for s in sources[len(configs):])
 
