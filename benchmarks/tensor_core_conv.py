@@ -161,10 +161,16 @@ def distinct(configs: list) -> list:
     return list({c.index: c for c in configs}.values())
 
 
+LAYERS: list[str] = []  # --layers: check and tune only these presets (TCC-7-512-512-k3-f16, ...)
+
+
 def layer_tasks(precisions) -> list[tuple[str, object]]:
-    """(name, task) per layer, precision by precision in the order given."""
+    """(name, task) per layer, precision by precision in the order given; --layers: only those presets."""
+    unknown = sorted(set(LAYERS) - {p.name for p in CONV_TC})
+    if unknown:
+        raise SystemExit(f"--layers: no preset {', '.join(unknown)}; the layers are {', '.join(p.name for p in CONV_TC)}")
     return [(p.description, engine.create_task(p.task_name, p.args))
-            for precision in precisions for p in CONV_TC if p.args[0][2] == precision]
+            for precision in precisions for p in CONV_TC if p.args[0][2] == precision and (not LAYERS or p.name in LAYERS)]
 
 
 def check_configs(task) -> list:
@@ -215,7 +221,11 @@ def list_configs() -> int:
 
 
 def main(argv=None) -> int:
-    options = phase_parser(__doc__, "tensor_core_conv").parse_args(argv)
+    global LAYERS
+    parser = phase_parser(__doc__, "tensor_core_conv")
+    parser.add_argument("--layers", default="", help="check and tune only these presets, comma-separated")
+    options = parser.parse_args(argv)
+    LAYERS = [name for name in options.layers.split(",") if name]
     if options.phase == "configs":
         return list_configs()
     if options.phase == "table":

@@ -6,6 +6,8 @@ sm_90a compile of the prefetch instructions."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +139,18 @@ def test_prefetching_kernels_compile_for_sm_90a(tmp_path):
     with Builder("sm_90", workers=2, cache_dir=tmp_path, timeout=180) as builder:
         results = builder.build(sources)
     assert [r.message for r in results if not r.ok] == []
+
+
+def test_the_conv_benchmark_lists_prefetching_tiles_and_checks_and_tunes_only_the_layers_named(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import tensor_core_conv
+
+    monkeypatch.setattr(tensor_core_conv, "LAYERS", ["TCC-14-1024-256-k1-f16", "TCC-7-512-512-k3-bf16"])
+    tasks = tensor_core_conv.layer_tasks(["float16", "bfloat16"])
+    assert [name for name, _ in tasks] == ["14² 1024→256 K1 s1 p0 batch 32 NHWC float16",
+                                           "7² 512→512 K3 s1 p1 batch 32 NHWC bfloat16"]
+    for _, task in tasks:
+        assert sum(c["l2_prefetch"].val for c in tensor_core_conv.tune_configs(task)) >= 4
+    monkeypatch.setattr(tensor_core_conv, "LAYERS", ["TCC-7-512-512-k3"])
+    with pytest.raises(SystemExit, match="no preset TCC-7-512-512-k3; the layers are TCC-56-64-64-k3-f16"):
+        tensor_core_conv.layer_tasks(["float16"])

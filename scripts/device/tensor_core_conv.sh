@@ -16,6 +16,7 @@
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds
 #    (TOP=K: the pick among each layer's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process).
+# LAYERS=<presets, comma-separated> (TCC-7-512-512-k3-f16, ...) checks and tunes only those layers.
 # Writes to $OUT: tensor_core_conv.txt (all output), tensor_core_conv.json (every phase's rows),
 # tensor_core_conv.log (every tuning record, AutoTVM format); prints the confirmed table last.
 NAME=tensor_core_conv source scripts/device/phases.sh
@@ -27,9 +28,9 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
     echo "gpu tests exit status $?" | tee -a "$TXT"
     grep -E 'passed|failed|FAILED' "$TXT" | tail -n 6
 fi
-phase check ${CHECK_S:=35} $(( CHECK_S * 3 / 5 ))
+phase check ${CHECK_S:=35} $(( CHECK_S * 3 / 5 )) ${LAYERS:+--layers $LAYERS}
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 12
-phase tune ${TUNE_S:=100} $(( TUNE_S * 3 / 4 )) --log "$OUT/tensor_core_conv.log"
+phase tune ${TUNE_S:=100} $(( TUNE_S * 3 / 4 )) --log "$OUT/tensor_core_conv.log" ${LAYERS:+--layers $LAYERS}
 grep -E '^tune' "$TXT" | tail -n 13
 confirmations ${CONFIRM_S:=70}
 python3 "$BENCH" table --json "$JSON"
