@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 18's tensor-core rows still short of their goals, in one device call of at most 9.5 minutes:
+#   run(command="TUNERWEB_COMMIT=<clean short sha> bash scripts/device/short_rows.sh", carry=[".whl", ".debs"],
+#       timeout_s=590)
+# 1. step 3, the two M = 64 decode steps (bf16, bf16 C) by scripts/device/tensor_core_gemm.sh: their GPU tests
+#    (-k "swap_ab or l2_prefetch"), the check, the tune (COLD_SCREEN 10), two confirmations (TOP 3), under DECODE_S;
+# 2. step 4, the 7² 512→512 3×3 and 14² 1024→256 1×1 layers in fp16 and bf16 by scripts/device/tensor_core_conv.sh:
+#    the conv's GPU tests, then the same phases, under CONV_S.
+# Each part's files come back as one archive ($OUT/decode.tar.gz, $OUT/conv.tar.gz: the device returns 8 files at
+# most) and its confirmed table is printed last. *_S variables set the limits.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-unknown}
+
+part() {  # part NAME LIMIT_S SCRIPT: the script's phases into $OUT/NAME, archived once it ends or times out
+    local name=$1 limit=$2 script=$3
+    echo "== $name (up to $limit s)"
+    OUT=/tmp/parts/$name timeout -k 5 "$limit" bash "$script" > "/tmp/parts-$name.txt" 2>&1
+    echo "$name exit status $?"
+    cp "/tmp/parts-$name.txt" "/tmp/parts/$name/console.txt"
+    tar czf "$OUT/$name.tar.gz" -C /tmp/parts "$name"
+    grep -E 'passed|failed|configs correct|^phase ' "/tmp/parts-$name.txt" | tail -n 12
+    sed -n '/^| /p' "/tmp/parts-$name.txt" | tail -n 8
+}
+
+mkdir -p /tmp/parts
+ONLY=wgmma DECODE=1 C16=1 SHAPES=${SHAPES:-64x4096x4096,64x4096x14336} GPU_TESTS=1 GPU_TESTS_K="swap_ab or l2_prefetch" \
+    GPU_TESTS_S=${DECODE_TESTS_S:-60} CHECK_S=25 TUNE_S=${DECODE_TUNE_S:-80} COLD_SCREEN=10 \
+    CONFIRM_S=${DECODE_CONFIRM_S:-55} TOP=3 CONFIRM2=1 part decode "${DECODE_S:-290}" scripts/device/tensor_core_gemm.sh
+GPU_TESTS=1 GPU_TESTS_S=${CONV_TESTS_S:-60} CHECK_S=25 TUNE_S=${CONV_TUNE_S:-60} COLD_SCREEN=10 \
+    CONFIRM_S=${CONV_CONFIRM_S:-55} TOP=3 CONFIRM2=1 \
+    LAYERS=${LAYERS:-TCC-7-512-512-k3-f16,TCC-14-1024-256-k1-f16,TCC-7-512-512-k3-bf16,TCC-14-1024-256-k1-bf16} \
+    part conv "${CONV_S:-265}" scripts/device/tensor_core_conv.sh
