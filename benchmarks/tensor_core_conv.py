@@ -101,9 +101,9 @@ TMA_TILES = [
     # 64x64 at two or three blocks an SM and 64x128 split in two lost everywhere)
     (64, 128, 4, 1, 1, 0, 1, 1, 0),
 ]
-# l2_prefetch: each tile's later K steps asked of L2 at its start, on the short layers' bests and neighbours (cold,
-# 14x14 1x1's 64x128 and 128x128 picks lost 2.4-2.6 us to their first reads, cuDNN 0.6-1.0) and the 3x3 layers'
-# deep-ring one-consumer tiles (7x7's pick is 64x128 in 8 stages).
+# l2_prefetch 16 (L2 asked for 16 K steps past the ring's copies), on the short layers' bests and neighbours (cold,
+# 14x14 1x1's 64x128 pick took 2.4-2.6 us longer than warm, its 128x128 ones 3.3-3.8, cuDNN 0.6-1.0) and the 3x3
+# layers' deep-ring one-consumer tiles (7x7's pick is 64x128 in 8 stages).
 PREFETCH_TILES = [
     (64, 128, 4, 1, 1, 0, 1, 1, 0), (64, 128, 5, 1, 1, 0, 1, 1, 0), (128, 128, 4, 1, 2, 0, 1, 1, 0),
     (128, 128, 4, 1, 2, 2, 1, 1, 0), (64, 128, 4, 1, 1, 4, 1, 1, 0), (64, 128, 5, 1, 1, 4, 1, 1, 1),
@@ -136,7 +136,7 @@ TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
               + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
               + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES]
-              + [tma_pick(*tile, l2_prefetch=1) for tile in PREFETCH_TILES])
+              + [tma_pick(*tile, l2_prefetch=16) for tile in PREFETCH_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
@@ -144,7 +144,7 @@ CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1,
                      tma_pick(128, 128, 4, 1, 2, 0, 1, 1, 0), tma_pick(128, 64, 5, 1, 2, 2, 1, 2, 0),
                      tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1),
                      stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2),
-                     tma_pick(128, 128, 4, 1, 2, 0, 1, 2, 0, l2_prefetch=1), tma_pick(64, 128, 5, 1, 1, 4, 1, 1, 1, l2_prefetch=1)]
+                     tma_pick(128, 128, 4, 1, 2, 0, 1, 2, 0, l2_prefetch=16), tma_pick(64, 128, 5, 1, 1, 4, 1, 1, 1, l2_prefetch=16)]
 RANDOM_TUNES = 12
 
 

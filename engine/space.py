@@ -39,7 +39,7 @@ ENUMERATE_LIMIT = 20_000
 # tensor-core GEMM at its smallest shapes (37x40x24): a pinned controller's options are drawn in
 # proportion to their configs, so its many wgmma knobs leave mma_sync, where nearly all the valid
 # configs of a tiny shape are, few draws: 0.04% of draws are valid there, 1 in about 2,300 (each
-# knob appended for wgmma's TMA loader halves it: 1 in 1,200-1,600 before l2_prefetch).
+# knob appended for wgmma's TMA loader divides it by its options: 1 in 1,200-1,600 before l2_prefetch).
 DRAWS_PER_CONFIG = 3000
 DRAWS_FLOOR = 10_000
 # Validity answers a space remembers (one dict entry each, about 100 bytes).

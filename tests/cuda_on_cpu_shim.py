@@ -252,13 +252,15 @@ inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) &
 // l2_prefetch: each block's boxes asked of L2 and not yet copied, as (map, coordinates); a copy by the
 // block crosses its box off, and a launch fails where a block ends with one left (a prefetch of a box
 // the block never loads: wrong coordinates).
+// `prefetched_copies` counts the launch's copies that found their box asked for.
 typedef std::array<long long, 8> BoxAt;
 static std::vector<BoxAt> prefetched[MAX_CLUSTER];
+static unsigned long long prefetched_copies;
 inline void prefetch_box(const BoxAt& box) { prefetched[self->rank].push_back(box); }
 inline void cross_off(const BoxAt& box) {
     std::vector<BoxAt>& boxes = prefetched[self->rank];
     const auto found = std::find(boxes.begin(), boxes.end(), box);
-    if (found != boxes.end()) boxes.erase(found);
+    if (found != boxes.end()) { boxes.erase(found); ++prefetched_copies; }
 }
 inline void tma_prefetch_2d(const void* map, int x, int y) { prefetch_box({(long long)map, x, y, 0, 0, 0, 0, 0}); }
 inline void tma_prefetch_im2col(const void* map, int c, int w, int h, int n, unsigned short s, unsigned short r) {
@@ -492,8 +494,10 @@ struct Block {
     std::vector<Barrier> meetings;
     std::vector<WarpSlots> slots;
 };
+extern "C" unsigned long long launch_prefetched_copies() { return prefetched_copies; }
 extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                       unsigned cx, unsigned cy, unsigned cz) {
+    prefetched_copies = 0;
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     launch_args = args;

@@ -98,7 +98,7 @@ def test_l2_prefetch_configs_compute_the_convolution(measurer, layer):
 
     task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer]("float16"),
                               DeviceLimits.for_device(measurer.device))
-    configs = [tma_config(task, l2_prefetch=1, **values) for values in PREFETCH_TILES]
+    configs = [tma_config(task, l2_prefetch=16, **values) for values in PREFETCH_TILES]
     configs = [c for c in configs if task.why_invalid(c) is None]
     results = measurer.measure(task, configs)
     assert len(configs) >= 3

@@ -227,12 +227,12 @@ def test_swap_ab_configs_compute_the_product(measurer, c_dtype, shape):
     assert len(configs) >= 3 and all(c["swap_ab"].val for c in configs) and failed == []
 
 
-# l2_prefetch: a tile's later K steps asked of L2 at its start, with split K over a cluster, swapped operands in
+# l2_prefetch: K steps asked of L2 16 ahead of the copies, with split K over a cluster, swapped operands in
 # a cluster sharing B by rows, persistent 2-consumer tiles, and split K in global memory.
-PREFETCH_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b", 0, 0, 1),
-                  (32, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, 8, "normal", 0, 1, 1),
-                  (128, 128, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 0, 0, 1),
-                  (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "normal", 2, 0, 1)]
+PREFETCH_TILES = [(64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b", 0, 0, 16),
+                  (32, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, 8, "normal", 0, 1, 16),
+                  (128, 128, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 0, 0, 16),
+                  (64, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "normal", 2, 0, 16)]
 
 
 @pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (64, 4096, 14336)])

@@ -26,9 +26,9 @@ part() {  # part NAME LIMIT_S SCRIPT: the script's phases into $OUT/NAME, archiv
 
 mkdir -p /tmp/parts
 ONLY=wgmma DECODE=1 C16=1 SHAPES=${SHAPES:-64x4096x4096,64x4096x14336} GPU_TESTS=1 GPU_TESTS_K="swap_ab or l2_prefetch" \
-    GPU_TESTS_S=${DECODE_TESTS_S:-60} CHECK_S=25 TUNE_S=${DECODE_TUNE_S:-80} COLD_SCREEN=10 \
-    CONFIRM_S=${DECODE_CONFIRM_S:-55} TOP=3 CONFIRM2=1 part decode "${DECODE_S:-290}" scripts/device/tensor_core_gemm.sh
-GPU_TESTS=1 GPU_TESTS_S=${CONV_TESTS_S:-60} CHECK_S=25 TUNE_S=${CONV_TUNE_S:-60} COLD_SCREEN=10 \
+    GPU_TESTS_S=${DECODE_TESTS_S:-60} CHECK_S=25 TUNE_S=${DECODE_TUNE_S:-75} COLD_SCREEN=10 \
+    CONFIRM_S=${DECODE_CONFIRM_S:-55} TOP=3 CONFIRM2=1 part decode "${DECODE_S:-280}" scripts/device/tensor_core_gemm.sh
+GPU_TESTS=1 GPU_TESTS_S=${CONV_TESTS_S:-70} CHECK_S=25 TUNE_S=${CONV_TUNE_S:-55} COLD_SCREEN=10 \
     CONFIRM_S=${CONV_CONFIRM_S:-55} TOP=3 CONFIRM2=1 \
     LAYERS=${LAYERS:-TCC-7-512-512-k3-f16,TCC-14-1024-256-k1-f16,TCC-7-512-512-k3-bf16,TCC-14-1024-256-k1-bf16} \
-    part conv "${CONV_S:-265}" scripts/device/tensor_core_conv.sh
+    part conv "${CONV_S:-270}" scripts/device/tensor_core_conv.sh

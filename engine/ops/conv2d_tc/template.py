@@ -57,8 +57,8 @@ class Conv2dNHWCTensorCore(Template):
             # After persistent, for the same reason: the persistent blocks' even shares of every tile's
             # K steps (stream-K), for the layers whose tiles leave SMs idle (98-104 tiles on 132).
             OtherKnob("stream_k", [0, 1], default=0),
-            # After stream_k, for the same reason: a tile's later K steps fetched into L2 at its start
-            # (the GEMM's knob: its tiling's L2_PREFETCH), for the layers that lose most to a cold L2.
+            # After stream_k, for the same reason: K steps asked of L2 ahead of the copies (the GEMM's knob:
+            # its tiling's L2_PREFETCH), for the layers that lose most to a cold L2.
             OtherKnob("l2_prefetch", list(L2_PREFETCH), default=0),
         ], pins=MAINLOOP_PINS)
 

@@ -90,8 +90,8 @@ class GemmTensorCore(Template):
             # After stream_k, for the same reason: C^T = B^T A^T, so a decode step's few rows of A make
             # narrow tiles (tiling's SWAP_AB).
             OtherKnob("swap_ab", list(SWAP_AB), default=0),
-            # After swap_ab, for the same reason: a tile's later K steps fetched into L2 at its start (tiling's
-            # L2_PREFETCH), for cold caches.
+            # After swap_ab, for the same reason: K steps asked of L2 ahead of the copies (tiling's L2_PREFETCH),
+            # for cold caches.
             OtherKnob("l2_prefetch", list(L2_PREFETCH), default=0),
         ], pins=mainloop_pins(params.precision))
 

@@ -111,11 +111,13 @@ L2_HINTS = ("normal", "stream_b")
 # few rows of A then make narrow tiles (block_m 16 or 32) whose stages are mostly B's weights, and a
 # cluster of such tile rows reads each of B's boxes once (multicast) where the plain kernel's tile needs 64 rows.
 SWAP_AB = (0, 1)
-# wgmma tma: l2_prefetch 1 has the producer ask L2 for every K step of a tile past the ring's first fill
-# when the tile starts (cp.async.bulk.prefetch.tensor), so on a cold L2 the whole tile's reads from HBM
-# are under way at once instead of a ring's depth at a time (cold, the 14x14 1024->256 1x1 conv layer's best
-# took 2.4-2.6 us longer than warm and cuDNN's 0.6-1.0: docs/benchmarks/tensor-core-conv-h200.md).
-L2_PREFETCH = (0, 1)
+# wgmma tma: l2_prefetch D has the producer keep L2 D K steps ahead of the ring's copies
+# (cp.async.bulk.prefetch.tensor), so on a cold L2 that many more steps of reads from HBM are under way
+# than the ring holds (cold, the 14x14 1024->256 1x1 conv layer's 64x128 pick took 2.4-2.6 us longer than
+# warm and cuDNN's 0.6-1.0: docs/benchmarks/tensor-core-conv-h200.md). 16 steps: all of that layer's K;
+# a window, not the whole K at once, so a long K neither queues its requests ahead of the tile's first
+# copies nor asks L2 for more than it holds. The knob is the space's last: options may be appended.
+L2_PREFETCH = (0, 16)
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ class GemmTcTiling:
     stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
     swap_ab: int = 0  # wgmma tma 16-bit: 1 computes C^T = B^T A^T (SWAP_AB)
-    l2_prefetch: int = 0  # wgmma tma: 1 asks L2 for a tile's later K steps at its start (L2_PREFETCH)
+    l2_prefetch: int = 0  # wgmma tma: K steps L2 is asked for ahead of the ring's copies (L2_PREFETCH)
 
     @property
     def c_16bit(self) -> bool:

@@ -29,13 +29,14 @@
   order (stream-K), so a share may start or end within a tile; a tile's later pieces leave fp32
   partials in global memory for the block of its first piece to add before it stores (_stream_sum).
   `stream_k` S > 1: the same with S blocks a tile, each its tile's S-th share (split K without a cluster).
-* The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes by default,
-  the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
+* The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes
+  (`gemm_stage_copies`), the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
 * `l2_hint` stream_b: the GEMM's copies carry L2 eviction priorities as cache hints, B's boxes
   evict-first and A's evict-last (two policies the producer makes once a tile: `gemm_stage_copies`).
-* `l2_prefetch` 1: at each tile's start the producer asks L2 for the boxes of the tile's steps past the
-  ring's first fill (`cp.async.bulk.prefetch.tensor`, the StageCopies' `prefetch`), so a cold L2 starts
-  fetching all of them from HBM at once; the copies then find them in L2.
+* `l2_prefetch` D > 0: the producer keeps L2 D steps ahead of its copies (`cp.async.bulk.prefetch.tensor`,
+  the StageCopies' `prefetch`): at a tile's start it asks for the D steps after the ring's first fill, and
+  with each step's copies for the step D past the ring, so a cold L2 has that many more steps of reads from
+  HBM under way than the ring holds, and the copies find their lines in L2.
 * `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
   cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
   k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
@@ -50,6 +51,7 @@ from ..base import TensorMap
 from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP, L2_HINTED_COPIES, L2_PREFETCHES, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
+
 
 def helpers(t: GemmTcTiling, own: str = "") -> str:
     """The schedule's CUDA text before the kernel: the box copies, l2_hint's and l2_prefetch's where the
@@ -201,11 +203,11 @@ def _tile_origin(t: GemmTcTiling) -> str:
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};"""
 
 
-def _steps(t: GemmTcTiling) -> tuple[str, str]:
-    """The block's step count and the K step of its step `kt`: all of them, or (split_k > 1)
+def _steps(t: GemmTcTiling, step: str = "kt") -> tuple[str, str]:
+    """The block's step count and the K step of its step `step`: all of them, or (split_k > 1)
     its split's share (k_range), or (stream_k) the piece's; split_k 1 keeps the count a literal,
     as before split_k came."""
-    return (str(t.k_tiles), "kt") if t.split_k == 1 and not t.stream_k else ("k_count", "(k_first + kt)")
+    return (str(t.k_tiles), step) if t.split_k == 1 and not t.stream_k else ("k_count", f"(k_first + {step})")
 
 
 def load_b(t: GemmTcTiling, address: str, box: str) -> str:
@@ -289,17 +291,29 @@ def gemm_stage_copies(t: GemmTcTiling) -> StageCopies:
     return StageCopies(gemm_copies, _STREAM_B_POLICIES if t.hinted else "", gemm_prefetches)
 
 
-def _prefetches(t: GemmTcTiling, copies: StageCopies) -> str:
-    """l2_prefetch: at a tile's start, its steps past the ring's first fill, asked of L2 (the first
-    `stages` are copied at once anyway)."""
+def _prefetch_window(t: GemmTcTiling, copies: StageCopies) -> str:
+    """l2_prefetch D, at a tile's start: the D steps after the ring's first fill, asked of L2."""
     if not t.l2_prefetch:
         return ""
     count, k_step = _steps(t)
     return f"""
 #pragma unroll 1
-                for (int kt = {t.stages}; kt < {count}; ++kt) {{
+                for (int kt = {t.stages}; kt < min({count}, {t.stages + t.l2_prefetch}); ++kt) {{
 {copies.prefetch(t, k_step)}
                 }}"""
+
+
+def _prefetch_ahead(t: GemmTcTiling, copies: StageCopies) -> str:
+    """l2_prefetch D, after step kt's copies: step kt + stages + D asked of L2, so the window stays D steps past
+    the copies in flight and every step past the first fill is asked for once."""
+    if not t.l2_prefetch:
+        return ""
+    count, k_step = _steps(t, "ahead")
+    return f"""
+                    {{ const int ahead = kt + {t.stages + t.l2_prefetch};
+                    if (ahead < {count}) {{
+{copies.prefetch(t, k_step)}
+                    }} }}"""
 
 
 def _producer(t: GemmTcTiling, copies: StageCopies) -> str:
@@ -311,14 +325,14 @@ def _producer(t: GemmTcTiling, copies: StageCopies) -> str:
             int step = 0;
 #pragma unroll 1
             {_tiles(t)} {{
-{_tile_origin(t)}{copies.tile}{_prefetches(t, copies)}
+{_tile_origin(t)}{copies.tile}{_prefetch_window(t, copies)}
 #pragma unroll 1
                 for (int kt = 0; kt < {count}; ++kt, ++step) {{
                     const int s = step % {s};
                     const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
                     if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
                     barrier_arrive_expect_tx(bar, {t.tma_stage_bytes});
-{copies.step(t, k_step)}
+{copies.step(t, k_step)}{_prefetch_ahead(t, copies)}
                 }}
             }}
         }}"""
