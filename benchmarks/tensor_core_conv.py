@@ -38,7 +38,7 @@ from engine.workloads import CONV_TC  # noqa: E402
 
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
-         "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent", "stream_k", "l2_prefetch")
+         "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent", "stream_k")
 MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
@@ -101,14 +101,6 @@ TMA_TILES = [
     # 64x64 at two or three blocks an SM and 64x128 split in two lost everywhere)
     (64, 128, 4, 1, 1, 0, 1, 1, 0),
 ]
-# l2_prefetch 16 (L2 asked for 16 K steps past the ring's copies), on the short layers' bests and neighbours (cold,
-# 14x14 1x1's 64x128 pick took 2.4-2.6 us longer than warm, its 128x128 ones 3.3-3.8, cuDNN 0.6-1.0) and the 3x3
-# layers' deep-ring one-consumer tiles (7x7's pick is 64x128 in 8 stages).
-PREFETCH_TILES = [
-    (64, 128, 4, 1, 1, 0, 1, 1, 0), (64, 128, 5, 1, 1, 0, 1, 1, 0), (128, 128, 4, 1, 2, 0, 1, 1, 0),
-    (128, 128, 4, 1, 2, 2, 1, 1, 0), (64, 128, 4, 1, 1, 4, 1, 1, 0), (64, 128, 5, 1, 1, 4, 1, 1, 1),
-    (128, 64, 4, 1, 2, 4, 1, 1, 1), (128, 64, 4, 1, 1, 4, 1, 1, 1),
-]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
 STREAM_K_TILES = [
@@ -123,9 +115,9 @@ def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -
             "cp_async", 1, 0, 0)
 
 
-def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, stream_k=0, l2_prefetch=0) -> tuple:
+def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, stream_k=0) -> tuple:
     return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, 1, ring,
-            "tma", cluster, persistent, stream_k, l2_prefetch)
+            "tma", cluster, persistent, stream_k)
 
 
 def stream_k_pick(bm, bn, stages, raster, consumers, ring) -> tuple:
@@ -135,16 +127,14 @@ def stream_k_pick(bm, bn, stages, raster, consumers, ring) -> tuple:
 TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in ("registers", "shared")]
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
               + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
-              + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES]
-              + [tma_pick(*tile, l2_prefetch=16) for tile in PREFETCH_TILES])
+              + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
                      wgmma_pick(128, 128, 4, 1, 2, 1, 0, 2), wgmma_pick(128, 256, 3, 1, 2, 1, 0, 4),
                      tma_pick(128, 128, 4, 1, 2, 0, 1, 1, 0), tma_pick(128, 64, 5, 1, 2, 2, 1, 2, 0),
                      tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1),
-                     stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2),
-                     tma_pick(128, 128, 4, 1, 2, 0, 1, 2, 0, l2_prefetch=16), tma_pick(64, 128, 5, 1, 1, 4, 1, 1, 1, l2_prefetch=16)]
+                     stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2)]
 RANDOM_TUNES = 12
 
 

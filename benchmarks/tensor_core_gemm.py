@@ -76,9 +76,9 @@ DECODE_PICKS = [
 # The wgmma mainloop (16-bit precisions on sm_90): its own knobs, the mma_sync-only ones at
 # their first values. Square: CUTLASS-like 128x256 with two consumer warpgroups and a producer;
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
-# every knob from loader on may be left out (their defaults: cp_async, 1, 0, 1, 0, 0, 0, normal, 0, 0, 0)
+# every knob from loader on may be left out (their defaults: cp_async, 1, 0, 1, 0, 0, 0, normal, 0, 0)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab", "l2_prefetch")
+               "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
@@ -127,10 +127,6 @@ WGMMA_CHECK_PICKS = [
     (64, 128, 4, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2, 1), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 0,
                                                                      "normal", 0, 1),
     (32, 64, 3, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 0, "normal", 0, 1),
-    # l2_prefetch 16: split K over a cluster, swapped in a cluster sharing B by rows, persistent 2-consumer tiles
-    (64, 64, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, "stream_b", 0, 0, 16),
-    (32, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, 8, "normal", 0, 1, 16),
-    (128, 128, 3, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 0, 0, 16),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -166,12 +162,6 @@ WGMMA_SPLIT_DECODE_PICKS = [
     *[(block_m, block_n, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, hint, 0, 1)
       for block_m, block_n in ((16, 64), (32, 64), (64, 64), (16, 128)) for hint in ("normal", "stream_b")],
     *[(block_m, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 2, 1) for block_m in (32, 64)],  # 32: M = 16 only
-    # l2_prefetch 16 (L2 asked for 16 K steps past the ring's copies: a cold L2 has that much more of B coming
-    # from HBM), on the split-K bests so far and the swapped cluster tiles
-    *[(64, 64, 4, 1, 1, 1, "tma", 1, 0, split, 0, 0, ring, hint, 0, 0, 16)
-      for split in (1, 2) for ring in (4, 8) for hint in ("normal", "stream_b")],
-    *[(block_m, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, ring, "stream_b", 0, 1, 16) for block_m, ring in ((16, 8), (32, 8),
-                                                                                                      (32, 12))],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),

@@ -38,9 +38,8 @@ ENUMERATE_LIMIT = 20_000
 # Random draws allowed per requested config (plus a floor) before sampling gives up. The bound is the
 # tensor-core GEMM at its smallest shapes (37x40x24): a pinned controller's options are drawn in
 # proportion to their configs, so its many wgmma knobs leave mma_sync, where nearly all the valid
-# configs of a tiny shape are, few draws: 0.04% of draws are valid there, 1 in about 2,300 (each
-# knob appended for wgmma's TMA loader divides it by its options: 1 in 1,200-1,600 before l2_prefetch).
-DRAWS_PER_CONFIG = 3000
+# configs of a tiny shape are, few draws: 0.06-0.08% of draws are valid there, 1 in 1,200-1,600.
+DRAWS_PER_CONFIG = 2000
 DRAWS_FLOOR = 10_000
 # Validity answers a space remembers (one dict entry each, about 100 bytes).
 VALIDITY_MEMO = 2_000_000

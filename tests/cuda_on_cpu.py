@@ -28,9 +28,7 @@ takes its warp's. Named barriers (`bar.sync` / `bar.arrive`, the consumers' turn
 barriers, and a kernel that leaves one half arrived fails its launch; a round of the scheduler in
 which every thread only spun again in an mbarrier wait and nothing arrived anywhere is a deadlock. A kernel's `__cluster_dims__` blocks run together, each with its own
 shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
-another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too. L2 prefetches
-(l2_prefetch) are a ledger of each block's boxes asked for, crossed off as the block copies them: a launch
-fails where one is left, and `run` says how many copies found theirs.
+another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
 """
 from __future__ import annotations
 
@@ -117,9 +115,8 @@ def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
-def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None) -> int:
-    """Launch `source` on `arrays` (C-contiguous; written in place) over its grid and block; return how
-    many of its TMA copies found their box asked of L2 before (l2_prefetch)."""
+def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None) -> None:
+    """Launch `source` on `arrays` (C-contiguous; written in place) over its grid and block."""
     if len(arrays) > MAX_ARGS:
         raise ValueError(f"at most {MAX_ARGS} kernel arguments")
     if source.shared_bytes > 256 * 1024:
@@ -150,30 +147,19 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
     if status == 3:
         raise RuntimeError(f"{source.name} left a named barrier with arrivals that no thread's bar.sync met")
-    if status == 4:
-        raise RuntimeError(f"a block of {source.name} asked L2 for a box it never copied (l2_prefetch's coordinates)")
     if status:
         raise MemoryError(f"no room for the stacks of {source.name}'s threads")
-    library.launch_prefetched_copies.restype = ctypes.c_ulonglong
-    return library.launch_prefetched_copies()
 
 
-def error_against_reference(task, config, launches: int = 1, source=None) -> float:
-    """Run `config`'s kernel of `task` (or `source`, a KernelSource of it changed by the test) here
-    `launches` times (the output NaN-filled before each) on the template's inputs, and return the
-    runner's relative L2 error against its reference."""
-    return launch_against_reference(task, config, launches, source)[0]
-
-
-def launch_against_reference(task, config, launches: int = 1, source=None) -> tuple[float, int]:
-    """error_against_reference's error, and how many of the last launch's TMA copies found their box asked
-    of L2 before (run's count)."""
+def error_against_reference(task, config, launches: int = 1) -> float:
+    """Run `config`'s kernel of `task` here `launches` times (the output NaN-filled before each)
+    on the template's inputs, and return the runner's relative L2 error against its reference."""
     from engine.gpu.runner import poison, relative_l2_error
 
     inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
     expected = task.template.reference(task.params, inputs)
-    source = source or task.template.kernel(task.params, config)
+    source = task.template.kernel(task.params, config)
     for _ in range(launches):
         poison(inputs[source.output_index])
-        prefetched = run(source, inputs)
-    return relative_l2_error(inputs[source.output_index], expected), prefetched
+        run(source, inputs)
+    return relative_l2_error(inputs[source.output_index], expected)

@@ -249,23 +249,6 @@ inline void barrier_wait(unsigned bar, unsigned parity) {
 // The byte a 128B-swizzled operand's element lies at: a row's 16-byte chunks permuted by the
 // row's place in its 1024-byte atom (address bits 4-6 ^= bits 7-9).
 inline unsigned swizzled(unsigned address) { return address ^ (((address >> 7) & 7u) << 4); }
-// l2_prefetch: each block's boxes asked of L2 and not yet copied, as (map, coordinates); a copy by the
-// block crosses its box off, and a launch fails where a block ends with one left (a prefetch of a box
-// the block never loads: wrong coordinates).
-// `prefetched_copies` counts the launch's copies that found their box asked for.
-typedef std::array<long long, 8> BoxAt;
-static std::vector<BoxAt> prefetched[MAX_CLUSTER];
-static unsigned long long prefetched_copies;
-inline void prefetch_box(const BoxAt& box) { prefetched[self->rank].push_back(box); }
-inline void cross_off(const BoxAt& box) {
-    std::vector<BoxAt>& boxes = prefetched[self->rank];
-    const auto found = std::find(boxes.begin(), boxes.end(), box);
-    if (found != boxes.end()) { boxes.erase(found); ++prefetched_copies; }
-}
-inline void tma_prefetch_2d(const void* map, int x, int y) { prefetch_box({(long long)map, x, y, 0, 0, 0, 0, 0}); }
-inline void tma_prefetch_im2col(const void* map, int c, int w, int h, int n, unsigned short s, unsigned short r) {
-    prefetch_box({(long long)map, c, w, h, n, s, r, 1});
-}
 // TMA (loader tma): the runner's CUtensorMap is, here, where the matrix is and how it is cut
 // (cuda_on_cpu.run writes it into the kernel's __constant__ from the KernelSource's TensorMap).
 struct EmulatedTensorMap { const unsigned char* base; unsigned long long rows, columns, box_rows, box_columns, element_bytes; };
@@ -274,7 +257,6 @@ struct EmulatedTensorMap { const unsigned char* base; unsigned long long rows, c
 // complete on each one's barrier at `bar`.
 inline void tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned short mask) {
     const EmulatedTensorMap& t = *(const EmulatedTensorMap*)map;
-    cross_off({(long long)map, x, y, 0, 0, 0, 0, 0});
     const unsigned long long row_bytes = t.box_columns * t.element_bytes;
     if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
     for (unsigned rank = 0; rank < MAX_CLUSTER; ++rank) {
@@ -318,7 +300,6 @@ struct EmulatedIm2colMap {
 inline void tma_load_im2col(unsigned dst, const void* map, int c, int w, int h, int n, unsigned short s,
                             unsigned short r, unsigned bar) {
     const EmulatedIm2colMap& t = *(const EmulatedIm2colMap*)map;
-    cross_off({(long long)map, c, w, h, n, s, r, 1});
     const long long row_bytes = t.channels * t.element_bytes;
     if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
     const long long last_w = t.w - 1 + t.upper_w, last_h = t.h - 1 + t.upper_h;
@@ -486,18 +467,15 @@ static void fiber_main() {
 constexpr size_t STACK_BYTES = 512 * 1024, GUARD_BYTES = 4096;
 // A cluster's blocks (cx x cy x cz of them, the kernel's __cluster_dims__) run together;
 // clusters run one after another. Returns 0, or 1 where the threads left all wait at barriers
-// that no other thread will reach (a deadlock on the GPU too), 3 where a named barrier was left
-// half arrived, 4 where a block prefetched a box it never copied.
+// that no other thread will reach (a deadlock on the GPU too).
 struct Block {
     Barrier barrier;
     Barrier named[16];
     std::vector<Barrier> meetings;
     std::vector<WarpSlots> slots;
 };
-extern "C" unsigned long long launch_prefetched_copies() { return prefetched_copies; }
 extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                       unsigned cx, unsigned cy, unsigned cz) {
-    prefetched_copies = 0;
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     launch_args = args;
@@ -518,7 +496,6 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
             b.slots.resize(warps);
         }
         Barrier cluster{block_threads * ranks};
-        for (std::vector<BoxAt>& boxes : prefetched) boxes.clear();
         std::vector<CudaThread> threads(fibers);
         for (size_t f = 0; f < fibers; ++f) {
             CudaThread& t = threads[f];
@@ -558,8 +535,6 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
         for (const Block& b : blocks)
             for (const Barrier& named : b.named)
                 if (!status && named.arrived) status = 3;
-        for (const std::vector<BoxAt>& boxes : prefetched)
-            if (!status && !boxes.empty()) status = 4;
     }
     munmap(stacks, fibers * STACK_BYTES);
     return status;

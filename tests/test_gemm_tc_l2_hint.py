@@ -17,8 +17,8 @@ from engine.ops.gemm_tc.tiling import L2_HINTS
 def test_normal_keeps_every_index_from_before_the_hint():
     """l2_hint came after ring, its first value normal (stream_k and swap_ab after it, 0 first)."""
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-4:] == ["l2_hint", "stream_k", "swap_ab", "l2_prefetch"]
-    assert task.config_space.knobs[-4].options == list(L2_HINTS) == ["normal", "stream_b"]
+    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
+    assert task.config_space.knobs[-3].options == list(L2_HINTS) == ["normal", "stream_b"]
     assert_appended_knobs_keep_indexes(task, "l2_hint", seed=7)
 
 
@@ -43,7 +43,7 @@ def test_a_cluster_multicasts_b_under_its_policy():
 @pytest.mark.parametrize("values, message", [
     (dict(loader="cp_async", l2_hint="stream_b"), "it takes loader tma"),
     (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32, l2_hint="stream_b"),
-     "swap_ab and l2_prefetch are the wgmma mainloop's knobs"),
+     "l2_hint and swap_ab are the wgmma mainloop's knobs"),
 ])
 def test_the_hint_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)

@@ -33,7 +33,7 @@ def test_configs_without_a_ring_keep_their_index():
 @pytest.mark.parametrize("values, message", [
     (dict(loader="cp_async", producer=1, ring=4), "is the tma loader's"),
     (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32, ring=4),
-     "stream_k, l2_hint, swap_ab and l2_prefetch are the wgmma mainloop's knobs"),
+     "stream_k, l2_hint and swap_ab are the wgmma mainloop's knobs"),
 ])
 def test_a_ring_is_the_tma_loaders(values, message):
     task = task_of(64, 4096, 4096)

@@ -19,8 +19,8 @@ from engine.workloads import gemm_tc_args
 
 def test_swap_ab_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-2:] == ["swap_ab", "l2_prefetch"]
-    assert task.config_space.knobs[-2].options == list(SWAP_AB) == [0, 1]
+    assert task.config_space.knob_names[-1] == "swap_ab"
+    assert task.config_space.knobs[-1].options == list(SWAP_AB) == [0, 1]
     assert_appended_knobs_keep_indexes(task, "swap_ab", seed=11)
 
 
@@ -41,7 +41,7 @@ def test_a_swapped_decode_tile_is_narrow_and_mostly_weights():
     (dict(loader="cp_async", producer=1), "swap_ab takes loader tma"),
     (dict(consumers=2, block_n=64), "is not a multiple of 64 columns for each of 2 consumer"),
     (dict(mainloop="mma_sync", loader="cp_async", producer=0, block_k=32, warp_m=32, warp_n=32),
-     "swap_ab and l2_prefetch are the wgmma mainloop's knobs"),
+     "swap_ab are the wgmma mainloop's knobs"),
 ])
 def test_the_rules_of_swap_ab(values, message):
     task = task_of(64, 4096, 4096)

@@ -86,25 +86,6 @@ def test_random_tma_configs_compute_the_convolution(measurer, precision, layer):
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
 
 
-# l2_prefetch over the TMA loader's schedules: one tile a block, persistent 2-consumer tiles, a cluster
-# multicasting B's rows, split K over a cluster.
-PREFETCH_TILES = [dict(block_m=64, block_n=64, stages=3), dict(block_m=128, block_n=64, stages=4, consumers=2, persistent=1),
-                  dict(block_m=64, block_n=64, stages=2, cluster=2), dict(block_m=64, block_n=64, stages=2, split_k=2)]
-
-
-@pytest.mark.parametrize("layer", TMA_LAYERS)
-def test_l2_prefetch_configs_compute_the_convolution(measurer, layer):
-    from test_conv2d_tc_tma import tma_config
-
-    task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer]("float16"),
-                              DeviceLimits.for_device(measurer.device))
-    configs = [tma_config(task, l2_prefetch=16, **values) for values in PREFETCH_TILES]
-    configs = [c for c in configs if task.why_invalid(c) is None]
-    results = measurer.measure(task, configs)
-    assert len(configs) >= 3
-    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
-
-
 @pytest.mark.parametrize("preset", ["TCC-14-256-256-k3-f16", "TCC-14-1024-256-k1-bf16"])
 def test_cudnn_on_channels_last_tensors_is_the_baseline_in_the_same_precision(preset):
     from engine.gpu.baselines import vendor_baseline

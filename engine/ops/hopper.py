@@ -1,7 +1,7 @@
 """CUDA text of Hopper's that several operators' kernels share: a shared-memory address, mbarriers,
 setmaxnreg's register moves, the tensor memory accelerator's 2-D box copies (plain and multicast into a
 cluster; with L2 eviction priorities or without), and the `__constant__` tensor maps the runner encodes
-(engine.gpu.tensor_map). Pure text. TMA_HELPERS, L2_HINTED_COPIES and L2_PREFETCHES put themselves behind `__CUDA_ARCH__`;
+(engine.gpu.tensor_map). Pure text. TMA_HELPERS and L2_HINTED_COPIES put themselves behind `__CUDA_ARCH__`;
 the others go inside the caller's `#ifdef __CUDA_ARCH__`.
 Without it tests/cuda_on_cpu.py supplies the same functions on the CPU."""
 from __future__ import annotations
@@ -115,16 +115,6 @@ __device__ __forceinline__ void tma_load_2d_multicast_hinted(unsigned dst, const
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
                  ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask), "l"(policy) : "memory");
-}
-#endif
-"""
-# l2_prefetch: the box of the tensor map at `map` whose first element is column x, row y, fetched into
-# L2 and no further (no shared memory, no barrier). Behind __CUDA_ARCH__ like TMA_HELPERS, apart from it
-# so that kernels without prefetches keep their text.
-L2_PREFETCHES = r"""
-#ifdef __CUDA_ARCH__
-__device__ __forceinline__ void tma_prefetch_2d(const void* map, int x, int y) {
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" :: "l"(map), "r"(x), "r"(y) : "memory");
 }
 #endif
 """

@@ -3,7 +3,7 @@
 #   run(command="TUNERWEB_COMMIT=<clean short sha> bash scripts/device/short_rows.sh", carry=[".whl", ".debs"],
 #       timeout_s=590)
 # 1. step 3, the two M = 64 decode steps (bf16, bf16 C) by scripts/device/tensor_core_gemm.sh: their GPU tests
-#    (-k "swap_ab or l2_prefetch"), the check, the tune (COLD_SCREEN 10), two confirmations (TOP 3), under DECODE_S;
+#    (-k swap_ab), the check, the tune (COLD_SCREEN 10), two confirmations (TOP 3), under DECODE_S;
 # 2. step 4, the 7² 512→512 3×3 and 14² 1024→256 1×1 layers in fp16 and bf16 by scripts/device/tensor_core_conv.sh:
 #    the conv's GPU tests, then the same phases, under CONV_S.
 # Each part's files come back as one archive ($OUT/decode.tar.gz, $OUT/conv.tar.gz: the device returns 8 files at
@@ -25,10 +25,10 @@ part() {  # part NAME LIMIT_S SCRIPT: the script's phases into $OUT/NAME, archiv
 }
 
 mkdir -p /tmp/parts
-ONLY=wgmma DECODE=1 C16=1 SHAPES=${SHAPES:-64x4096x4096,64x4096x14336} GPU_TESTS=1 GPU_TESTS_K="swap_ab or l2_prefetch" \
+ONLY=wgmma DECODE=1 C16=1 SHAPES=${SHAPES:-64x4096x4096,64x4096x14336} GPU_TESTS=1 GPU_TESTS_K="swap_ab" \
     GPU_TESTS_S=${DECODE_TESTS_S:-60} CHECK_S=25 TUNE_S=${DECODE_TUNE_S:-75} COLD_SCREEN=10 \
     CONFIRM_S=${DECODE_CONFIRM_S:-55} TOP=3 CONFIRM2=1 part decode "${DECODE_S:-280}" scripts/device/tensor_core_gemm.sh
-GPU_TESTS=1 GPU_TESTS_S=${CONV_TESTS_S:-70} CHECK_S=25 TUNE_S=${CONV_TUNE_S:-55} COLD_SCREEN=10 \
-    CONFIRM_S=${CONV_CONFIRM_S:-55} TOP=3 CONFIRM2=1 \
+GPU_TESTS=1 GPU_TESTS_S=${CONV_TESTS_S:-120} CHECK_S=25 TUNE_S=${CONV_TUNE_S:-50} COLD_SCREEN=10 \
+    CONFIRM_S=${CONV_CONFIRM_S:-50} TOP=3 CONFIRM2=1 \
     LAYERS=${LAYERS:-TCC-7-512-512-k3-f16,TCC-14-1024-256-k1-f16,TCC-7-512-512-k3-bf16,TCC-14-1024-256-k1-bf16} \
-    part conv "${CONV_S:-270}" scripts/device/tensor_core_conv.sh
+    part conv "${CONV_S:-300}" scripts/device/tensor_core_conv.sh

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Im2colTensorMap, KernelSource, TensorMap
-from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP
+from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from ..gemm_tc import tma, wgmma
 from ..gemm_tc.kernel import (CLUSTER_HELPERS, PACK_HELPERS, STORED_DTYPES, TOLERANCE, cluster_sum, compute_16bit,
                                copy_loop, helpers, mma_sync_kernel, store, stored, widen)
@@ -163,16 +163,6 @@ __device__ __forceinline__ void tma_load_im2col(unsigned dst, const void* map, i
 }
 #endif
 """
-# l2_prefetch: the same pixels and channels as tma_load_im2col's copy, fetched into L2 and no further.
-IM2COL_PREFETCH = r"""
-#ifdef __CUDA_ARCH__
-__device__ __forceinline__ void tma_prefetch_im2col(const void* map, int c, int w, int h, int n, unsigned short s,
-                                                    unsigned short r) {
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.im2col [%0, {%1, %2, %3, %4}], {%5, %6};\n"
-                 :: "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "h"(s), "h"(r) : "memory");
-}
-#endif
-"""
 
 
 def _tile_corner(t: ConvTcTiling) -> str:
@@ -183,34 +173,16 @@ def _tile_corner(t: ConvTcTiling) -> str:
                 const int corner_h = pq / {c.ow} * {c.stride[0]} - {c.padding[0]}, corner_w = pq % {c.ow} * {c.stride[1]} - {c.padding[1]};"""
 
 
-def _step_origin(t: ConvTcTiling, k_step: str) -> tuple[str, str, str]:
-    """K step `k_step`'s first channel and tap (a line), A's im2col coordinates and offsets at them,
-    and B's coordinates (with clusters, this block's share of the tile's rows)."""
-    c = t.conv
-    share = t.block_n // t.cluster
-    origin = f"const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};"
-    a_at = f"k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}"
-    b_at = f"k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}"
-    return origin, a_at, b_at
-
-
 def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     """K step `k_step`'s copies: A by im2col at the step's tap and 64 channels, then this block's
     rows of B's tile (with clusters, its share, multicast into every block of the cluster)."""
-    origin, a_at, b_at = _step_origin(t, k_step)
+    c = t.conv
     share = t.block_n // t.cluster
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if t.cluster > 1 else "")
-    return f"""                    {origin}
-                    tma_load_im2col(stage, &{A_TENSOR_MAP}, {a_at}, bar);
-                    {tma.load_b(t, b_address, f"&{B_TENSOR_MAP}, {b_at}, bar")};"""
-
-
-def _im2col_prefetches(t: ConvTcTiling, k_step: str) -> str:
-    """l2_prefetch: the boxes of _im2col_copies, asked of L2 only."""
-    origin, a_at, b_at = _step_origin(t, k_step)
-    return f"""                    {origin}
-                    tma_prefetch_im2col(&{A_TENSOR_MAP}, {a_at});
-                    tma_prefetch_2d(&{B_TENSOR_MAP}, {b_at});"""
+    b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
+    return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
+                    tma_load_im2col(stage, &{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
+                    {tma.load_b(t, b_address, b_box)};"""
 
 
 def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:
@@ -226,9 +198,8 @@ def generate(t: ConvTcTiling) -> KernelSource:
              f"{c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)}")
     title = f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma"
     if t.wgmma and t.tma:
-        own = IM2COL_HELPERS + (IM2COL_PREFETCH if t.l2_prefetch else "")
-        code = wgmma.kernel_code(t, ENTRY, title, tma.helpers(t, own),
-                                 tma.StageCopies(_im2col_copies, _tile_corner(t), _im2col_prefetches))
+        code = wgmma.kernel_code(t, ENTRY, title, TMA_HELPERS + IM2COL_HELPERS + TENSOR_MAP_DECLARATIONS,
+                                 tma.StageCopies(_im2col_copies, _tile_corner(t)))
     elif t.wgmma:
         code = wgmma.kernel_code(t, ENTRY, title, _load_stage_wgmma(t))
     else:

@@ -7,7 +7,7 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
-from ..gemm_tc.tiling import CLUSTERS, L2_PREFETCH, LOADERS, MAINLOOPS
+from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS
 from . import kernel
 from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
 
@@ -18,7 +18,7 @@ from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_
 # (split K is both's).
 MAINLOOP_PINS = ("mainloop", {
     "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
-                 "stream_k": 0, "l2_prefetch": 0},
+                 "stream_k": 0},
     "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
 })
 
@@ -57,9 +57,6 @@ class Conv2dNHWCTensorCore(Template):
             # After persistent, for the same reason: the persistent blocks' even shares of every tile's
             # K steps (stream-K), for the layers whose tiles leave SMs idle (98-104 tiles on 132).
             OtherKnob("stream_k", [0, 1], default=0),
-            # After stream_k, for the same reason: K steps asked of L2 ahead of the copies (the GEMM's knob:
-            # its tiling's L2_PREFETCH), for the layers that lose most to a cold L2.
-            OtherKnob("l2_prefetch", list(L2_PREFETCH), default=0),
         ], pins=MAINLOOP_PINS)
 
     def space_on(self, params: ConvTcParams, limits: DeviceLimits) -> ConfigSpace:

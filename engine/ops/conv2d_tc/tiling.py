@@ -231,5 +231,4 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
-        l2_prefetch=v["l2_prefetch"],
     )

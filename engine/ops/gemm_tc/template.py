@@ -10,8 +10,8 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma, wgmma_tf32
-from .tiling import (CLUSTERS, L2_HINTS, L2_PREFETCH, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB,
-                     WGMMA_BLOCK_K, GemmTcTiling, gemm_tc_tiling)
+from .tiling import (CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB, WGMMA_BLOCK_K,
+                     GemmTcTiling, gemm_tc_tiling)
 from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 
 
@@ -26,8 +26,7 @@ def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
-                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0, "swap_ab": 0,
-                     "l2_prefetch": 0},
+                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0, "swap_ab": 0},
         "wgmma": ({**wgmma, "pingpong": 0, "stream_k": 0, "swap_ab": 0} if precision == TF32_MODE
                   else {**wgmma, "turns": 0}),
     })
@@ -90,9 +89,6 @@ class GemmTensorCore(Template):
             # After stream_k, for the same reason: C^T = B^T A^T, so a decode step's few rows of A make
             # narrow tiles (tiling's SWAP_AB).
             OtherKnob("swap_ab", list(SWAP_AB), default=0),
-            # After swap_ab, for the same reason: K steps asked of L2 ahead of the copies (tiling's L2_PREFETCH),
-            # for cold caches.
-            OtherKnob("l2_prefetch", list(L2_PREFETCH), default=0),
         ], pins=mainloop_pins(params.precision))
 
     def space_on(self, params: GemmTcParams, limits: DeviceLimits) -> ConfigSpace:

@@ -111,13 +111,6 @@ L2_HINTS = ("normal", "stream_b")
 # few rows of A then make narrow tiles (block_m 16 or 32) whose stages are mostly B's weights, and a
 # cluster of such tile rows reads each of B's boxes once (multicast) where the plain kernel's tile needs 64 rows.
 SWAP_AB = (0, 1)
-# wgmma tma: l2_prefetch D has the producer keep L2 D K steps ahead of the ring's copies
-# (cp.async.bulk.prefetch.tensor), so on a cold L2 that many more steps of reads from HBM are under way
-# than the ring holds (cold, the 14x14 1024->256 1x1 conv layer's 64x128 pick took 2.4-2.6 us longer than
-# warm and cuDNN's 0.6-1.0: docs/benchmarks/tensor-core-conv-h200.md). 16 steps: all of that layer's K;
-# a window, not the whole K at once, so a long K neither queues its requests ahead of the tile's first
-# copies nor asks L2 for more than it holds. The knob is the space's last: options may be appended.
-L2_PREFETCH = (0, 16)
 
 
 @dataclass(frozen=True)
@@ -150,7 +143,6 @@ class GemmTcTiling:
     stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
     swap_ab: int = 0  # wgmma tma 16-bit: 1 computes C^T = B^T A^T (SWAP_AB)
-    l2_prefetch: int = 0  # wgmma tma: K steps L2 is asked for ahead of the ring's copies (L2_PREFETCH)
 
     @property
     def c_16bit(self) -> bool:
@@ -481,11 +473,11 @@ class GemmTcTiling:
 
     def _why_not_mma_sync(self) -> str | None:
         if (self.consumers, self.producer, self.loader, self.cluster, self.persistent, self.turns, self.pingpong,
-                self.ring, self.stream_k, self.l2_hint, self.swap_ab, self.l2_prefetch) != (
-                    1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0, L2_HINTS[0], 0, 0):
-            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring, stream_k, l2_hint, "
-                    f"swap_ab and l2_prefetch are the wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, "
-                    f"{LOADERS[0]}, 1, 0, 0, 0, 0, 0, {L2_HINTS[0]}, 0 and 0")
+                self.ring, self.stream_k, self.l2_hint, self.swap_ab) != (1, 0, LOADERS[0], 1, 0, 0, 0, 0, 0,
+                                                                           L2_HINTS[0], 0):
+            return ("consumers, producer, loader, cluster, persistent, turns, pingpong, ring, stream_k, l2_hint and "
+                    f"swap_ab are the wgmma mainloop's knobs: mma_sync configs leave them at 1, 0, {LOADERS[0]}, 1, "
+                    f"0, 0, 0, 0, 0, {L2_HINTS[0]} and 0")
         misfit = warp_tile_misfit(self.block_m, self.block_n, self.warp_m, self.warp_n)
         if misfit:
             return misfit
@@ -529,8 +521,6 @@ class GemmTcTiling:
             return "warp_m, warp_n and warps_k are the mma_sync mainloop's knobs: wgmma configs leave them at 16, 16, 1"
         if self.hinted and not self.tma:
             return f"l2_hint {self.l2_hint} is a cache hint on the tma loader's copies: it takes loader tma"
-        if self.l2_prefetch and not self.tma:
-            return "l2_prefetch asks the tensor memory accelerator to fetch a tile's boxes: it takes loader tma"
         block_k = WGMMA_BLOCK_K[self.precision]
         if self.block_k != block_k:
             return (f"the wgmma mainloop stages K {block_k} {self.precision} elements at a time "
@@ -612,5 +602,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
         pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"], stream_k=v["stream_k"],
-        swap_ab=v["swap_ab"], l2_prefetch=v["l2_prefetch"],
+        swap_ab=v["swap_ab"],
     )

@@ -29,14 +29,10 @@
   order (stream-K), so a share may start or end within a tile; a tile's later pieces leave fp32
   partials in global memory for the block of its first piece to add before it stores (_stream_sum).
   `stream_k` S > 1: the same with S blocks a tile, each its tile's S-th share (split K without a cluster).
-* The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes
-  (`gemm_stage_copies`), the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
+* The producer's copies of a step are the caller's (`StageCopies`): the GEMM's 2-D boxes by default,
+  the implicit-GEMM conv's im2col copy of A and box of B (engine.ops.conv2d_tc.kernel).
 * `l2_hint` stream_b: the GEMM's copies carry L2 eviction priorities as cache hints, B's boxes
   evict-first and A's evict-last (two policies the producer makes once a tile: `gemm_stage_copies`).
-* `l2_prefetch` D > 0: the producer keeps L2 D steps ahead of its copies (`cp.async.bulk.prefetch.tensor`,
-  the StageCopies' `prefetch`): at a tile's start it asks for the D steps after the ring's first fill, and
-  with each step's copies for the step D past the ring, so a cold L2 has that many more steps of reads from
-  HBM under way than the ring holds, and the copies find their lines in L2.
 * `split_k` > 1 (cluster 1, persistent 0): the grid's z is the split, the splits of a tile one
   cluster; each block's producer loads its share of the K steps (engine.ops.gemm_tc.kernel's
   k_range) and the consumers leave their partial tile for the cluster's sum (wgmma's _split_sum),
@@ -48,17 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import TensorMap
-from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP, L2_HINTED_COPIES, L2_PREFETCHES, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
+from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP
 from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
-
-
-def helpers(t: GemmTcTiling, own: str = "") -> str:
-    """The schedule's CUDA text before the kernel: the box copies, l2_hint's and l2_prefetch's where the
-    tiling takes them, the caller's `own` (the conv's im2col copies), the tensor maps."""
-    return (TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + (L2_PREFETCHES if t.l2_prefetch else "")
-            + own + TENSOR_MAP_DECLARATIONS)
-
 
 def tensor_maps(t: GemmTcTiling) -> tuple[TensorMap, ...]:
     """A's boxes are block_m rows of 64 k (M's rows, where a tile is taller), B's 64 k rows of one
@@ -203,11 +191,11 @@ def _tile_origin(t: GemmTcTiling) -> str:
     const int row0 = tile_m * {t.block_m}, col0 = tile_n * {t.block_n};"""
 
 
-def _steps(t: GemmTcTiling, step: str = "kt") -> tuple[str, str]:
-    """The block's step count and the K step of its step `step`: all of them, or (split_k > 1)
+def _steps(t: GemmTcTiling) -> tuple[str, str]:
+    """The block's step count and the K step of its step `kt`: all of them, or (split_k > 1)
     its split's share (k_range), or (stream_k) the piece's; split_k 1 keeps the count a literal,
     as before split_k came."""
-    return (str(t.k_tiles), step) if t.split_k == 1 and not t.stream_k else ("k_count", f"(k_first + {step})")
+    return (str(t.k_tiles), "kt") if t.split_k == 1 and not t.stream_k else ("k_count", "(k_first + kt)")
 
 
 def load_b(t: GemmTcTiling, address: str, box: str) -> str:
@@ -220,53 +208,28 @@ def load_b(t: GemmTcTiling, address: str, box: str) -> str:
     return f"tma_load_2d{hinted}({address}, {box}{policy})"
 
 
-@dataclass(frozen=True)
-class _GemmBoxes:
-    """K step `k_step`'s boxes as the producer thread names them: A's coordinates, and B's loop over
-    this block's pieces `p` (`first` to `first` + `share`), each piece's coordinates and its place in the stage."""
-    a_at: str
-    first: str
-    share: int
-    b_at: str
-    b_address: str
-
-
-def _gemm_boxes(t: GemmTcTiling, k_step: str) -> _GemmBoxes:
-    """A's box, then this block's B panels (with clusters, its share; a cluster of more blocks than
-    panels, its rows of them)."""
+def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
+    """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`: A's box, then this
+    block's B panels (with clusters, its share; a cluster of more blocks than panels, its rows of them)."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
+    a_box = f"stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar"
+    load_a = f"tma_load_2d_hinted({a_box}, a_policy)" if t.hinted else f"tma_load_2d({a_box})"
     columns = SWIZZLE_BYTES // t.element_bytes
     if t.b_box_rows < t.block_k:  # piece p: rows (p % parts) of panel p / parts
         parts = t.block_k // t.b_box_rows
         share = t.b_panels * parts // t.cluster
         b_address = (f"stage + {t.block_m * SWIZZLE_BYTES} + (p / {parts}) * {panel_bytes} "
                      f"+ (p % {parts}) * {t.b_box_rows * SWIZZLE_BYTES}")
-        b_at = f"col0 + (p / {parts}) * {columns}, {k_step} * {t.block_k} + (p % {parts}) * {t.b_box_rows}"
+        b_box = (f"&{B_TENSOR_MAP}, col0 + (p / {parts}) * {columns}, "
+                 f"{k_step} * {t.block_k} + (p % {parts}) * {t.b_box_rows}, bar")
     else:
         share = t.b_panels // t.cluster
         b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
-        b_at = f"col0 + p * {columns}, {k_step} * {t.block_k}"
+        b_box = f"&{B_TENSOR_MAP}, col0 + p * {columns}, {k_step} * {t.block_k}, bar"
     first = f"rank * {share} + " if t.cluster > 1 else ""
-    return _GemmBoxes(f"{k_step} * {t.block_k}, row0", first, share, b_at, b_address)
-
-
-def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
-    """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`."""
-    boxes = _gemm_boxes(t, k_step)
-    a_box = f"stage, &{A_TENSOR_MAP}, {boxes.a_at}, bar"
-    load_a = f"tma_load_2d_hinted({a_box}, a_policy)" if t.hinted else f"tma_load_2d({a_box})"
-    b_box = f"&{B_TENSOR_MAP}, {boxes.b_at}, bar"
     return f"""                    {load_a};
 #pragma unroll
-                    for (int p = {boxes.first}0; p < {boxes.first}{boxes.share}; ++p) {load_b(t, boxes.b_address, b_box)};"""
-
-
-def gemm_prefetches(t: GemmTcTiling, k_step: str) -> str:
-    """l2_prefetch: the same boxes of K step `k_step` as gemm_copies, asked of L2 only."""
-    boxes = _gemm_boxes(t, k_step)
-    return f"""                    tma_prefetch_2d(&{A_TENSOR_MAP}, {boxes.a_at});
-#pragma unroll
-                    for (int p = {boxes.first}0; p < {boxes.first}{boxes.share}; ++p) tma_prefetch_2d(&{B_TENSOR_MAP}, {boxes.b_at});"""
+                    for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
 
 
 # l2_hint stream_b: the producer's two L2 policies (engine.ops.hopper.L2_HINTED_COPIES), among its lines
@@ -277,43 +240,16 @@ _STREAM_B_POLICIES = """
 
 @dataclass(frozen=True)
 class StageCopies:
-    """What the producer thread issues: `tile`, lines once per tile (after row0 and col0),
+    """What the producer thread issues: `tile`, lines once per tile (after row0 and col0), and
     `step(t, k_step)`, the copies of K step `k_step` into shared address `stage` that complete
-    on barrier `bar` (the GEMM's: gemm_copies; the implicit-GEMM conv gathers A by im2col), and
-    `prefetch(t, k_step)`, l2_prefetch's requests of the same boxes into L2."""
-    step: Callable[[GemmTcTiling, str], str]
-    tile: str
-    prefetch: Callable[[GemmTcTiling, str], str]
+    on barrier `bar` (the GEMM's: gemm_copies; the implicit-GEMM conv gathers A by im2col)."""
+    step: Callable[[GemmTcTiling, str], str] = gemm_copies
+    tile: str = ""
 
 
 def gemm_stage_copies(t: GemmTcTiling) -> StageCopies:
     """The GEMM's copies, with l2_hint's policies made at each tile's start."""
-    return StageCopies(gemm_copies, _STREAM_B_POLICIES if t.hinted else "", gemm_prefetches)
-
-
-def _prefetch_window(t: GemmTcTiling, copies: StageCopies) -> str:
-    """l2_prefetch D, at a tile's start: the D steps after the ring's first fill, asked of L2."""
-    if not t.l2_prefetch:
-        return ""
-    count, k_step = _steps(t)
-    return f"""
-#pragma unroll 1
-                for (int kt = {t.stages}; kt < min({count}, {t.stages + t.l2_prefetch}); ++kt) {{
-{copies.prefetch(t, k_step)}
-                }}"""
-
-
-def _prefetch_ahead(t: GemmTcTiling, copies: StageCopies) -> str:
-    """l2_prefetch D, after step kt's copies: step kt + stages + D asked of L2, so the window stays D steps past
-    the copies in flight and every step past the first fill is asked for once."""
-    if not t.l2_prefetch:
-        return ""
-    count, k_step = _steps(t, "ahead")
-    return f"""
-                    {{ const int ahead = kt + {t.stages + t.l2_prefetch};
-                    if (ahead < {count}) {{
-{copies.prefetch(t, k_step)}
-                    }} }}"""
+    return StageCopies(gemm_copies, _STREAM_B_POLICIES if t.hinted else "")
 
 
 def _producer(t: GemmTcTiling, copies: StageCopies) -> str:
@@ -325,14 +261,14 @@ def _producer(t: GemmTcTiling, copies: StageCopies) -> str:
             int step = 0;
 #pragma unroll 1
             {_tiles(t)} {{
-{_tile_origin(t)}{copies.tile}{_prefetch_window(t, copies)}
+{_tile_origin(t)}{copies.tile}
 #pragma unroll 1
                 for (int kt = 0; kt < {count}; ++kt, ++step) {{
                     const int s = step % {s};
                     const unsigned stage = ring + s * {stage_bytes}, bar = full + 8 * s;
                     if (step >= {s}) barrier_wait(empty + 8 * s, ((step / {s}) + 1) & 1);
                     barrier_arrive_expect_tx(bar, {t.tma_stage_bytes});
-{copies.step(t, k_step)}{_prefetch_ahead(t, copies)}
+{copies.step(t, k_step)}
                 }}
             }}
         }}"""

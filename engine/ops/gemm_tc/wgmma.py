@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
-from ..hopper import MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS
+from ..hopper import L2_HINTED_COPIES, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma
 from .epilogue import QUAD_TRANSPOSE, split_sum, store
 from .kernel import CLUSTER_HELPERS, ENTRY, PACK_HELPERS, k_range, steps, tile_of_block, tiled_source
@@ -323,7 +323,8 @@ def kernel_entry(t: GemmTcTiling, cluster: str, entry: str = ENTRY) -> str:
 
 def generate(t: GemmTcTiling) -> KernelSource:
     title = f"gemm_tensorcore {t.precision}{f' (C {t.c_dtype})' if t.c_16bit else ''} wgmma: {t.m}x{t.n}x{t.k}"
-    code = kernel_code(t, ENTRY, title, tma.helpers(t) if t.tma else _load_stage(t))
+    loads = TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS if t.tma else _load_stage(t)
+    code = kernel_code(t, ENTRY, title, loads)
     return dataclasses.replace(tiled_source(t, code), tensor_maps=tma.tensor_maps(t) if t.tma else ())
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource
+from ..hopper import L2_HINTED_COPIES, TENSOR_MAP_DECLARATIONS, TMA_HELPERS
 from . import tma, wgmma
 from .epilogue import store_transposed
 from .kernel import tiled_source
@@ -122,11 +123,12 @@ def generate(t: GemmTcTiling) -> KernelSource:
     schedule = f"TMA loads, cluster {t.cluster}, persistent {t.persistent}"
     schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
     cluster = f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1 else ""
+    loads = TMA_HELPERS + (L2_HINTED_COPIES if t.hinted else "") + TENSOR_MAP_DECLARATIONS
     code = f"""{ARCH_SPECIFIC_MARK}
 // gemm_tensorcore tf32 wgmma (C^T = B^T A^T, B^T from registers): {t.m}x{t.n}x{t.k}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s) + a producer, {t.stages} stages, raster {t.raster}, {schedule}
 typedef float ELEM;
-{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{tma.helpers(t)}{_mma(t)}{_compute(t)}
+{wgmma.HELPERS}{_HELPERS}{tma.TURN_HELPERS if t.takes_turns else ""}{loads}{_mma(t)}{_compute(t)}
 {wgmma.kernel_entry(t, cluster)}
 {tma.mainloop(t, store_transposed(t), tma.gemm_stage_copies(t))}
 }}
