@@ -1,8 +1,8 @@
 """Tensor-core implicit-GEMM convolution (engine.ops.conv2d_tc) on this GPU: correct on the ResNet-50
 batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against cuDNN.
 
-    python benchmarks/tensor_core_conv.py check   --json OUT.json [--budget-s 40]
-    python benchmarks/tensor_core_conv.py tune    --json OUT.json --log OUT.log [--budget-s 100]
+    python benchmarks/tensor_core_conv.py check   --json OUT.json [--budget-s 40] [--layers TCC-7-512-512-k3-f16,...]
+    python benchmarks/tensor_core_conv.py tune    --json OUT.json --log OUT.log [--budget-s 100] [--layers ...]
     python benchmarks/tensor_core_conv.py confirm --json OUT.json [--budget-s 60] [--top 3] [--rounds 5]
     python benchmarks/tensor_core_conv.py table   --json OUT.json   # the confirmed table again, from the JSON
     python benchmarks/tensor_core_conv.py configs                    # every config the phases try, one per line
@@ -151,16 +151,15 @@ def distinct(configs: list) -> list:
     return list({c.index: c for c in configs}.values())
 
 
-LAYERS: list[str] = []  # --layers: check and tune only these presets (TCC-7-512-512-k3-f16, ...)
-
-
-def layer_tasks(precisions) -> list[tuple[str, object]]:
-    """(name, task) per layer, precision by precision in the order given; --layers: only those presets."""
-    unknown = sorted(set(LAYERS) - {p.name for p in CONV_TC})
+def layer_tasks(precisions, names: str = "") -> list[tuple[str, object]]:
+    """(name, task) per layer, precision by precision in the order given; `names` (--layers, comma-separated
+    presets such as TCC-7-512-512-k3-f16): only those."""
+    wanted = {name for name in names.split(",") if name}
+    unknown = sorted(wanted - {p.name for p in CONV_TC})
     if unknown:
         raise SystemExit(f"--layers: no preset {', '.join(unknown)}; the layers are {', '.join(p.name for p in CONV_TC)}")
     return [(p.description, engine.create_task(p.task_name, p.args))
-            for precision in precisions for p in CONV_TC if p.args[0][2] == precision and (not LAYERS or p.name in LAYERS)]
+            for precision in precisions for p in CONV_TC if p.args[0][2] == precision and (not wanted or p.name in wanted)]
 
 
 def check_configs(task) -> list:
@@ -173,11 +172,11 @@ def tune_configs(task) -> list:
 
 
 def run_check(options) -> int:
-    return check_listed(options, layer_tasks(["float16", "bfloat16"]), check_configs, name_key="layer")
+    return check_listed(options, layer_tasks(["float16", "bfloat16"], options.layers), check_configs, name_key="layer")
 
 
 def run_tune(options) -> int:
-    return tune_listed(options, layer_tasks(["float16", "bfloat16"]), tune_configs)
+    return tune_listed(options, layer_tasks(["float16", "bfloat16"], options.layers), tune_configs)
 
 
 def run_confirm(options) -> int:
@@ -204,20 +203,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def list_configs() -> int:
+def list_configs(layers: str) -> int:
     """Every (workload, config) the check and tune phases generate, for compiling beforehand."""
     return print_configs((task, distinct([*check_configs(task), *tune_configs(task)]))
-                         for _, task in layer_tasks(["float16", "bfloat16"]))
+                         for _, task in layer_tasks(["float16", "bfloat16"], layers))
 
 
 def main(argv=None) -> int:
-    global LAYERS
     parser = phase_parser(__doc__, "tensor_core_conv")
-    parser.add_argument("--layers", default="", help="check and tune only these presets, comma-separated")
+    parser.add_argument("--layers", default="", help="check, tune and list only these presets, comma-separated")
     options = parser.parse_args(argv)
-    LAYERS = [name for name in options.layers.split(",") if name]
     if options.phase == "configs":
-        return list_configs()
+        return list_configs(options.layers)
     if options.phase == "table":
         print(table(read_json(options.json).get("confirm", [])))
         return 0

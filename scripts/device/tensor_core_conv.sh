@@ -20,6 +20,7 @@
 # Writes to $OUT: tensor_core_conv.txt (all output), tensor_core_conv.json (every phase's rows),
 # tensor_core_conv.log (every tuning record, AutoTVM format); prints the confirmed table last.
 NAME=tensor_core_conv source scripts/device/phases.sh
+source scripts/device/offline_deps.sh  # the carried wheels (the GPU tests tune: xgboost)
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$TXT"
 python3 -c 'import torch, cupy; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), "cupy", cupy.__version__)' | tee -a "$TXT"
