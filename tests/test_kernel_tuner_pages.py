@@ -1,7 +1,6 @@
 """A Kernel Tuner kernel's pages work as any workload's: leaderboard, diff, compare, speedups, downloads."""
 from __future__ import annotations
 
-
 import pytest
 from django.urls import reverse
 

@@ -13,7 +13,6 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-source scripts/device/offline_deps.sh  # the conv's GPU tests tune (xgboost): the carried wheels
 export TUNERWEB_COMMIT=${TUNERWEB_COMMIT:-unknown}
 
 part() {  # part NAME LIMIT_S SCRIPT: the script's phases into /tmp/parts/NAME, archived once it ends or times out
