@@ -388,6 +388,12 @@ WGMMA_SHAPES(bfloat16, Mma::bf16, , false)
 // A K-major B (engine.ops.conv2d_tc's KRSC weights: a row per column of C).
 WGMMA_SHAPES(float16, Mma::f16, _b_kmajor, true)
 WGMMA_SHAPES(bfloat16, Mma::bf16, _b_kmajor, true)
+// ... and its swap_ab (out^T = W A^T): both K-major, N the block's pixels, 32 to 256.
+#define WGMMA_KMAJOR_PIXELS(P, KIND) \
+    WGMMA_SHAPE(P, KIND, 32, _b_kmajor, true, false) WGMMA_SHAPE(P, KIND, 96, _b_kmajor, true, false) \
+    WGMMA_SHAPE(P, KIND, 160, _b_kmajor, true, false)
+WGMMA_KMAJOR_PIXELS(float16, Mma::f16)
+WGMMA_KMAJOR_PIXELS(bfloat16, Mma::bf16)
 // swap_ab (C^T = B^T A^T): A N-major (B's panels), B K-major (A's rows), N the block's rows.
 #define WGMMA_SWAPPED(P, KIND) \
     WGMMA_SHAPE(P, KIND, 16, _swap_ab, true, true) WGMMA_SHAPE(P, KIND, 32, _swap_ab, true, true) \
@@ -467,7 +473,10 @@ static void fiber_main() {
 constexpr size_t STACK_BYTES = 512 * 1024, GUARD_BYTES = 4096;
 // A cluster's blocks (cx x cy x cz of them, the kernel's __cluster_dims__) run together;
 // clusters run one after another. Returns 0, or 1 where the threads left all wait at barriers
-// that no other thread will reach (a deadlock on the GPU too).
+// that no other thread will reach (a deadlock on the GPU too). `lag` > 0: the cluster's last block
+// starts `lag` rounds late and is resumed one round in lag + 1, so it falls behind the others (as a
+// block may on the GPU), and a cluster protocol that lets one block write into another's shared
+// memory or barriers before that one set them up or read them shows.
 struct Block {
     Barrier barrier;
     Barrier named[16];
@@ -475,7 +484,7 @@ struct Block {
     std::vector<WarpSlots> slots;
 };
 extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                      unsigned cx, unsigned cy, unsigned cz) {
+                      unsigned cx, unsigned cy, unsigned cz, unsigned lag) {
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     launch_args = args;
@@ -509,11 +518,13 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
             *top = (void*)&fiber_main;
             t.sp = top - 6;
         }
-        for (size_t left = fibers; left && !status;) {
+        for (size_t left = fibers, round = 0; left && !status; ++round) {
             bool resumed = false, progressed = false;
             const unsigned long long events = sync_events;
+            const bool everyone = round %% (lag + 1) == lag;  // a round that resumes the lagging block too
             for (CudaThread& t : threads) {
                 if (t.done || (t.waits_on && *t.waits_on == t.waits_while)) continue;
+                if (!everyone && t.rank == ranks - 1) continue;
                 t.waits_on = nullptr;
                 Block& b = blocks[t.rank];
                 block_barrier = &b.barrier;
@@ -529,7 +540,7 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
                 progressed |= !t.spinning;
                 left -= t.done;
             }
-            if (!resumed || (!progressed && events == sync_events)) status = 1;
+            if (everyone && (!resumed || (!progressed && events == sync_events))) status = 1;
         }
         // A kernel leaves no named barrier half arrived (bar.arrive with no bar.sync to meet it).
         for (const Block& b : blocks)

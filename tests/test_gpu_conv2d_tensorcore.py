@@ -1,7 +1,7 @@
 """On a GPU: the implicit-GEMM tensor-core convolution (conv2d_nhwc_tensorcore: fp16, bf16, NHWC)
 against its float64 reference at each precision's tolerance through the GPU measurer (stride 1
 and 2, padding, 1x1 and 3x3, tails in pixels, channels and R·S·C; random configs, and random
-wgmma configs and TMA-loader configs on their own), and cuDNN on channels-last
+wgmma configs, TMA-loader configs and transposed ones on their own), and cuDNN on channels-last
 tensors in the same precision as its baseline, checked at that tolerance.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -81,6 +81,20 @@ def test_random_tma_configs_compute_the_convolution(measurer, precision, layer):
     task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
                               DeviceLimits.for_device(measurer.device))
     configs = tma_configs(task, 6, 5)
+    results = measurer.measure(task, configs)
+    assert len(configs) == 6
+    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer", TMA_LAYERS)
+def test_random_transposed_configs_compute_the_convolution(measurer, precision, layer):
+    """swap_ab (out^T = W A^T: the weights' rows the instruction's A, the pixels its N), 96 to 192-pixel tiles too."""
+    from test_conv2d_tc_swap_ab import swapped_configs
+
+    task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
+                              DeviceLimits.for_device(measurer.device))
+    configs = swapped_configs(task, 6, 5)
     results = measurer.measure(task, configs)
     assert len(configs) == 6
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []

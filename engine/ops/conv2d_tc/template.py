@@ -7,9 +7,10 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
-from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS
+from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS, SWAP_AB
 from . import kernel
-from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling
+from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
+                     why_block_m_invalid)
 
 
 # Each mainloop's configs leave the other's knobs at one value (the tiling's rules), so random
@@ -18,7 +19,7 @@ from .tiling import CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_
 # (split K is both's).
 MAINLOOP_PINS = ("mainloop", {
     "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
-                 "stream_k": 0},
+                 "stream_k": 0, "swap_ab": 0},
     "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
 })
 
@@ -57,13 +58,19 @@ class Conv2dNHWCTensorCore(Template):
             # After persistent, for the same reason: the persistent blocks' even shares of every tile's
             # K steps (stream-K), for the layers whose tiles leave SMs idle (98-104 tiles on 132).
             OtherKnob("stream_k", [0, 1], default=0),
+            # After stream_k, for the same reason: the transposed product (out^T = W A^T), whose tile of
+            # pixels is the instruction's N, so it may be 96 pixels (block_m_extra): a 14x14 layer at
+            # batch 32 is 6272 pixels, 66 tiles of 96 by two of 128 channels, one tile per SM of 132.
+            OtherKnob("swap_ab", list(SWAP_AB), default=0),
+            OtherKnob("block_m_extra", list(BLOCK_M_EXTRAS), default=0),
         ], pins=MAINLOOP_PINS)
 
     def space_on(self, params: ConvTcParams, limits: DeviceLimits) -> ConfigSpace:
         return drawn_on(self.define_space(params), limits)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        return why_tiling_invalid(conv_tc_tiling(params, config), limits)
+        return why_block_m_invalid(config["block_m"].val, config["block_m_extra"].val) or why_tiling_invalid(
+            conv_tc_tiling(params, config), limits)
 
     def features(self, params: ConvTcParams, config: ConfigEntity) -> dict[str, float]:
         return tiling_features(conv_tc_tiling(params, config), config)

@@ -29,7 +29,10 @@ K x RSC matrix. One producer thread issues both, so no thread computes a gathere
 Nsight profile of 2026-12-03: the cp_async loaders issued 1.8-2.6x cuDNN's instructions). With
 it, the GEMM's clusters (the blocks of neighbouring pixel tiles share B's rows by multicast),
 persistent blocks and split K, and stream-K (`stream_k`: persistent blocks share every tile's K steps,
-engine.ops.gemm_tc.tma). It takes C a multiple of 64 (a step is one tap's 64 channels).
+engine.ops.gemm_tc.tma). It takes C a multiple of 64 (a step is one tap's 64 channels). And the GEMM's
+`swap_ab`: the transposed product out^T = W A^T from the same stages, the weights' rows the instruction's
+A (64 output channels each) and the tile's pixels its N, so a tile may be 96 pixels (`block_m_extra`: 96,
+160 and 192-pixel tiles, which the unswapped instruction's 64 rows a consumer cannot all take).
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -41,7 +44,7 @@ from ...space import ConfigEntity
 from ..args import tensor_shape
 from ..base import BadArgs, Im2colTensorMap
 from ..conv2d.tiling import ConvParams, conv_params
-from ..gemm_tc.tiling import B_PAD_ELEMENTS, SWIZZLE_BYTES, GemmTcTiling
+from ..gemm_tc.tiling import B_PAD_ELEMENTS, SWIZZLE_BYTES, WGMMA_MAX_N, GemmTcTiling
 from ..gemm_tc.workload import COPY_BYTES, ELEMENT_BYTES
 
 TEMPLATE_NAME = "conv2d_nhwc_tensorcore"
@@ -127,6 +130,11 @@ CONV_RINGS = (0, 2, 4)
 # The output tile's rows in shared memory (epilogue "shared"): padded by 16 bytes, so the eight
 # rows one warp's packed pairs land in start four banks apart (no conflicts).
 TILE_PAD_ELEMENTS = 8
+# Pixels added to block_m's (the block_m_extra knob, last so earlier configs keep their indexes): 96, 160
+# and 192-pixel tiles, which the transposed product (swap_ab, the pixels its N) and one consumer's three m64
+# instructions (192) can take. Each sum has one config: the extra is less than block_m, whose knob has
+# the powers of two.
+BLOCK_M_EXTRAS = (0, 32, 64)
 # 4-D im2col tensor maps: the box's corners lie within [-128, 127] of the input's edges, and
 # TMA steps by at most 8 elements along a dimension (cuTensorMapEncodeIm2col's limits).
 IM2COL_CORNER_RANGE = 128
@@ -214,6 +222,14 @@ class ConvTcTiling(GemmTcTiling):
         return None
 
 
+def why_block_m_invalid(block_m: int, extra: int) -> str | None:
+    """The block_m_extra knob's rule: each tile height one config, at most wgmma's 256 (its N, swapped)."""
+    if extra and not extra < block_m <= WGMMA_MAX_N - extra:
+        return (f"block_m_extra {extra} makes tiles of 96, 160 or 192 pixels from block_m 64 or 128 "
+                f"(the others are block_m's own): not from block_m {block_m}")
+    return None
+
+
 def im2col_map(t: ConvTcTiling, symbol: str) -> Im2colTensorMap:
     """The tma loader's map of the input (argument 0): block_m pixels of 64 channels a copy."""
     lower, upper = t.im2col_corners
@@ -226,9 +242,10 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
     v = config.values()
     return ConvTcTiling(
         m=params.gemm_m, n=params.gemm_n, k=params.gemm_k, precision=params.precision,
-        block_m=v["block_m"], block_n=v["block_n"], block_k=v["block_k"],
+        block_m=v["block_m"] + v["block_m_extra"], block_n=v["block_n"], block_k=v["block_k"],
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
+        swap_ab=v["swap_ab"],
     )

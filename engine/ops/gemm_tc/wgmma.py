@@ -40,7 +40,8 @@ tensor cores fast enough. The schedule:
 * `swap_ab` 1 (tma): C^T = B^T A^T from the same stages. Each of B's 64-column panels is the A of an
   m64 instruction (N-major: imm-trans-a 1) and A's rows are its B (K-major), so the instruction's N is
   block_m (16 to 256) and the consumers share out the tile's columns. The accumulators, the stores and
-  split K's partial tile are then tf32's transposed ones (engine.ops.gemm_tc.epilogue).
+  split K's partial tile are then tf32's transposed ones (engine.ops.gemm_tc.epilogue). A K-major B (the
+  conv's weights) is the instruction's A as it lies, 64 of its rows an instruction: neither operand transposed.
 
 TF32 is engine.ops.gemm_tc.wgmma_tf32's: wgmma reads TF32 operands from shared memory K-major
 only, and this workload's B is row-major (N-major).
@@ -98,17 +99,18 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned address, unsig
 
 def _mma_name(t: GemmTcTiling) -> str:
     """The instruction's function: the operands' layouts are in its name (the CPU emulator reads them by it)."""
-    if t.swap_ab:
+    if t.swap_ab and not t.b_k_major:
         return f"wgmma_{t.precision}_m64n{t.block_m}_swap_ab"
-    return f"wgmma_{t.precision}_m64n{t.block_n}{'_b_kmajor' if t.b_k_major else ''}"
+    n = t.block_m if t.swap_ab else t.block_n
+    return f"wgmma_{t.precision}_m64n{n}{'_b_kmajor' if t.b_k_major else ''}"
 
 
 def _mma(t: GemmTcTiling) -> str:
     """One m64nNk16 instruction, D += A B (scale-d 1): A K-major, B N-major (imm-trans-b 1; a K-major B, 0);
-    swap_ab: N is block_m, A (B's panel) N-major (imm-trans-a 1) and B (A's rows) K-major."""
+    swap_ab: N is block_m, A (B's panel) N-major (imm-trans-a 1; a K-major B's rows, 0) and B (A's rows) K-major."""
     n = t.block_m if t.swap_ab else t.block_n
     count = n // 2
-    transposes = "1, 0" if t.swap_ab else f"0, {0 if t.b_k_major else 1}"
+    transposes = "0, 0" if t.b_k_major else "1, 0" if t.swap_ab else "0, 1"
     registers = ", ".join(f"%{i}" for i in range(count))
     outputs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
     return f"""
@@ -179,10 +181,17 @@ def _compute(t: GemmTcTiling) -> str:
     the start address moves and the atom stays); B's is 16 rows (two atoms) further down, or
     (a K-major B, one row per column of C) 32 bytes into each row, as A's. swap_ab: A's rows are
     the instruction's B, read as a K-major B is, and each of this consumer's 64-column panels of B
-    the A of one instruction, read as an N-major B is (one panel, so its leading offset goes unused)."""
+    the A of one instruction, read as an N-major B is (one panel, so its leading offset goes unused);
+    a K-major B's 64 rows the A of one, read as A is."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
     tiles, per_tile = t.accumulator_tiles
-    if t.swap_ab:
+    if t.swap_ab and t.b_k_major:
+        bases = f"""    const unsigned rows_base = stage;
+    const unsigned b_rows_base = stage + {t.block_m * SWIZZLE_BYTES} + consumer * {t.consumer_cols * SWIZZLE_BYTES};"""
+        shared = f"descriptor(rows_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})"
+        each = (f"descriptor(b_rows_base + mt * {WGMMA_M * SWIZZLE_BYTES} + kk * 32, {A_LEADING_BYTES}, "
+                f"{SWIZZLE_ATOM_BYTES}), b")
+    elif t.swap_ab:
         bases = f"""    const unsigned rows_base = stage;
     const unsigned panels_base = stage + {t.block_m * SWIZZLE_BYTES} + consumer * {t.n_tiles * panel_bytes};"""
         shared = f"descriptor(rows_base + kk * 32, {A_LEADING_BYTES}, {SWIZZLE_ATOM_BYTES})"
