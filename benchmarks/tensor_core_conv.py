@@ -13,7 +13,8 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
   layer has few tiles), through the GPU measurer: its float64 reference and the
   precision's tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
-  layer: mma.sync's, wgmma's with either loader, stream-K's and the transposed product's), the default and
+  layer: mma.sync's, wgmma's with either loader, stream-K's, the transposed product's and clusters sharing
+  the pixel rows), the default and
   a seeded random sample of valid configs; every record to an AutoTVM log.
 * confirm: each tuned layer's fastest config (`--top K`: the pick among its K fastest by the worse of
   the warm and cold ratios) re-timed by the confirmation protocol (engine.confirm: a fresh measuring
@@ -39,7 +40,7 @@ from engine.workloads import CONV_TC  # noqa: E402
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
          "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent", "stream_k", "swap_ab",
-         "block_m_extra")
+         "block_m_extra", "cluster_shares")
 MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
@@ -103,17 +104,24 @@ TMA_TILES = [
     (64, 128, 4, 1, 1, 0, 1, 1, 0),
 ]
 # The transposed product (swap_ab: out^T = W A^T, the pixels the instruction's N), tiles (BM + extra, BN, stages,
-# raster, consumers, ring, cluster, persistent), after d0a386d's profile of the 14x14 1x1 layer: cuDNN's kernel runs
-# 132 blocks of 96 pixels by 128 channels (6272 pixels: 66 x 2 tiles, one an SM) with 7 stages; ours 98 tiles of 128x128
-# left 34 SMs idle. 96 x 128 with 6 to 8 stages, one or two consumers, B multicast by clusters of 2, persistent; the
-# layers' other shapes transposed (96 x 64: 264 tiles, two waves; 96 x 256; 160 and 192 pixels; 64 and 128 swapped).
+# raster, consumers, ring, cluster, persistent, what a cluster shares), after d0a386d's profile of the 14x14 1x1
+# layer: cuDNN's kernel runs 132 blocks of 96 pixels by 128 channels (6272 pixels: 66 x 2 tiles, one an SM) with
+# 7 stages, in 2-block clusters that share the pixel rows; ours 98 tiles of 128x128 left 34 SMs idle. 96 x 128 with
+# 6 to 8 stages, one or two consumers, clusters of 2 sharing W's rows or the pixels', persistent; the layers'
+# other shapes transposed (96 x 64: 264 tiles, two waves; 96 x 256; 160 and 192 pixels; 64 and 128 swapped).
 SWAPPED_TILES = [
     ((64, 32), 128, 4, 1, 2, 2, 1, 0), ((64, 32), 128, 5, 1, 2, 2, 1, 0), ((64, 32), 128, 4, 1, 2, 4, 1, 0),
     ((64, 32), 128, 5, 1, 1, 2, 1, 0), ((64, 32), 128, 5, 1, 2, 2, 2, 0), ((64, 32), 128, 5, 1, 2, 2, 1, 1),
     ((64, 32), 64, 4, 1, 1, 4, 1, 0), ((64, 32), 256, 4, 1, 2, 0, 1, 0), ((128, 32), 128, 4, 1, 2, 2, 1, 0),
     ((128, 64), 128, 4, 1, 2, 0, 1, 0), ((64, 0), 128, 5, 1, 2, 2, 1, 0), ((64, 0), 128, 5, 1, 1, 4, 1, 1),
     ((128, 0), 128, 4, 1, 2, 2, 1, 1),
+    ((64, 32), 128, 5, 1, 2, 2, 2, 0, "a"), ((64, 32), 128, 4, 1, 2, 4, 2, 0, "a"), ((64, 32), 128, 5, 1, 1, 2, 2, 0, "a"),
+    ((64, 32), 128, 5, 1, 2, 2, 2, 1, "a"), ((64, 0), 128, 5, 1, 1, 4, 2, 0, "a"),
 ]
+# Clusters sharing the pixel rows on the unswapped kernel: the 1x1 layer's two 128-channel tiles of each 128
+# pixels, and cuDNN's 7x7 tile (64 x 128, one warpgroup, 2-block clusters) with its deeper rings.
+SHARED_A_TILES = [(128, 128, 4, 1, 2, 2, 1, 2, 0), (128, 128, 4, 1, 2, 2, 1, 2, 1), (64, 128, 5, 1, 1, 4, 1, 2, 0),
+                  (64, 128, 5, 1, 1, 2, 1, 2, 1)]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
 STREAM_K_TILES = [
@@ -129,14 +137,18 @@ def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -
 
 
 def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, stream_k=0, swap_ab=0,
-             block_m_extra=0) -> tuple:
+             block_m_extra=0, shares="b") -> tuple:
     return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, 1, ring,
-            "tma", cluster, persistent, stream_k, swap_ab, block_m_extra)
+            "tma", cluster, persistent, stream_k, swap_ab, block_m_extra, shares)
 
 
-def swapped_pick(bm, bn, stages, raster, consumers, ring, cluster, persistent) -> tuple:
+def swapped_pick(bm, bn, stages, raster, consumers, ring, cluster, persistent, shares="b") -> tuple:
     rows, extra = bm
-    return tma_pick(rows, bn, stages, raster, consumers, ring, 1, cluster, persistent, 0, 1, extra)
+    return tma_pick(rows, bn, stages, raster, consumers, ring, 1, cluster, persistent, 0, 1, extra, shares)
+
+
+def shared_a_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent) -> tuple:
+    return tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, shares="a")
 
 
 def stream_k_pick(bm, bn, stages, raster, consumers, ring) -> tuple:
@@ -147,7 +159,7 @@ TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
               + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
               + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES]
-              + [swapped_pick(*tile) for tile in SWAPPED_TILES])
+              + [swapped_pick(*tile) for tile in SWAPPED_TILES] + [shared_a_pick(*tile) for tile in SHARED_A_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
@@ -156,7 +168,8 @@ CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1,
                      tma_pick(128, 128, 4, 1, 2, 0, 2, 1, 0), tma_pick(128, 256, 4, 1, 2, 0, 1, 2, 1),
                      stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2),
                      swapped_pick((64, 32), 128, 5, 1, 2, 2, 1, 0), swapped_pick((64, 32), 128, 5, 1, 2, 2, 2, 0),
-                     swapped_pick((128, 0), 128, 4, 1, 2, 2, 1, 1)]
+                     swapped_pick((128, 0), 128, 4, 1, 2, 2, 1, 1), swapped_pick((64, 32), 128, 5, 1, 2, 2, 2, 0, "a"),
+                     shared_a_pick(128, 128, 4, 1, 2, 2, 1, 2, 0)]
 RANDOM_TUNES = 12
 
 

@@ -294,34 +294,44 @@ struct EmulatedIm2colMap {
     const unsigned char* base;
     long long n, h, w, c, lower_h, lower_w, upper_h, upper_w, stride_h, stride_w, channels, pixels, element_bytes;
 };
-// `pixels` rows of `channels` elements into this block at `dst`, 128B-swizzled: the corners from
-// (w, h) of image n on, W then H then N by the strides within the box, each read at its corner plus
-// the tap's offsets (s, r); zeros outside the input (the padding, and past the last image).
-inline void tma_load_im2col(unsigned dst, const void* map, int c, int w, int h, int n, unsigned short s,
-                            unsigned short r, unsigned bar) {
+// `pixels` rows of `channels` elements at `dst` in the shared memory of each block of `mask` (cluster
+// ranks), 128B-swizzled: the corners from (w, h) of image n on, W then H then N by the strides within
+// the box, each read at its corner plus the tap's offsets (s, r); zeros outside the input (the padding,
+// and past the last image). Its bytes complete on each one's barrier at `bar`.
+inline void tma_load_im2col_multicast(unsigned dst, const void* map, int c, int w, int h, int n, unsigned short s,
+                                      unsigned short r, unsigned bar, unsigned short mask) {
     const EmulatedIm2colMap& t = *(const EmulatedIm2colMap*)map;
     const long long row_bytes = t.channels * t.element_bytes;
     if (row_bytes != 128 || dst % 1024) abort();  // a 128B-swizzled box: 128-byte rows from an atom's start
     const long long last_w = t.w - 1 + t.upper_w, last_h = t.h - 1 + t.upper_h;
     if (w < t.lower_w || w > last_w || h < t.lower_h || h > last_h) abort();  // a corner outside the box
-    unsigned char* shared = shared_pool[(dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]];
-    long long cw = w, ch = h, image = n;
-    for (long long p = 0; p < t.pixels; ++p) {
-        const long long iw = cw + s, ih = ch + r;
-        for (long long k = 0; k < t.channels; ++k) {
-            unsigned char* to = shared + swizzled(dst + p * row_bytes + k * t.element_bytes);
-            const long long channel = c + k;
-            if (image < t.n && ih >= 0 && ih < t.h && iw >= 0 && iw < t.w && channel < t.c)
-                memcpy(to, t.base + (((image * t.h + ih) * t.w + iw) * t.c + channel) * t.element_bytes, t.element_bytes);
-            else
-                memset(to, 0, t.element_bytes);
+    for (unsigned rank = 0; rank < MAX_CLUSTER; ++rank) {
+        if (!(mask >> rank & 1)) continue;
+        long long cw = w, ch = h, image = n;
+        for (long long p = 0; p < t.pixels; ++p) {
+            const long long iw = cw + s, ih = ch + r;
+            for (long long k = 0; k < t.channels; ++k) {
+                unsigned char* to = shared_pool[rank] + swizzled(dst + p * row_bytes + k * t.element_bytes);
+                const long long channel = c + k;
+                if (image < t.n && ih >= 0 && ih < t.h && iw >= 0 && iw < t.w && channel < t.c)
+                    memcpy(to, t.base + (((image * t.h + ih) * t.w + iw) * t.c + channel) * t.element_bytes,
+                           t.element_bytes);
+                else
+                    memset(to, 0, t.element_bytes);
+            }
+            if ((cw += t.stride_w) > last_w) {
+                cw = t.lower_w;
+                if ((ch += t.stride_h) > last_h) { ch = t.lower_h; ++image; }
+            }
         }
-        if ((cw += t.stride_w) > last_w) {
-            cw = t.lower_w;
-            if ((ch += t.stride_h) > last_h) { ch = t.lower_h; ++image; }
-        }
+        barrier_update(mbarrier_pool[rank][(bar / 8) % 64], 0, 0, t.pixels * row_bytes);
     }
-    barrier_update(bar, 0, 0, t.pixels * row_bytes);
+}
+// Into this block alone.
+inline void tma_load_im2col(unsigned dst, const void* map, int c, int w, int h, int n, unsigned short s,
+                            unsigned short r, unsigned bar) {
+    tma_load_im2col_multicast(dst, map, c, w, h, n, s, r, bar,
+                              (unsigned short)(1u << (dynamic_smem - shared_pool[0]) / sizeof shared_pool[0]));
 }
 inline void cluster_sync() { arrive_and_wait(*cluster_barrier); }
 inline void wgmma_fence() {}

@@ -18,8 +18,9 @@ RESNET_14_1X1 = (32, 14, 1024, 256, 1, 1, 0)  # 6272 pixels: 66 tiles of 96
 
 def test_the_new_knobs_come_last_so_earlier_configs_keep_their_index():
     task = task_of(*RESNET_14_1X1)
-    assert task.config_space.knob_names[-2:] == ["swap_ab", "block_m_extra"]
-    assert task.config_space.knobs[-1].options == list(BLOCK_M_EXTRAS) == [0, 32, 64]
+    names = task.config_space.knob_names
+    assert names[names.index("stream_k") + 1:][:2] == ["swap_ab", "block_m_extra"]
+    assert task.config_space.knobs[names.index("block_m_extra")].options == list(BLOCK_M_EXTRAS) == [0, 32, 64]
     assert_appended_knobs_keep_indexes(task, "swap_ab", seed=12)
 
 
@@ -91,7 +92,7 @@ def test_the_mma_sync_kernel_takes_the_new_heights_too():
 
 
 RANDOM_SWAP_KNOBS = ("block_m", "block_m_extra", "block_n", "stages", "raster", "consumers", "ring", "split_k",
-                     "cluster", "persistent")
+                     "cluster", "persistent", "cluster_shares")
 
 
 def swapped_configs(task, count: int, seed: int) -> list:
@@ -105,8 +106,9 @@ def test_random_valid_transposed_configs_compile_for_sm_90(tmp_path):
     for precision, layer in [("float16", RESNET_14_1X1), ("bfloat16", (32, 7, 512, 512, 3, 1, 1)),
                              ("float16", (32, 28, 128, 128, 3, 1, 1))]:
         task = task_of(*layer, precision)
-        picked += [(task, config) for config in swapped_configs(task, 4, 91)]
+        picked += [(task, config) for config in swapped_configs(task, 4, 92)]
     assert len(picked) == 12 and any(conv_tc_tiling(t.params, c).block_m % 64 for t, c in picked)
+    assert any(c["cluster_shares"].val == "a" for _, c in picked)
     assert sm_90_build_failures(picked, tmp_path) == []
 
 

@@ -163,33 +163,53 @@ __device__ __forceinline__ void tma_load_im2col(unsigned dst, const void* map, i
 }
 #endif
 """
+# cluster_shares a: the same copy into every block of the cluster's `mask`, each counting it on its barrier at `bar`.
+IM2COL_MULTICAST_HELPERS = r"""
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void tma_load_im2col_multicast(unsigned dst, const void* map, int c, int w, int h, int n,
+                                                          unsigned short s, unsigned short r, unsigned bar,
+                                                          unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n"
+                 :: "r"(dst), "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(s), "h"(r), "h"(mask)
+                 : "memory");
+}
+#endif
+"""
 
 
 def _tile_corner(t: ConvTcTiling) -> str:
-    """The producer's lines at a tile's start: its first output pixel's image and filter corner."""
+    """The producer's lines at a tile's start: its first output pixel's image and filter corner (sharing
+    A, those of this block's share of the pixels)."""
     c = t.conv
+    first = f"(row0 + rank * {t.a_box_rows})" if t.shares_a else "row0"
     return f"""
-                const int image = row0 / {c.oh * c.ow}, pq = row0 % {c.oh * c.ow};
+                const int image = {first} / {c.oh * c.ow}, pq = {first} % {c.oh * c.ow};
                 const int corner_h = pq / {c.ow} * {c.stride[0]} - {c.padding[0]}, corner_w = pq % {c.ow} * {c.stride[1]} - {c.padding[1]};"""
 
 
 def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     """K step `k_step`'s copies: A by im2col at the step's tap and 64 channels, then this block's
-    rows of B's tile (with clusters, its share, multicast into every block of the cluster)."""
+    rows of B's tile (with clusters, its share, multicast into every block of the cluster; sharing A,
+    this block's share of the pixels multicast, and all of B's rows its own)."""
     c = t.conv
     share = t.block_n // t.cluster
-    b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if t.cluster > 1 else "")
-    b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if t.cluster > 1 else ''}, bar"
+    b_shared = t.cluster > 1 and not t.shares_a
+    b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if b_shared else "")
+    b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if b_shared else ''}, bar"
+    tap = f"&{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar"
+    load_a = (f"tma_load_im2col_multicast(stage + rank * {t.a_box_rows * SWIZZLE_BYTES}, {tap}, {(1 << t.cluster) - 1})"
+              if t.shares_a else f"tma_load_im2col(stage, {tap})")
     return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
-                    tma_load_im2col(stage, &{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar);
+                    {load_a};
                     {tma.load_b(t, b_address, b_box)};"""
 
 
 def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:
-    """A's im2col map; B's, the KRSC weights as a K x RSC matrix, boxes of a block's share of rows."""
+    """A's im2col map; B's, the KRSC weights as a K x RSC matrix, boxes of a block's share of rows (sharing A, all)."""
     row = SWIZZLE_BYTES // t.element_bytes
-    return (im2col_map(t, A_TENSOR_MAP),
-            TensorMap(B_TENSOR_MAP, 1, t.n, t.k, t.block_n // t.cluster, row, t.element_bytes))
+    b_rows = t.block_n if t.shares_a else t.block_n // t.cluster
+    return (im2col_map(t, A_TENSOR_MAP), TensorMap(B_TENSOR_MAP, 1, t.n, t.k, b_rows, row, t.element_bytes))
 
 
 def generate(t: ConvTcTiling) -> KernelSource:
@@ -198,7 +218,8 @@ def generate(t: ConvTcTiling) -> KernelSource:
              f"{c.kh}x{c.kw} stride {list(c.stride)} pad {list(c.padding)}")
     title = f"{layer}; implicit GEMM {t.m}x{t.n}x{t.k} wgmma"
     if t.wgmma and t.tma:
-        code = wgmma.kernel_code(t, ENTRY, title, TMA_HELPERS + IM2COL_HELPERS + TENSOR_MAP_DECLARATIONS,
+        copies = TMA_HELPERS + IM2COL_HELPERS + (IM2COL_MULTICAST_HELPERS if t.shares_a else "")
+        code = wgmma.kernel_code(t, ENTRY, title, copies + TENSOR_MAP_DECLARATIONS,
                                  tma.StageCopies(_im2col_copies, _tile_corner(t)))
     elif t.wgmma:
         code = wgmma.kernel_code(t, ENTRY, title, _load_stage_wgmma(t))

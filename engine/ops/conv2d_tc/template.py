@@ -9,7 +9,7 @@ from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
 from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS, SWAP_AB
 from . import kernel
-from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
+from .tiling import (BLOCK_M_EXTRAS, CLUSTER_SHARES, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
                      why_block_m_invalid)
 
 
@@ -19,7 +19,7 @@ from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvT
 # (split K is both's).
 MAINLOOP_PINS = ("mainloop", {
     "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
-                 "stream_k": 0, "swap_ab": 0},
+                 "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0]},
     "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
 })
 
@@ -63,6 +63,10 @@ class Conv2dNHWCTensorCore(Template):
             # batch 32 is 6272 pixels, 66 tiles of 96 by two of 128 channels, one tile per SM of 132.
             OtherKnob("swap_ab", list(SWAP_AB), default=0),
             OtherKnob("block_m_extra", list(BLOCK_M_EXTRAS), default=0),
+            # After block_m_extra, for the same reason: what a cluster's blocks share, B's rows (neighbouring
+            # pixel tiles) or A's (neighbouring channel tiles: cuDNN's 14x14 1x1 kernel, whose 2-block
+            # clusters read each pixel row once for both 128-channel tiles).
+            OtherKnob("cluster_shares", list(CLUSTER_SHARES), default=CLUSTER_SHARES[0]),
         ], pins=MAINLOOP_PINS)
 
     def space_on(self, params: ConvTcParams, limits: DeviceLimits) -> ConfigSpace:

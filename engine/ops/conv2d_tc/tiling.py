@@ -135,6 +135,9 @@ TILE_PAD_ELEMENTS = 8
 # instructions (192) can take. Each sum has one config: the extra is less than block_m, whose knob has
 # the powers of two.
 BLOCK_M_EXTRAS = (0, 32, 64)
+# wgmma tma, cluster 2: what its blocks share by multicast, B's rows (the GEMM's way: the blocks take
+# neighbouring pixel tiles of one channel tile) or A's pixel rows (neighbouring channel tiles of one pixel tile).
+CLUSTER_SHARES = ("b", "a")
 # 4-D im2col tensor maps: the box's corners lie within [-128, 127] of the input's edges, and
 # TMA steps by at most 8 elements along a dimension (cuTensorMapEncodeIm2col's limits).
 IM2COL_CORNER_RANGE = 128
@@ -176,8 +179,14 @@ class ConvTcTiling(GemmTcTiling):
 
     @property
     def a_box_rows(self) -> int:
-        """tma: an im2col copy always brings block_m pixels (past the last image, zeros)."""
-        return self.block_m
+        """tma: an im2col copy always brings block_m pixels (past the last image, zeros); sharing A,
+        each block of the cluster brings its share of them into every block."""
+        return self.block_m // self.cluster if self.shares_a else self.block_m
+
+    @property
+    def tma_stage_bytes(self) -> int:
+        """A stage is always whole: every pixel row comes, from this block's copy or another's."""
+        return self.wgmma_stage_bytes
 
     @property
     def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -197,6 +206,8 @@ class ConvTcTiling(GemmTcTiling):
         if self.epilogue == "shared" and self.wgmma:
             return ("the wgmma mainloop's consumers store their rows in 16-byte pieces themselves: "
                     "it takes epilogue \"registers\"")
+        if self.cluster_shares == "a" and self.cluster == 1:
+            return "cluster_shares a is what a cluster's blocks share: with cluster 1 it is b's kernel (take cluster 2)"
         if self.epilogue == "shared" and self.split_k > 1:
             return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
         return super().why_not_tiled()
@@ -214,11 +225,12 @@ class ConvTcTiling(GemmTcTiling):
         return None
 
     def _why_not_multicast(self) -> str | None:
-        """A cluster's blocks each load and multicast an equal share of B's rows, whole 1024-byte
-        swizzle atoms (8 rows) each: in place of the GEMM's rule of whole 64-column panels (its B is
-        N-major), so a 64-channel tile parts in two."""
-        if self.block_n % (8 * self.cluster):
-            return f"B's {self.block_n} rows do not part into whole 8-row atoms among a cluster of {self.cluster}"
+        """A cluster's blocks each load and multicast an equal share of B's rows (sharing A, of A's
+        pixel rows), whole 1024-byte swizzle atoms (8 rows) each: in place of the GEMM's rule of whole
+        64-column panels (its B is N-major), so a 64-channel tile parts in two."""
+        rows, what = (self.block_m, "A's pixel") if self.shares_a else (self.block_n, "B's")
+        if rows % (8 * self.cluster):
+            return f"{what} {rows} rows do not part into whole 8-row atoms among a cluster of {self.cluster}"
         return None
 
 
@@ -231,11 +243,11 @@ def why_block_m_invalid(block_m: int, extra: int) -> str | None:
 
 
 def im2col_map(t: ConvTcTiling, symbol: str) -> Im2colTensorMap:
-    """The tma loader's map of the input (argument 0): block_m pixels of 64 channels a copy."""
+    """The tma loader's map of the input (argument 0): block_m pixels (a block's share) of 64 channels a copy."""
     lower, upper = t.im2col_corners
     c = t.conv
     return Im2colTensorMap(symbol, 0, (c.n, c.h, c.w, c.ci), lower, upper, c.stride, SWIZZLE_BYTES // t.element_bytes,
-                           t.block_m, t.element_bytes)
+                           t.a_box_rows, t.element_bytes)
 
 
 def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
@@ -247,5 +259,5 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
-        swap_ab=v["swap_ab"],
+        swap_ab=v["swap_ab"], cluster_shares=v["cluster_shares"],
     )

@@ -13,9 +13,9 @@ from .tiling import WGMMA_M, GemmTcTiling
 def tail_guards(t: GemmTcTiling, row_step: int, col_step: int) -> tuple[str, str, str, str]:
     """The epilogue's edge tests (empty where no tile reaches past the edge): row, row + row_step,
     col, col + col_step against M and N."""
-    exact = t.cluster_rows * t.cluster * t.block_m == t.m  # no tile (nor a cluster's spare one) past M
-    rows = ("", "") if exact else (f"if (row < {t.m}) ", f"if (row + {row_step} < {t.m}) ")
-    cols = ("", "") if t.n % t.block_n == 0 else (f"if (col < {t.n}) ", f"if (col + {col_step} < {t.n}) ")
+    tile_rows, tile_cols = t.tile_grid  # no tile (nor a cluster's spare one) past M, or past N: no tests
+    rows = ("", "") if tile_rows * t.block_m == t.m else (f"if (row < {t.m}) ", f"if (row + {row_step} < {t.m}) ")
+    cols = ("", "") if tile_cols * t.block_n == t.n else (f"if (col < {t.n}) ", f"if (col + {col_step} < {t.n}) ")
     return (*rows, *cols)
 
 

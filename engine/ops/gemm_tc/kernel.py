@@ -213,20 +213,24 @@ def _compute_tf32(t: GemmTcTiling) -> str:
 
 def tile_of_block(t: GemmTcTiling, index: str | None = None) -> str:
     """The block's output tile: `raster` rows of tiles are walked column by column (grouped
-    order); with clusters (wgmma), rows of clusters, a cluster's blocks on neighbouring tile rows.
+    order); with clusters (wgmma), rows of clusters, a cluster's blocks on neighbouring tile rows
+    (sharing A: columns of clusters, its blocks on neighbouring tile columns).
     `index` is the tile's (cluster's) number where a block walks several (wgmma persistent)."""
     block = index or ("blockIdx.x" if t.cluster == 1 else f"(blockIdx.x / {t.cluster})")
-    tile_m = "tile_m" if t.cluster == 1 else "cluster_m"
+    tile_m = "cluster_m" if t.cluster > 1 and not t.shares_a else "tile_m"
+    tile_n = "cluster_n" if t.shares_a else "tile_n"
     if t.raster == 1:
-        order = f"    const int {tile_m} = {block} / {t.tiles_n}, tile_n = {block} % {t.tiles_n};"
+        order = f"    const int {tile_m} = {block} / {t.cluster_cols}, {tile_n} = {block} % {t.cluster_cols};"
     else:
-        group = t.raster * t.tiles_n
+        group = t.raster * t.cluster_cols
         order = f"""    const int group = {block} / {group}, in_group = {block} % {group};
     const int first_m = group * {t.raster};
     const int rows = min({t.cluster_rows} - first_m, {t.raster});
-    const int {tile_m} = first_m + in_group % rows, tile_n = in_group / rows;"""
+    const int {tile_m} = first_m + in_group % rows, {tile_n} = in_group / rows;"""
     if t.cluster == 1:
         return order
+    if t.shares_a:
+        return order + f"\n    const int rank = blockIdx.x % {t.cluster}, tile_n = cluster_n * {t.cluster} + rank;"
     return order + f"\n    const int rank = blockIdx.x % {t.cluster}, tile_m = cluster_m * {t.cluster} + rank;"
 
 

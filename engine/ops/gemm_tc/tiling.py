@@ -143,6 +143,7 @@ class GemmTcTiling:
     stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
     swap_ab: int = 0  # wgmma tma 16-bit: 1 computes C^T = B^T A^T (SWAP_AB)
+    cluster_shares: str = "b"  # wgmma tma cluster > 1: the operand its blocks share (the conv's knob; the GEMM's B)
 
     @property
     def c_16bit(self) -> bool:
@@ -386,8 +387,19 @@ class GemmTcTiling:
 
     @property
     def cluster_rows(self) -> int:
-        """Rows of clusters (of `cluster` tile rows each) over C: the rows `raster` groups."""
-        return -(-self.tiles_m // self.cluster)
+        """Rows of clusters (of `cluster` tile rows each; sharing A, of one) over C: the rows `raster` groups."""
+        return self.tiles_m if self.shares_a else -(-self.tiles_m // self.cluster)
+
+    @property
+    def cluster_cols(self) -> int:
+        """Columns of clusters (sharing A, of `cluster` tile columns each; else of one) over C."""
+        return -(-self.tiles_n // self.cluster) if self.shares_a else self.tiles_n
+
+    @property
+    def shares_a(self) -> bool:
+        """A cluster's blocks take neighbouring tile columns of one tile row and share A's tile
+        (cluster_shares "a"; the GEMM's clusters share B, on neighbouring tile rows)."""
+        return self.cluster > 1 and self.cluster_shares == "a"
 
     @property
     def b_panels(self) -> int:
@@ -405,9 +417,18 @@ class GemmTcTiling:
         return -(-self.k // self.block_k)
 
     @property
+    def tile_grid(self) -> tuple[int, int]:
+        """The tile rows and columns the blocks take: whole clusters, so a cluster's last rows may lie
+        past M (sharing A, its last columns past N)."""
+        if self.shares_a:
+            return self.tiles_m, self.cluster_cols * self.cluster
+        return self.cluster_rows * self.cluster, self.tiles_n
+
+    @property
     def tile_blocks(self) -> int:
-        """Blocks of one per tile (a cluster's last rows may lie past M)."""
-        return self.cluster_rows * self.cluster * self.tiles_n
+        """Blocks of one per tile."""
+        rows, cols = self.tile_grid
+        return rows * cols
 
     @property
     def stream_steps(self) -> int:

@@ -200,10 +200,10 @@ def _steps(t: GemmTcTiling) -> tuple[str, str]:
 
 def load_b(t: GemmTcTiling, address: str, box: str) -> str:
     """The copy of one of B's boxes (`box`: the map, its coordinates, the barrier) to shared
-    `address`: with clusters, multicast into every block of the cluster; with l2_hint, under
-    B's L2 policy."""
+    `address`: with clusters that share B, multicast into every block of the cluster; with l2_hint,
+    under B's L2 policy."""
     hinted, policy = ("_hinted", ", b_policy") if t.hinted else ("", "")
-    if t.cluster > 1:
+    if t.cluster > 1 and not t.shares_a:
         return f"tma_load_2d_multicast{hinted}({address}, {box}, {(1 << t.cluster) - 1}{policy})"
     return f"tma_load_2d{hinted}({address}, {box}{policy})"
 
