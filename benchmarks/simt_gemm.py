@@ -1,10 +1,10 @@
 """The fp32 SIMT GEMM (engine.ops.gemm) on this GPU: its TMA loader beside the threads' loaders, against cuBLAS.
 
-    python benchmarks/simt_gemm.py check   --json OUT.json [--budget-s 40]
-    python benchmarks/simt_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 120] [--shapes G1,G2]
+    python benchmarks/simt_gemm.py check   --json OUT.json [--budget-s 40] [--multicast]
+    python benchmarks/simt_gemm.py tune    --json OUT.json --log OUT.log [--budget-s 120] [--shapes G1,G2] [--multicast]
     python benchmarks/simt_gemm.py confirm --json OUT.json [--budget-s 90] [--top 3] [--rounds 5]
     python benchmarks/simt_gemm.py table   --json OUT.json   # the confirmed table again, from the JSON
-    python benchmarks/simt_gemm.py configs                  # every (workload, config) check and tune time
+    python benchmarks/simt_gemm.py configs [--multicast]    # every (workload, config) check and tune time
 
 * check: the TMA loader's tiles on small shapes with tails (M, N, K not multiples of any tile),
   through the GPU measurer and its float64 reference; a failing config is reported.
@@ -12,6 +12,8 @@
   skinny shape the loader takes: G4's N = 49 is no multiple of 4), each a fixed list: TMA tiles
   (`TMA_TILES`: block and warp tiles, register tiles, lanes, stages) and, to hold them against,
   the threads' loaders' confirmed bests (`THREADS_BESTS`), all records to an AutoTVM log.
+* --multicast (check, tune, configs): the lists are `MULTICAST_TILES` instead, each tile at multicast 1, 2 and 4
+  (A's box shared by a cluster of tile columns; 1 is the plain kernel each cluster is held against).
 * confirm: each workload's fastest config (`--top K`: the pick among its K fastest by the worse of
   the warm and cold ratios; benchmarks/phases.py) re-timed by the confirmation protocol (a fresh
   measuring process, interleaved with cuBLAS, TF32 off, and the default config, warm and cold,
@@ -78,6 +80,23 @@ SPLIT_TILES = [
     *[((64, 32, 32, 32, 4, 4, 8, "cp_async_3", "tma_rows"), split, "cluster") for split in (2, 4)],
     ((32, 64, 16, 32, 1, 4, 2, "cp_async_4", "tma_rows"), 2, "cluster"),
 ]
+# multicast (engine.ops.gemm.tma): the tiles above the squares and G5 pick from, each taken at multicast 1, 2 and
+# 4 (`--multicast`); a tile too narrow for a workload's N, or too short for a share of whole swizzle atoms, drops out.
+MULTICASTS = (1, 2, 4)
+MULTICAST_TILES = [
+    *[((128, 256, 64, 64, 8, 8, lanes, stages, "tma"), 1, "workspace") for lanes in (4, 8)
+      for stages in ("cp_async_3", "cp_async_4")],
+    ((128, 256, 32, 128, 8, 8, 8, "cp_async_4", "tma"), 1, "workspace"),
+    ((256, 128, 64, 64, 8, 8, 8, "cp_async_3", "tma"), 1, "workspace"),
+    ((128, 128, 64, 64, 8, 8, 8, "cp_async_4", "tma"), 1, "workspace"),
+    ((128, 256, 32, 128, 8, 8, 8, "cp_async_4", "tma_rows"), 1, "workspace"),
+    *[((64, 64, 32, 32, 4, 4, 8, stages, loader), 1, "workspace") for loader in ("tma", "tma_rows")
+      for stages in ("cp_async_3", "cp_async_4")],
+    ((64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma_rows"), 1, "workspace"),
+    ((128, 64, 64, 32, 8, 4, 8, "cp_async_3", "tma_rows"), 1, "workspace"),
+    *[((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), split, "workspace") for split in (2, 4)],
+    ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma"), 2, "workspace"),
+]
 # The threads' loaders' bests so far, in the space's knob order: the confirmed G1, G2 and G3 bests
 # (docs/benchmarks/operators-h200.md) and session 3's hand-written 8x8 tiling (0.90-0.92 there).
 THREADS_BESTS = [
@@ -100,11 +119,15 @@ def valid(task, entities) -> list:
     return [config for config in configs if task.why_invalid(config) is None]
 
 
-def tma_configs(task) -> list:
-    tiles = [(tile, 1, "workspace") for tile in TMA_TILES] + SPLIT_TILES
+def tma_configs(task, multicast: bool = False) -> list:
+    """The TMA loaders' listed configs: TMA_TILES and SPLIT_TILES, or (`multicast`) MULTICAST_TILES at each multicast."""
+    if multicast:
+        tiles = [(*entry, blocks) for entry in MULTICAST_TILES for blocks in MULTICASTS]
+    else:
+        tiles = [(tile, 1, "workspace", 1) for tile in TMA_TILES] + [(*entry, 1) for entry in SPLIT_TILES]
     return valid(task, [[[name, "ot", v] for name, v in (*zip(TMA_KNOBS, tile), *TMA_FIXED, ("split_k", split),
-                                                          ("split_reduce", reduce))]
-                        for tile, split, reduce in tiles])
+                                                          ("split_reduce", reduce), ("multicast", blocks))]
+                        for tile, split, reduce, blocks in tiles])
 
 
 def threads_configs(task) -> list:
@@ -119,8 +142,9 @@ def tune_tasks(shapes: list[str]) -> list[tuple[str, object]]:
     return [(name, engine.create_task("gemm", PRESETS[name].args)) for name in shapes or WORKLOADS]
 
 
-def tune_configs(task) -> list:
-    return list({c.index: c for c in [*tma_configs(task), *threads_configs(task)]}.values())
+def tune_configs(task, multicast: bool = False) -> list:
+    listed = tma_configs(task, multicast=True) if multicast else [*tma_configs(task), *threads_configs(task)]
+    return list({c.index: c for c in listed}.values())
 
 
 def check_tasks() -> list:
@@ -129,7 +153,7 @@ def check_tasks() -> list:
 
 def run_check(options) -> int:
     named = [(f"{t.params.m}x{t.params.n}x{t.params.k}", t) for t in check_tasks()]
-    return check_listed(options, named, tma_configs, build_timeout=60)
+    return check_listed(options, named, lambda task: tma_configs(task, options.multicast), build_timeout=60)
 
 
 def table(rows: list[dict]) -> str:
@@ -157,21 +181,23 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def list_configs() -> int:
-    return print_configs([*((task, tma_configs(task)) for task in check_tasks()),
-                          *((task, tune_configs(task)) for _, task in tune_tasks([]))])
+def list_configs(multicast: bool) -> int:
+    return print_configs([*((task, tma_configs(task, multicast)) for task in check_tasks()),
+                          *((task, tune_configs(task, multicast)) for _, task in tune_tasks([]))])
 
 
 def main(argv=None) -> int:
     parser = phase_parser(__doc__, "simt_gemm")
     parser.add_argument("--shapes", default="", help="tune only these of G1, G2, G3, G5 (comma-separated)")
+    parser.add_argument("--multicast", action="store_true",
+                        help="check and tune MULTICAST_TILES at multicast 1, 2 and 4 in place of the other lists")
     options = parser.parse_args(argv)
     if options.phase == "check":
         return run_check(options)
     if options.phase == "tune":
         # 8192³'s first run checks C against a float32 product of 8192³ on the CPU: seconds, past the default limit
-        return tune_listed(options, tune_tasks([s for s in options.shapes.split(",") if s]), tune_configs,
-                           run_timeout=60.0)
+        return tune_listed(options, tune_tasks([s for s in options.shapes.split(",") if s]),
+                           lambda task: tune_configs(task, options.multicast), run_timeout=60.0)
     if options.phase == "confirm":
         rows = confirm_tuned_bests(options, "gemm", "cublas", "cuBLAS")
         print(table(rows))
@@ -179,7 +205,7 @@ def main(argv=None) -> int:
     if options.phase == "table":
         print(table(read_json(options.json).get("confirm", [])))
         return 0
-    return list_configs()
+    return list_configs(options.multicast)
 
 
 if __name__ == "__main__":

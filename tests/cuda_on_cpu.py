@@ -28,7 +28,9 @@ takes its warp's. Named barriers (`bar.sync` / `bar.arrive`, the consumers' turn
 barriers, and a kernel that leaves one half arrived fails its launch; a round of the scheduler in
 which every thread only spun again in an mbarrier wait and nothing arrived anywhere is a deadlock. A kernel's `__cluster_dims__` blocks run together, each with its own
 shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
-another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too.
+another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too. The fixed
+order keeps a cluster's blocks in step, which hides a protocol that lets one block copy into another's
+shared memory before that one read it; `run`'s `lag` holds each cluster's last block back to show it.
 """
 from __future__ import annotations
 
@@ -115,8 +117,9 @@ def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
-def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None) -> None:
-    """Launch `source` on `arrays` (C-contiguous; written in place) over its grid and block."""
+def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None, lag: int = 0) -> None:
+    """Launch `source` on `arrays` (C-contiguous; written in place) over its grid and block; `lag` > 0: each
+    cluster's last block runs one round of the scheduler in lag + 1 (it falls behind the others)."""
     if len(arrays) > MAX_ARGS:
         raise ValueError(f"at most {MAX_ARGS} kernel arguments")
     if source.shared_bytes > 256 * 1024:
@@ -142,7 +145,7 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
                          "must be resident at once")
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")
-    status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster)))
+    status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster, lag)))
     if status == 1:
         raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
     if status == 3:
@@ -151,9 +154,10 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
         raise MemoryError(f"no room for the stacks of {source.name}'s threads")
 
 
-def error_against_reference(task, config, launches: int = 1) -> float:
+def error_against_reference(task, config, launches: int = 1, lag: int = 0) -> float:
     """Run `config`'s kernel of `task` here `launches` times (the output NaN-filled before each)
-    on the template's inputs, and return the runner's relative L2 error against its reference."""
+    on the template's inputs, and return the runner's relative L2 error against its reference
+    (`lag`: run's)."""
     from engine.gpu.runner import poison, relative_l2_error
 
     inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
@@ -161,5 +165,5 @@ def error_against_reference(task, config, launches: int = 1) -> float:
     source = task.template.kernel(task.params, config)
     for _ in range(launches):
         poison(inputs[source.output_index])
-        run(source, inputs)
+        run(source, inputs, lag=lag)
     return relative_l2_error(inputs[source.output_index], expected)

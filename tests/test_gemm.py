@@ -15,7 +15,8 @@ from engine.workloads import GEMM, PRESETS, gemm_args
 
 BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, "thread_m": 4, "thread_n": 8,
         "warp_lanes_n": 4, "vector_a": 1, "vector_b": 1, "pipeline": "prefetch", "smem_pad": 4, "split_k": 1,
-        "unroll_k": 32, "slice_k": 1, "split_reduce": "workspace", "loader": "threads"}
+        "unroll_k": 32, "slice_k": 1, "split_reduce": "workspace", "loader": "threads",
+        "multicast": 1}
 
 
 def config(task, **knobs):

@@ -106,13 +106,15 @@ def test_its_kernels_compile_for_sm_90a(tmp_path):
     assert all("__cluster_dims__(1, 1, 2)" in s.code and s.grid[2] == 2 for s in sources[len(configs):])
 
 
-def test_earlier_configs_keep_their_index_and_the_loader_is_last_with_threads_first():
+def test_earlier_configs_keep_their_index_and_the_loader_came_last_with_threads_first():
     task = engine.create_task("gemm", PRESETS["G1"].args)
-    assert task.config_space.knob_names[-1] == "loader"
-    assert task.config_space.knobs[-1].options == ["threads", "tma", "tma_rows"]
-    # Mixed radix, the last knob most significant: the threads' loader (digit 0) keeps every index below
-    # the product of the other knobs' radixes, which is the space's size before the loader came.
-    before = len(task.config_space) // 3
+    # only multicast came after it (tests/test_gemm_tma_multicast.py), its first value the kernels before it
+    assert task.config_space.knob_names[-2:] == ["loader", "multicast"]
+    assert task.config_space.knobs[-2].options == ["threads", "tma", "tma_rows"]
+    # Mixed radix, the last knob most significant: the threads' loader (digit 0) without multicast keeps every
+    # index below the product of the other knobs' radixes, which is the space's size before the loader came.
+    before = len(task.config_space) // 3 // 3
     for cfg in task.config_space.sample(np.random.default_rng(5), 50):
-        assert (cfg.index < before) == (cfg["loader"].val == "threads")
-        assert cfg.values() | {"loader": "threads"} == task.config_space.get(cfg.index % before).values()
+        if cfg["multicast"].val == 1:
+            assert (cfg.index < before) == (cfg["loader"].val == "threads")
+            assert cfg.values() | {"loader": "threads"} == task.config_space.get(cfg.index % before).values()

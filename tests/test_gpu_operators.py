@@ -81,17 +81,43 @@ TMA_SPLITS = [((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 4, "workspac
               ((32, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 2, "cluster")]
 
 
+# and multicast (A's box shared by a cluster of tile columns): both loaders, clusters of 2 and 4, blocks past N's
+# last tile (264 is 3 columns of 128 or 5 of 64; 3136 is 49 of 64), a producer warpgroup, split K through the workspace
+TMA_MULTICASTS = [((64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma"), 1, 2),
+                  ((64, 128, 32, 64, 4, 8, 4, "cp_async_3", "tma_rows"), 1, 2),
+                  ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 1, 4),
+                  ((64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 1, 4),
+                  ((128, 256, 64, 64, 8, 8, 4, "cp_async_4", "tma"), 1, 2),
+                  ((64, 64, 32, 32, 4, 4, 8, "cp_async_4", "tma_rows"), 2, 2),
+                  ((64, 64, 32, 32, 4, 4, 8, "cp_async_3", "tma"), 4, 4)]
+
+
+def tma_config(task, tile, split=1, reduce="workspace", multicast=1):
+    """A TMA loader's config: its tile (TMA_TILES' knobs), the knobs the loaders fix, its split K and multicast."""
+    knobs = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
+    fixed = [["block_k", "ot", 32], ["vector_a", "ot", 4], ["vector_b", "ot", 4], ["smem_pad", "ot", 0],
+             ["unroll_k", "ot", 32], ["slice_k", "ot", 1]]
+    return task.config_space.from_entity([[n, "ot", v] for n, v in zip(knobs, tile)] + fixed + [
+        ["split_k", "ot", split], ["split_reduce", "ot", reduce], ["multicast", "ot", multicast]])
+
+
 @pytest.mark.parametrize("args", [gemm_args(200, 264, 136), gemm_args(130, 300, 580), PRESETS["G3"].args,
                                   PRESETS["G1"].args])  # 4096³: where a stage released right after its reads was overwritten too soon
 def test_tma_loader_configs_compute_the_product(measurer, args):
     task = engine.create_task("gemm", args)
-    knobs = ("block_m", "block_n", "warp_m", "warp_n", "thread_m", "thread_n", "warp_lanes_n", "pipeline", "loader")
-    fixed = [["block_k", "ot", 32], ["vector_a", "ot", 4], ["vector_b", "ot", 4], ["smem_pad", "ot", 0],
-             ["unroll_k", "ot", 32], ["slice_k", "ot", 1]]
     splits = [(tile, split, reduce) for tile, split, reduce in TMA_SPLITS if split in task.params.split_k_choices]
-    configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(knobs, tile)] + fixed
-                                             + [["split_k", "ot", split], ["split_reduce", "ot", reduce]])
+    configs = [tma_config(task, tile, split, reduce)
                for tile, split, reduce in [(tile, 1, "workspace") for tile in TMA_TILES] + splits]
+    assert [task.why_invalid(c) for c in configs] == [None] * len(configs)
+    assert_all_correct(measurer, task, configs)
+
+
+@pytest.mark.parametrize("args", [gemm_args(200, 264, 136), gemm_args(130, 300, 580), PRESETS["G5"].args,
+                                  PRESETS["G1"].args])
+def test_tma_multicast_configs_compute_the_product(measurer, args):
+    task = engine.create_task("gemm", args)
+    configs = [tma_config(task, tile, split, multicast=multicast) for tile, split, multicast in TMA_MULTICASTS
+               if split in task.params.split_k_choices]
     assert [task.why_invalid(c) for c in configs] == [None] * len(configs)
     assert_all_correct(measurer, task, configs)
 

@@ -4,11 +4,14 @@
 # No carry: it needs only what the device image has (Python 3.12, CuPy, PyTorch, numpy, cuda-bindings NVRTC, ncu).
 # The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/simt_gemm.py, each in its own process
 # under its own timeout, each merging its part into the JSON:
-# 0. GPU_TESTS=1 (the default): the TMA loaders' GPU test (tests/test_gpu_operators.py, <= GPU_TESTS_S, 60 s);
+# 0. GPU_TESTS=1 (the default): the TMA loaders' GPU tests, multicast's too (tests/test_gpu_operators.py, <= GPU_TESTS_S,
+#    60 s);
 # 1. check (<= CHECK_S, 40 s): the TMA loaders' tiles (benchmarks/simt_gemm.py's TMA_TILES) on three small shapes
 #    with tails, against the float64 reference;
 # 2. tune (<= TUNE_S, 150 s): G1 4096³, G2 8192³, G3 1024³, G5 128×3136×576, each the TMA tiles and the threads'
 #    loaders' confirmed bests (SHAPES=G1,G2 tunes only those);
+#    MULTICAST=1: check and tune take benchmarks/simt_gemm.py's MULTICAST_TILES instead, each at multicast 1, 2 and 4
+#    (A's box shared by a cluster of tile columns), e.g. MULTICAST=1 SHAPES=G1,G5 for 4096³ and 128×3136×576;
 # 3. confirm (<= CONFIRM_S, 120 s): each best re-timed in a fresh process, interleaved with cuBLAS (TF32 off) and the
 #    default config, warm and cold, 5 rounds (TOP=K: the pick among each workload's K fastest, benchmarks/phases.py);
 #    CONFIRM2=1 then does it again in another fresh process, from a copy of the JSON without the first's rows
@@ -27,13 +30,15 @@ python3 -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy._
 echo "commit ${TUNERWEB_COMMIT:-unknown}" | tee -a "$TXT"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
     timeout -k 5 "${GPU_TESTS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_gpu_operators.py::test_tma_loader_configs_compute_the_product >> "$TXT" 2>&1
+        tests/test_gpu_operators.py::test_tma_loader_configs_compute_the_product \
+        tests/test_gpu_operators.py::test_tma_multicast_configs_compute_the_product >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
     grep -E 'passed|failed|FAILED' "$TXT" | tail -n 6
 fi
-phase check ${CHECK_S:=40} $(( CHECK_S * 3 / 5 ))
+MULTICAST_ARG=$([ "${MULTICAST:-0}" = 1 ] && echo --multicast)
+phase check ${CHECK_S:=40} $(( CHECK_S * 3 / 5 )) $MULTICAST_ARG
 grep -E '^check' "$TXT" | grep -E 'FAIL|configs correct' | tail -n 12
-phase tune ${TUNE_S:=150} $(( TUNE_S * 3 / 4 )) --log "$OUT/simt_gemm.log" ${SHAPES:+--shapes $SHAPES}
+phase tune ${TUNE_S:=150} $(( TUNE_S * 3 / 4 )) --log "$OUT/simt_gemm.log" ${SHAPES:+--shapes $SHAPES} $MULTICAST_ARG
 grep -E '^tune' "$TXT" | tail -n 6
 confirmations ${CONFIRM_S:=120}
 if [ -n "${NCU_TILING:-}" ]; then

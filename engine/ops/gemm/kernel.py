@@ -501,6 +501,8 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     flag = flag or f"smem + {t.split_flag_offset}"
     add = ("sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;" if width == 4
            else "sum += part;")
+    # a multicast grid's columns past N's last tile have no tile and no counter (engine.ops.gemm.tma)
+    columns = "gridDim.x" if t.grid[0] == t.tiles_n else t.tiles_n
     return f"""
     {_sum_slices(t)}
     {store_tile(t, f"(workspace + (size_t)blockIdx.z * {t.m * t.n})")}
@@ -508,7 +510,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     int* last_split = reinterpret_cast<int*>({flag});  // dynamic: see GemmTiling.shared_bytes
     __threadfence();
     {sync}
-    const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+    const int tile_id = blockIdx.y * {columns} + blockIdx.x;
     if (tid == 0) *last_split = atomicAdd(&counters[tile_id], 1) == {t.split_k - 1};
     {sync}
     if (!*last_split) return;

@@ -9,7 +9,15 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, DeviceLimits, KernelSource, BadArgs, Template, first_valid,
                     knob_features, launch_features, why_launch_fails)
 from . import kernel, tma
-from .tiling import BLOCK_K_CHOICES, LOADERS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
+from .tiling import BLOCK_K_CHOICES, LOADERS, MULTICASTS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
+
+
+def _cluster_too_large(blocks: int, what: str, limits: DeviceLimits) -> str | None:
+    """Why `blocks` blocks (`what`, in words) cannot form one thread block cluster on this device, or None."""
+    if blocks <= limits.max_cluster_size:
+        return None
+    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
+    return f"{what} cannot form one thread block cluster ({most})"
 
 
 class Gemm(Template):
@@ -34,7 +42,7 @@ class Gemm(Template):
         return ConfigSpace(self.knobs(params))
 
     def knobs(self, params: GemmParams) -> list[OtherKnob]:
-        return [
+        knobs = [
             OtherKnob("block_m", [16, 32, 64, 128, 256]),
             OtherKnob("block_n", [16, 32, 64, 128, 256]),
             OtherKnob("block_k", list(BLOCK_K_CHOICES)),
@@ -54,6 +62,9 @@ class Gemm(Template):
             OtherKnob("split_reduce", ["workspace", "cluster"], default="workspace"),
             OtherKnob("loader", list(self.loaders), default="threads"),
         ]
+        if any(loader.startswith("tma") for loader in self.loaders):  # a TMA loader's; the conv's space has none
+            knobs.append(OtherKnob("multicast", list(MULTICASTS), default=1))
+        return knobs
 
     def why_invalid(self, params: GemmParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         tiling = self.tiling(params, config)
@@ -63,10 +74,11 @@ class Gemm(Template):
         if tiling.uses_tma and not limits.wgmma:
             return (f"loader {tiling.loader} is built for sm_90a (TMA copies, mbarrier transaction counts, "
                     "setmaxnreg): Hopper GPUs only")
-        if tiling.uses_cluster and tiling.split_k > limits.max_cluster_size:
-            most = (f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1
-                    else "this GPU has no clusters")
-            return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
+        reason = (_cluster_too_large(tiling.split_k if tiling.uses_cluster else 1, f"split_k {tiling.split_k} splits",
+                                     limits)
+                  or _cluster_too_large(tiling.multicast, f"multicast {tiling.multicast} tile columns", limits))
+        if reason:
+            return reason
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
         opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
         return why_launch_fails(tiling.launch(), opted_in)

@@ -37,6 +37,18 @@ The schedule is the SIMT warp-tiled SGEMM (CUTLASS's SIMT path, siboehm's "warpt
   drive the tensor memory accelerator into a ring of `stages` (the pipeline knob's cp_async_3 or _4) handed over
   by mbarriers, block_k 32, split K through the workspace or a cluster (its partial tile over the ring), and
   fix the knobs only the threads read (engine.ops.gemm.tma says how).
+* `multicast` C > 1 (loader tma or tma_rows, sm_90): C neighbouring tile columns of one tile row, one thread
+  block cluster, share A's box: each block's producer loads a C-th of its rows and the tensor memory
+  accelerator multicasts them into every block of the cluster, so L2 serves A's box once a cluster, not once
+  a block. Why A: the grid's x is the tile column and runs fastest, so a cluster along x is neighbouring
+  tiles of one tile row, which share A and not B; and on the skinny goal shape (128×3136×576) M is one to
+  four tile rows (block_m 128 to 32), so B's panels are shared by at most four blocks while A's box is
+  shared by the 13 to 98 of a tile row. On the squares multicast 2 (4) halves (quarters) the A a block
+  reads from L2; their 128×256 tiles read twice as much B as A a step, so B's multicast (a cluster along
+  y, every stage then the cluster's to release with either loader) may save more there: not built.
+  The grid's columns round up to whole clusters: a block past N's last tile loads its share of A,
+  computes on zeros and stores nothing. The shares are whole 1024-byte swizzle atoms (8 rows of A), and
+  one kernel has one cluster shape: not with split_reduce cluster.
 
 Shared memory beyond 48 KB is asked for at launch (the runner sets the kernel's
 dynamic shared memory attribute), so configs may use up to the device's opt-in limit.
@@ -61,6 +73,8 @@ LOADERS = ("threads", "tma", "tma_rows")
 # B's TMA_BLOCK_K rows in panels of TMA_PANEL columns (one 128-byte swizzled row per k), so block_k is this.
 TMA_BLOCK_K = TMA_PANEL = 32
 SWIZZLE_ROW_BYTES, SWIZZLE_ATOM_BYTES, MBARRIER_BYTES = 128, 1024, 8
+# multicast: blocks of one cluster (neighbouring tile columns) that share A's TMA box (engine.ops.gemm.tma)
+MULTICASTS = (1, 2, 4)
 # loader tma: a consumer's per-lane table of B's (tma_rows: and A's) swizzled chunk offsets (engine.ops.gemm.tma).
 TMA_OFFSET_REGISTERS = 8
 # loader tma: ptxas sizes a block's registers by whole warpgroups (8 consumer warps and one producer
@@ -136,6 +150,7 @@ class GemmTiling:
     slice_k: int = 1
     split_reduce: str = "workspace"
     loader: str = "threads"
+    multicast: int = 1
 
     # How the threads' loaders reach B and where C goes: B and C row-major here. The implicit-GEMM
     # conv (engine.ops.conv2d_igemm) gathers B from its input and scatters C to its NCHW output.
@@ -285,7 +300,19 @@ class GemmTiling:
     def tma_flag_offset(self) -> int:
         """loader tma, split_k > 1: where split K's "last split" flag sits, in bytes from the aligned
         ring: after the ring, the staging buffers and the barriers."""
-        return self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES) + self.tma_staging_bytes + 2 * MBARRIER_BYTES
+        return (self.stages * (self.tma_stage_bytes + 2 * MBARRIER_BYTES) + self.tma_staging_bytes
+                + self.tma_staging_barriers * MBARRIER_BYTES)
+
+    @property
+    def tma_staging_barriers(self) -> int:
+        """loader tma: the staging buffers' barriers, `landed` (tma_rows has them unused) and (multicast)
+        `freed`, when every block of the cluster has read a buffer."""
+        return 4 if self.a_transposed and self.multicast > 1 else 2
+
+    @property
+    def a_share_rows(self) -> int:
+        """loader tma: rows of A's box one block of the cluster copies (multicast: its share)."""
+        return self.block_m // self.multicast
 
     @property
     def tma_staging_bytes(self) -> int:
@@ -359,8 +386,14 @@ class GemmTiling:
         return -(-self.k_tiles // self.split_k) * self.block_k
 
     @property
+    def tiles_n(self) -> int:
+        return -(-self.n // self.block_n)
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        return (-(-self.n // self.block_n), -(-self.m // self.block_m), self.split_k)
+        """One block a tile (times split_k); multicast: tile columns in whole clusters."""
+        columns = -(-self.tiles_n // self.multicast) * self.multicast
+        return (columns, -(-self.m // self.block_m), self.split_k)
 
     @property
     def registers(self) -> int:
@@ -404,6 +437,8 @@ class GemmTiling:
             return f"slice_k {self.slice_k} does not divide block_k {self.block_k}"
         if self.vector_b > self.block_n:
             return f"vector_b {self.vector_b} is wider than block_n {self.block_n}"
+        if self.multicast > 1 and not self.uses_tma:
+            return f"multicast {self.multicast} shares A's TMA box: it takes loader tma or tma_rows, not {self.loader}"
         if self.uses_tma:
             return self._why_not_tma()
         if self.uses_cp_async and self.vector_a != 1:
@@ -441,6 +476,22 @@ class GemmTiling:
         if self.registers > self.consumer_registers:
             return (f"a consumer thread needs about {self.registers} registers (accumulators and fragments), "
                     f"more than the {self.consumer_registers} it gets beside the producer")
+        return self._why_not_multicast()
+
+    def _why_not_multicast(self) -> str | None:
+        """multicast: a cluster of tile columns whose blocks each copy a share of A's box (engine.ops.gemm.tma)."""
+        c = self.multicast
+        if c == 1:
+            return None
+        if self.uses_cluster:
+            return (f"multicast {c}'s cluster is {c} tile columns, split_reduce cluster's a tile's splits: a kernel "
+                    "has one cluster shape (take split_reduce workspace)")
+        if self.block_m % (c * SWIZZLE_ATOM_BYTES // SWIZZLE_ROW_BYTES):
+            return (f"multicast {c} cuts A's box into {c} shares of whole 1024-byte swizzle atoms (8 rows): "
+                    f"block_m must be a multiple of {c * SWIZZLE_ATOM_BYTES // SWIZZLE_ROW_BYTES}, not {self.block_m}")
+        if self.tiles_n < c:
+            return (f"multicast {c} shares A's box among {c} tile columns, and N = {self.n} has {self.tiles_n} "
+                    f"of block_n {self.block_n}")
         return None
 
 
@@ -454,5 +505,6 @@ def gemm_tiling(params: GemmParams, config: ConfigEntity, tiling: type[GemmTilin
         warp_m=v["warp_m"], warp_n=v["warp_n"], thread_m=v["thread_m"], thread_n=v["thread_n"],
         lanes_n=v["warp_lanes_n"], vector_a=v["vector_a"], vector_b=v["vector_b"],
         pipeline=v["pipeline"], pad=v["smem_pad"], split_k=v["split_k"], unroll=v["unroll_k"],
-        slice_k=v["slice_k"], split_reduce=v["split_reduce"], loader=v["loader"], **more,
+        slice_k=v["slice_k"], split_reduce=v["split_reduce"], loader=v["loader"],
+        multicast=v.get("multicast", 1), **more,  # the implicit-GEMM conv (threads' loader only) has no multicast
     )

@@ -36,6 +36,21 @@ warp. The SIMT GEMM is issue-bound (Nsight: issue slots 82 % busy, 20.8 G instru
   (split_reduce cluster) a tile's splits one cluster, whose consumers leave their partial tiles over the
   ring (every copy landed and was read) and sum them as the threads' loaders do; the producers stay to
   meet them at the cluster's two barriers.
+* `multicast` C > 1: C neighbouring tile columns are one cluster (`rank` blockIdx.x % C), and each block's
+  first producer thread copies rows [rank, rank + 1) · block_m / C of A's box with the `.multicast::cluster`
+  copy, into the same offset of every block of the cluster, each block's barrier counting the bytes that land
+  in it; so each block's barrier still expects the whole box (from C copies, some of which may land before
+  its own producer's expect_tx: the count goes below zero, and its pending arrival holds the phase open).
+  What a block may overwrite in another is then the cluster's to release:
+  - tma_rows: A's box is in the stage, so `empty[s]` counts the consumer warps of every block of the
+    cluster, and each consumer warp arrives on every block's (remotely, as the tensor-core GEMM's cluster
+    does): a producer refills a stage once the whole cluster is done with it;
+  - tma: A's box is in the staging buffers, and the stages stay the block's own; `freed[b]` counts one
+    arrival from each block, whose first producer thread gives it once its producers met after reading
+    buffer b (the named barrier), and a buffer is refilled only once it completed.
+  The barriers are initialised before the cluster's barrier, so no copy or arrival finds one unset, and
+  every thread meets the cluster's barrier once more before it leaves (the consumers after the main loop,
+  the producers after their last copy), so no block leaves while another may still arrive on its barriers.
 """
 from __future__ import annotations
 
@@ -62,7 +77,8 @@ CHUNKS = SWIZZLE_ROW_BYTES // 16  # 16-byte chunks of a swizzled row, and the at
 
 
 def tensor_maps(t: GemmTiling) -> tuple[TensorMap, TensorMap]:
-    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.block_m, TMA_BLOCK_K, FLOAT_BYTES),
+    """A's box is a block's share of the tile's rows (all of them, but with multicast), B's one 32x32 panel."""
+    return (TensorMap(A_TENSOR_MAP, 0, t.m, t.k, t.a_share_rows, TMA_BLOCK_K, FLOAT_BYTES),
             TensorMap(B_TENSOR_MAP, 1, t.k, t.n, TMA_BLOCK_K, TMA_PANEL, FLOAT_BYTES))
 
 
@@ -73,17 +89,24 @@ def _producer(t: GemmTiling) -> str:
         return _producer_of_copies(t)
     s, bar = t.stages, MBARRIER_BYTES
     steps, k0 = _steps(t)
-    a_box = f"tma_load_2d(staging + ((kt + 1) & 1) * {t.tma_a_bytes}, &{A_TENSOR_MAP}, {k0}(kt + 1) * {TMA_BLOCK_K}, block_row, landed + {bar} * ((kt + 1) & 1))"
+    a_box = _a_copy(t, "staging + ((kt + 1) & 1) * " + str(t.tma_a_bytes), f"{k0}(kt + 1) * {TMA_BLOCK_K}",
+                    f"landed + {bar} * ((kt + 1) & 1)")
+    freed_wait, freed_arrival = "", ""
+    if t.multicast > 1:
+        freed_wait = f"""
+                if (kt > 0) barrier_wait(freed + {bar} * ((kt + 1) & 1), ((kt - 1) >> 1) & 1);  // every block read it at step kt - 1"""
+        freed_arrival = f"""
+            if (ptid == 0 && kt + 2 < {steps}) {_arrive_in_every_block(t, f"freed + {bar} * (kt & 1)")}"""
     return _producers(t, "the producers", f"""        const int ptid = tid - {t.consumer_threads};
         if (ptid == 0) {{  // A's first box
             barrier_arrive_expect_tx(landed, {t.tma_a_bytes});
-            tma_load_2d(staging, &{A_TENSOR_MAP}, {k0.removesuffix(" + ") or "0"}, block_row, landed);
+            {_a_copy(t, "staging", k0.removesuffix(" + ") or "0", "landed")};
         }}
 #pragma unroll 1
         for (int kt = 0; kt < {steps}; ++kt) {{
             const int s = kt % {s};
             const unsigned stage = ring + s * {t.tma_stage_bytes};
-            if (ptid == 0 && kt + 1 < {steps}) {{  // the next step's A, into the other staging buffer
+            if (ptid == 0 && kt + 1 < {steps}) {{  // the next step's A, into the other staging buffer{freed_wait}
                 barrier_arrive_expect_tx(landed + {bar} * ((kt + 1) & 1), {t.tma_a_bytes});
                 {a_box};
             }}
@@ -106,7 +129,7 @@ def _producer(t: GemmTiling) -> str:
                 }}
             }}
             barrier_arrive(full + {bar} * s);
-            producers_sync({t.producer_threads});  // the staging buffer is read: the copy after next may refill it
+            producers_sync({t.producer_threads});  // the staging buffer is read: the copy after next may refill it{freed_arrival}
         }}""")
 
 
@@ -122,23 +145,51 @@ def _producer_of_copies(t: GemmTiling) -> str:
                 if (kt >= {s}) barrier_wait(empty + {bar} * s, ((kt / {s}) + 1) & 1);
                 barrier_arrive_expect_tx(full + {bar} * s, {t.tma_stage_bytes});
 {_b_panels(t)}
-                tma_load_2d(stage + {t.tma_b_bytes}, &{A_TENSOR_MAP}, {k0}kt * {TMA_BLOCK_K}, block_row, full + {bar} * s);
+                {_a_copy(t, f"stage + {t.tma_b_bytes}", f"{k0}kt * {TMA_BLOCK_K}", f"full + {bar} * s")};
             }}
         }}""")
 
 
 def _producers(t: GemmTiling, comment: str, body: str) -> str:
     """The producer warps' branch: (a warpgroup) registers handed to the consumers, `body`, and out
-    (split_reduce cluster: once they met the consumers at the cluster sum's two barriers)."""
-    meet = """
+    (split_reduce cluster: once they met the consumers at the cluster sum's two barriers; multicast: at the
+    cluster's barrier)."""
+    meet = ""
+    if t.uses_cluster:
+        meet = """
         cluster_sync();  // the splits' partial tiles are in place
-        cluster_sync();  // and summed""" if t.uses_cluster else ""
+        cluster_sync();  // and summed"""
+    elif t.multicast > 1:
+        meet = """
+        cluster_sync();  // the cluster's last arrivals on this block's barriers are in"""
     return f"""
     if (warp >= {t.consumer_threads // 32}) {{  // {comment}
 {f"        registers_down<{t.producer_registers}>();" if t.producer_registers else ""}
 {body}{meet}
         return;
     }}"""
+
+
+def _a_copy(t: GemmTiling, dst: str, k: str, bar: str) -> str:
+    """The copy of A's box at column `k` to shared `dst`, counting on `bar`: the whole box, or (multicast)
+    this block's share of its rows, into the same place in every block of the cluster."""
+    if t.multicast == 1:
+        return f"tma_load_2d({dst}, &{A_TENSOR_MAP}, {k}, block_row, {bar})"
+    rows = t.a_share_rows
+    return (f"tma_load_2d_multicast({dst} + rank * {rows * SWIZZLE_ROW_BYTES}, &{A_TENSOR_MAP}, {k}, "
+            f"block_row + rank * {rows}, {bar}, {(1 << t.multicast) - 1})")
+
+
+def _arrive_in_every_block(t: GemmTiling, bar: str) -> str:
+    """An arrival on the barrier at `bar` of every block of the cluster (multicast)."""
+    return (f"for (int r = 0; r < {t.multicast}; ++r) "
+            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
+
+
+def _stages_shared(t: GemmTiling) -> bool:
+    """multicast tma_rows: the stages hold A's box from every block of the cluster, so all of them release
+    them (tma's go through the staging buffers: the stages stay the block's own)."""
+    return t.multicast > 1 and not t.a_transposed
 
 
 def _steps(t: GemmTiling) -> tuple[str, str]:
@@ -268,8 +319,39 @@ def _consumers(t: GemmTiling) -> str:
         // began. (Its own stage is not yet: a load issued is not a load done, and an arrival right after
         // the reads let a copy overwrite a stage still being read: wrong products at 4096³, 8325360.)
         __syncwarp();
-        if (kt > 0 && lane == 0) barrier_arrive(empty + {MBARRIER_BYTES} * ((kt - 1) % {s}));
-    }}"""
+        if (kt > 0 && lane == 0) {_release(t, f"empty + {MBARRIER_BYTES} * ((kt - 1) % {s})")}
+    }}{_consumers_leave(t)}"""
+
+
+def _release(t: GemmTiling, bar: str) -> str:
+    """A consumer warp's release of a stage: to its block's producer, or every block's (multicast tma_rows)."""
+    return _arrive_in_every_block(t, bar) if _stages_shared(t) else f"barrier_arrive({bar});"
+
+
+def _consumers_leave(t: GemmTiling) -> str:
+    """multicast: the consumers meet the cluster's barrier (its blocks' last arrivals on one another's
+    barriers are in) before the epilogue; a block past N's last tile leaves there."""
+    if t.multicast == 1:
+        return ""
+    past = (f"\n    if (block_col >= {t.n}) return;  // past N's last tile: it loaded its share of A for the cluster"
+            if t.grid[0] > t.tiles_n else "")
+    return f"\n    cluster_sync();  // no block leaves while another may still arrive on its barriers{past}"
+
+
+def _cluster_dims(t: GemmTiling) -> str:
+    """A cluster of a tile's splits (split_reduce cluster), or of tile columns (multicast), or none."""
+    if t.uses_cluster:
+        return f" __cluster_dims__(1, 1, {t.split_k})"
+    return f" __cluster_dims__({t.multicast}, 1, 1)" if t.multicast > 1 else ""
+
+
+def _freed_init(t: GemmTiling) -> str:
+    """multicast tma: the staging buffers' `freed`, one arrival from each block of the cluster."""
+    if t.tma_staging_barriers == 2:
+        return ""
+    return f"""
+        barrier_init(freed, {t.multicast});
+        barrier_init(freed + {MBARRIER_BYTES}, {t.multicast});"""
 
 
 def generate(t: GemmTiling) -> KernelSource:
@@ -282,11 +364,11 @@ def generate(t: GemmTiling) -> KernelSource:
 // gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}), B's columns interleaved
-// loader {t.loader}: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes{", A transposed by them" if t.a_transposed else ""}
+// loader {t.loader}: {t.producer_threads} producer threads, {s} stages of {t.tma_stage_bytes} bytes{", A transposed by them" if t.a_transposed else ""}{f", A's box multicast over {t.multicast} tile columns" if t.multicast > 1 else ""}
 #ifdef __CUDA_ARCH__
 {SHARED_ADDRESS}{MBARRIERS}{REGISTER_MOVES}{PRODUCER_HELPERS}{CONSUMER_HELPERS if t.split_k > 1 else ""}{LOAD_SHARED_CLUSTER4 if t.uses_cluster else ""}#endif
 {TMA_HELPERS}{TENSOR_MAP_DECLARATIONS}
-extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__(1, 1, {t.split_k})" if t.uses_cluster else ""}
+extern "C" __global__ void __launch_bounds__({t.threads}, 1){_cluster_dims(t)}
 {ENTRY}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
         float* __restrict__ workspace, int* __restrict__ counters)
 {{
@@ -296,23 +378,23 @@ extern "C" __global__ void __launch_bounds__({t.threads}, 1){f" __cluster_dims__
     const unsigned ring = (base + {SWIZZLE_ATOM_BYTES - 1}u) & ~{SWIZZLE_ATOM_BYTES - 1}u;
     // The ring's stages (B's panels, then A), (tma) A's two staging buffers, the barriers.
     const unsigned staging = ring + {s * t.tma_stage_bytes}, full = staging + {t.tma_staging_bytes};
-    const unsigned empty = full + {MBARRIER_BYTES * s}, landed = empty + {MBARRIER_BYTES * s};
+    const unsigned empty = full + {MBARRIER_BYTES * s}, landed = empty + {MBARRIER_BYTES * s}{f", freed = landed + {2 * MBARRIER_BYTES}" if t.tma_staging_barriers > 2 else ""};
     unsigned char* stages = smem + (ring - base);
     const unsigned char* staging_rows = stages + {s * t.tma_stage_bytes};
     (void)staging; (void)staging_rows; (void)landed;  // tma_rows stages nothing
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
-{k_range(t) + chr(10) if t.split_k > 1 else ""}    if (tid == 0) {{
+{f"    const int rank = blockIdx.x % {t.multicast};  // in the cluster: which share of A's box this block copies{chr(10)}" if t.multicast > 1 else ""}{k_range(t) + chr(10) if t.split_k > 1 else ""}    if (tid == 0) {{
 #pragma unroll
         for (int s = 0; s < {s}; ++s) {{
             barrier_init(full + {MBARRIER_BYTES} * s, {t.producer_threads if t.a_transposed else 1});
-            barrier_init(empty + {MBARRIER_BYTES} * s, {t.consumer_threads // 32});
+            barrier_init(empty + {MBARRIER_BYTES} * s, {t.consumer_threads // 32 * (t.multicast if _stages_shared(t) else 1)});
         }}
         barrier_init(landed, 1);
-        barrier_init(landed + {MBARRIER_BYTES}, 1);
+        barrier_init(landed + {MBARRIER_BYTES}, 1);{_freed_init(t)}
         barrier_init_fence();
     }}
-    __syncthreads();
+    {"cluster_sync();  // every block's barriers are set before another copies or arrives into it" if t.multicast > 1 else "__syncthreads();"}
 {_producer(t)}
 {_consumers(t)}
 {epilogue(t, f"stages + {t.tma_flag_offset}", f"consumers_sync({t.consumer_threads});")}
