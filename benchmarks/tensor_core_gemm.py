@@ -78,7 +78,7 @@ DECODE_PICKS = [
 # decode: one m64 consumer (48 of its rows idle at M = 16) over narrow tiles of B.
 # every knob from loader on may be left out (their defaults: cp_async, 1, 0, 1, 0, 0, 0, normal, 0, 0)
 WGMMA_KNOBS = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-               "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab")
+               "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab", "cluster_shares")
 WGMMA_FIXED = (("warp_m", 16), ("warp_n", 16), ("warps_k", 1), ("mainloop", "wgmma"))  # and block_k, by precision
 # TMA loads (a producer thread issues them; the consumers keep 232 registers): both 2-consumer
 # tiles of 128 accumulators a thread, 3 and 4 stages, raster groups; alone and in 2-block
@@ -127,6 +127,10 @@ WGMMA_CHECK_PICKS = [
     (64, 128, 4, 1, 2, 1, "tma", 1, 1, 1, 0, 0, 0, "normal", 2, 1), (128, 128, 3, 1, 2, 1, "tma", 1, 0, 1, 0, 0, 0,
                                                                      "normal", 0, 1),
     (32, 64, 3, 4, 1, 1, "tma", 1, 0, 1, 0, 0, 0, "normal", 0, 1),
+    # clusters sharing A: with split K (2 columns x 2 splits), alone (a spare column past N), persistent
+    (64, 64, 4, 1, 1, 1, "tma", 2, 0, 2, 0, 0, 4, "normal", 0, 0, "a"), (64, 64, 3, 1, 1, 1, "tma", 2, 0, 1, 0, 0, 0,
+                                                                       "stream_b", 0, 0, "a"),
+    (128, 128, 3, 1, 2, 1, "tma", 2, 1, 1, 0, 0, 0, "normal", 0, 0, "a"),
 ]
 # split_k with TMA loads: a decode step's 16 to 64 tiles of C (M <= 64: one 64-row tile, or two
 # at M = 128) times 2 to 8 splits over 128 to 256 blocks, each streaming its share of B's K.
@@ -162,6 +166,13 @@ WGMMA_SPLIT_DECODE_PICKS = [
     *[(block_m, block_n, 4, 1, 1, 1, "tma", 1, 0, 2, 0, 0, 4, hint, 0, 1)
       for block_m, block_n in ((16, 64), (32, 64), (64, 64), (16, 128)) for hint in ("normal", "stream_b")],
     *[(block_m, 64, 4, 1, 1, 1, "tma", 1, 1, 1, 0, 0, 4, "stream_b", 2, 1) for block_m in (32, 64)],  # 32: M = 16 only
+    # clusters of 2 tile columns sharing A (cluster_shares a: cuBLAS's decode kernels run 1x2 clusters), times 1 to 4
+    # splits of K (clusters of up to 8 blocks): the M = 64 picks' tiles and rings, each block's A halved
+    *[(block_m, block_n, 4, 1, block_m // 64, 1, "tma", 2, 0, split, 0, 0, ring, hint, 0, 0, "a")
+      for block_m, block_n, split, ring in ((64, 64, 2, 4), (64, 64, 2, 8), (64, 64, 4, 4), (64, 64, 1, 8),
+                                            (64, 128, 2, 4), (64, 128, 1, 4), (128, 64, 2, 4))
+      for hint in ("normal", "stream_b")],
+    *[(block_m, 64, 4, 1, 1, 1, "tma", 2, 0, 2, 0, 0, 4, "normal", 0, 1, "a") for block_m in (32, 64)],
 ]
 WGMMA_SQUARE_CHECKS = [(128, 256, 4, 8, 2, 1), (128, 256, 4, 8, 2, 1, "tma"), (128, 256, 4, 8, 2, 1, "tma", 2),
                        (128, 256, 4, 8, 2, 1, "tma", 2, 1), (128, 128, 4, 8, 2, 1, "tma", 1, 1, 1, 0, 1),

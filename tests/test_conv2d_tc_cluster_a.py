@@ -9,7 +9,8 @@ import pytest
 
 import cuda_on_cpu
 from gemm_tc_configs import assert_appended_knobs_keep_indexes
-from engine.ops.conv2d_tc.tiling import CLUSTER_SHARES, conv_tc_tiling
+from engine.ops.conv2d_tc.tiling import conv_tc_tiling
+from engine.ops.gemm_tc.tiling import CLUSTER_SHARES
 from test_conv2d_tc_tma import tma_config
 from test_conv2d_tensorcore import OUTPUT_ROUNDING, PRECISIONS, task_of
 
@@ -51,7 +52,7 @@ def test_a_clusters_spare_channel_tile_is_not_stored():
 
 def test_sharing_a_without_a_cluster_says_why():
     task = task_of(*RESNET_14_1X1)
-    assert "with cluster 1 it is b's kernel" in task.why_invalid(tma_config(task, cluster_shares="a"))
+    assert "with cluster 1 (or tf32) it is b's kernel" in task.why_invalid(tma_config(task, cluster_shares="a"))
 
 
 CPU_KNOBS = ("block_m", "block_m_extra", "block_n", "stages", "consumers", "ring", "persistent", "swap_ab")

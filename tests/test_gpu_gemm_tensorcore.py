@@ -54,7 +54,7 @@ TMA_TILES = [(64, 64, 2, 1, 1, 1, "tma"), (64, 128, 3, 4, 1, 1, "tma"), (128, 25
 
 def wgmma_configs(task, tiles):
     names = ("block_m", "block_n", "stages", "raster", "consumers", "producer", "loader", "cluster", "persistent",
-             "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab")
+             "split_k", "turns", "pingpong", "ring", "l2_hint", "stream_k", "swap_ab", "cluster_shares")
     fixed = [["block_k", "ot", WGMMA_BLOCK_K[task.params.precision]], ["warp_m", "ot", 16], ["warp_n", "ot", 16],
              ["warps_k", "ot", 1], ["mainloop", "ot", "wgmma"]]
     configs = [task.config_space.from_entity([[n, "ot", v] for n, v in zip(names, t)] + fixed) for t in tiles]
@@ -225,6 +225,21 @@ SWAP_AB_TILES = [(32, 64, 4, 1, 1, 1, "tma", 2, 0, 1, 0, 0, 12, "normal", 0, 1),
 def test_swap_ab_configs_compute_the_product(measurer, c_dtype, shape):
     configs, failed = tiles_measured(measurer, gemm_tc_args(*shape, "bfloat16", c_dtype), SWAP_AB_TILES)
     assert len(configs) >= 3 and all(c["swap_ab"].val for c in configs) and failed == []
+
+
+# Clusters of tile columns sharing A: with split K 2 and 4 (clusters of 2 columns x the splits), a deep ring, L2
+# hints, swapped operands, and persistent 2-consumer tiles.
+SHARED_A_TILES = [(64, 64, 4, 1, 1, 1, "tma", 2, 0, 2, 0, 0, 4, "normal", 0, 0, "a"),
+                  (64, 64, 4, 1, 1, 1, "tma", 2, 0, 4, 0, 0, 4, "stream_b", 0, 0, "a"),
+                  (32, 64, 4, 1, 1, 1, "tma", 2, 0, 2, 0, 0, 4, "normal", 0, 1, "a"),
+                  (128, 128, 3, 1, 2, 1, "tma", 2, 1, 1, 0, 0, 0, "normal", 0, 0, "a")]
+
+
+@pytest.mark.parametrize("c_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(130, 264, 2056), (16, 4096, 4096), (64, 4096, 14336)])
+def test_clusters_sharing_a_compute_the_product(measurer, c_dtype, shape):
+    configs, failed = tiles_measured(measurer, gemm_tc_args(*shape, "bfloat16", c_dtype), SHARED_A_TILES)
+    assert len(configs) >= 3 and all(c["cluster_shares"].val == "a" for c in configs) and failed == []
 
 
 @pytest.mark.parametrize("loader, cluster, persistent", [("cp_async", 1, 0), ("tma", 1, 0), ("tma", 2, 1)])

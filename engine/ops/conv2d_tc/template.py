@@ -7,9 +7,9 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import DeviceLimits, KernelSource, Template, first_valid
 from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
-from ..gemm_tc.tiling import CLUSTERS, LOADERS, MAINLOOPS, SWAP_AB
+from ..gemm_tc.tiling import CLUSTER_SHARES, CLUSTERS, LOADERS, MAINLOOPS, SWAP_AB
 from . import kernel
-from .tiling import (BLOCK_M_EXTRAS, CLUSTER_SHARES, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
+from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
                      why_block_m_invalid)
 
 

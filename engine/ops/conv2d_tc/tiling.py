@@ -135,9 +135,6 @@ TILE_PAD_ELEMENTS = 8
 # instructions (192) can take. Each sum has one config: the extra is less than block_m, whose knob has
 # the powers of two.
 BLOCK_M_EXTRAS = (0, 32, 64)
-# wgmma tma, cluster 2: what its blocks share by multicast, B's rows (the GEMM's way: the blocks take
-# neighbouring pixel tiles of one channel tile) or A's pixel rows (neighbouring channel tiles of one pixel tile).
-CLUSTER_SHARES = ("b", "a")
 # 4-D im2col tensor maps: the box's corners lie within [-128, 127] of the input's edges, and
 # TMA steps by at most 8 elements along a dimension (cuTensorMapEncodeIm2col's limits).
 IM2COL_CORNER_RANGE = 128
@@ -206,8 +203,6 @@ class ConvTcTiling(GemmTcTiling):
         if self.epilogue == "shared" and self.wgmma:
             return ("the wgmma mainloop's consumers store their rows in 16-byte pieces themselves: "
                     "it takes epilogue \"registers\"")
-        if self.cluster_shares == "a" and self.cluster == 1:
-            return "cluster_shares a is what a cluster's blocks share: with cluster 1 it is b's kernel (take cluster 2)"
         if self.epilogue == "shared" and self.split_k > 1:
             return "with split_k the cluster's sum stores the output itself: epilogue \"shared\" is for split_k 1"
         return super().why_not_tiled()

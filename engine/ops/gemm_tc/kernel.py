@@ -323,9 +323,11 @@ def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid
     share = tile // t.split_k // 4  # float4s of the tile each split sums
     rounds = -(-share // threads)
     guard = "" if share % threads == 0 else f"if (i < {share}) "
-    edges = [c for c in (None if t.m % t.block_m == 0 else f"row < {t.m}",
-                         None if t.n % t.block_n == 0 else f"col < {t.n}") if c]
+    tile_rows, tile_cols = t.tile_grid  # a cluster's spare tile past M or N stores nothing
+    edges = [c for c in (None if tile_rows * t.block_m == t.m else f"row < {t.m}",
+                         None if tile_cols * t.block_n == t.n else f"col < {t.n}") if c]
     store_if = f"if ({' && '.join(edges)}) " if edges else ""
+    split = "s" if t.cluster == 1 else f"rank + {t.cluster} * s"  # split s's block of this tile, in the cluster
     return f"""    cluster_arrive_wait();  // every split's partial tiles are in its shared memory
     const unsigned partial_address = shared_address(partial);
 #pragma unroll
@@ -338,7 +340,7 @@ def sum_partials(t: GemmTcTiling, threads: int | None = None, thread: str = "tid
             for (int s = 0; s < {t.split_k}; ++s)
 #pragma unroll
                 for (int w = 0; w < {t.warps_k}; ++w) {{
-                    const float4 part = load_shared_cluster4(partial_address + (w * {tile} + e) * 4, s);
+                    const float4 part = load_shared_cluster4(partial_address + (w * {tile} + e) * 4, {split});
                     sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;
                 }}
             const int row = row0 + e / {t.block_n}, col = col0 + e % {t.block_n};

@@ -10,7 +10,7 @@ from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
                     first_valid, knob_features, why_launch_fails)
 from . import kernel, wgmma, wgmma_tf32
-from .tiling import (CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB, WGMMA_BLOCK_K,
+from .tiling import (CLUSTER_SHARES, CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB, WGMMA_BLOCK_K,
                      GemmTcTiling, gemm_tc_tiling)
 from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 
@@ -21,13 +21,15 @@ from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 # split_k is both mainloops' (wgmma's with the tma loader on shapes of few tiles), so it is not pinned.
 # wgmma's block_k is one 128-byte row of the precision's elements.
 # turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma;
-# stream_k and swap_ab are the 16-bit precisions' too (tf32's kernel computes C's transpose always).
+# stream_k, swap_ab and clusters sharing A are the 16-bit precisions' too (tf32's kernel computes C's transpose always).
 def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
         "mma_sync": {"consumers": 1, "producer": 0, "loader": LOADERS[0], "cluster": 1, "persistent": 0, "turns": 0,
-                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0, "swap_ab": 0},
-        "wgmma": ({**wgmma, "pingpong": 0, "stream_k": 0, "swap_ab": 0} if precision == TF32_MODE
+                     "pingpong": 0, "ring": 0, "l2_hint": L2_HINTS[0], "stream_k": 0, "swap_ab": 0,
+                     "cluster_shares": CLUSTER_SHARES[0]},
+        "wgmma": ({**wgmma, "pingpong": 0, "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0]}
+                  if precision == TF32_MODE
                   else {**wgmma, "turns": 0}),
     })
 
@@ -89,6 +91,10 @@ class GemmTensorCore(Template):
             # After stream_k, for the same reason: C^T = B^T A^T, so a decode step's few rows of A make
             # narrow tiles (tiling's SWAP_AB).
             OtherKnob("swap_ab", list(SWAP_AB), default=0),
+            # After swap_ab, for the same reason: what a cluster's blocks share, B (neighbouring tile rows) or A
+            # (neighbouring tile columns: a decode step's one row of tiles reads A once a cluster; with split K
+            # the cluster is those columns times the splits).
+            OtherKnob("cluster_shares", list(CLUSTER_SHARES), default=CLUSTER_SHARES[0]),
         ], pins=mainloop_pins(params.precision))
 
     def space_on(self, params: GemmTcParams, limits: DeviceLimits) -> ConfigSpace:
@@ -142,8 +148,9 @@ def why_tiling_invalid(tiling: GemmTcTiling, limits: DeviceLimits) -> str | None
     most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
     if tiling.split_k > limits.max_cluster_size:
         return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
-    if tiling.cluster > limits.max_cluster_size:
-        return f"a cluster of {tiling.cluster} blocks cannot be formed ({most})"
+    if tiling.cluster * tiling.split_k > limits.max_cluster_size:
+        what = f"{tiling.cluster} blocks" if tiling.split_k == 1 else f"{tiling.cluster} tile columns x {tiling.split_k} splits"
+        return f"a cluster of {what} cannot be formed ({most})"
     if tiling.stream_k and tiling.grid[0] > limits.multiprocessors:
         return (f"stream_k's {tiling.grid[0]} blocks wait on one another, so all must be resident at once: "
                 f"more than this GPU's {limits.multiprocessors} SMs")

@@ -111,6 +111,10 @@ L2_HINTS = ("normal", "stream_b")
 # few rows of A then make narrow tiles (block_m 16 or 32) whose stages are mostly B's weights, and a
 # cluster of such tile rows reads each of B's boxes once (multicast) where the plain kernel's tile needs 64 rows.
 SWAP_AB = (0, 1)
+# wgmma tma, cluster 2: what its blocks share by multicast, B's tile (neighbouring tile rows of one tile column)
+# or A's (neighbouring tile columns of one tile row: a decode step's one tile row of A, read once a cluster;
+# with split K the cluster is columns x splits).
+CLUSTER_SHARES = ("b", "a")
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ class GemmTcTiling:
     stream_k: int = 0  # wgmma tma persistent: blocks share K steps (1: all tiles' evenly; S > 1: each tile's in S)
     l2_hint: str = "normal"  # wgmma tma: the copies' L2 eviction priorities (L2_HINTS)
     swap_ab: int = 0  # wgmma tma 16-bit: 1 computes C^T = B^T A^T (SWAP_AB)
-    cluster_shares: str = "b"  # wgmma tma cluster > 1: the operand its blocks share (the conv's knob; the GEMM's B)
+    cluster_shares: str = "b"  # wgmma tma cluster > 1: the operand its blocks share (CLUSTER_SHARES)
 
     @property
     def c_16bit(self) -> bool:
@@ -237,12 +241,13 @@ class GemmTcTiling:
         held, which reaches only C's rows past M, never stored (a row of C reads only its row of A)."""
         if self.cluster == 1 and self.m < self.block_m:
             return -(-self.m // 8) * 8
-        return self.block_m
+        return self.block_m // self.cluster if self.shares_a else self.block_m
 
     @property
     def tma_stage_bytes(self) -> int:
-        """The bytes a TMA stage's copies bring (its full barrier expects them)."""
-        return self.wgmma_stage_bytes - (self.block_m - self.a_box_rows) * SWIZZLE_BYTES
+        """The bytes a TMA stage's copies bring (its full barrier expects them; sharing A, every block's share)."""
+        landing = self.a_box_rows * (self.cluster if self.shares_a else 1)
+        return self.wgmma_stage_bytes - (self.block_m - landing) * SWIZZLE_BYTES
 
     @property
     def wgmma_pending(self) -> int:
@@ -409,8 +414,9 @@ class GemmTcTiling:
     @property
     def b_box_rows(self) -> int:
         """wgmma tma: k rows of one of B's boxes: a panel's block_k, or (a cluster of more blocks than a
-        stage has panels: a swap_ab tile of one panel) the rows of each block's share of the panel."""
-        return self.block_k // max(1, self.cluster // self.b_panels)
+        stage has panels: a swap_ab tile of one panel) the rows of each block's share of the panel (sharing A,
+        each block loads all of its own)."""
+        return self.block_k // max(1, 1 if self.shares_a else self.cluster // self.b_panels)
 
     @property
     def k_tiles(self) -> int:
@@ -484,6 +490,9 @@ class GemmTcTiling:
 
     def why_not_tiled(self) -> str | None:
         """Shapes that do not fit together, before any device limit."""
+        if self.cluster_shares == CLUSTER_SHARES[1] and (self.cluster == 1 or self.precision == TF32_MODE):
+            return ("cluster_shares a is what a cluster's blocks share, on the 16-bit precisions' wgmma kernel: "
+                    "with cluster 1 (or tf32) it is b's kernel, take b")
         reason = self._why_not_wgmma() if self.wgmma else self._why_not_mma_sync()
         if reason:
             return reason
@@ -568,9 +577,9 @@ class GemmTcTiling:
         if self.ring and not (self.tma or self.cp_async_rings):
             return f"a ring of {self.stages} stages is the tma loader's: it takes loader tma (or ring 0)"
         if self.split_k > 1 and not (self.cp_async_rings and not self.tma
-                                     or self.tma and self.cluster == 1 and not self.persistent):
-            return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits: "
-                    "it takes loader tma, cluster 1 and persistent 0")
+                                     or self.tma and (self.cluster == 1 or self.shares_a) and not self.persistent):
+            return ("wgmma's split_k is the tma loader's, one tile a block, its cluster the splits (times the tile "
+                    "columns sharing A): it takes loader tma, cluster 1 or cluster_shares a, and persistent 0")
         ring_bytes = self.stages * self.wgmma_stage_bytes
         if self.split_k > 1 and not self.tma and self.partial_bytes > ring_bytes:
             return (f"split_k's partial tile ({self.partial_bytes // 1024} KB of fp32) is summed from the ring of "
@@ -623,5 +632,5 @@ def gemm_tc_tiling(params: GemmTcParams, config: ConfigEntity) -> GemmTcTiling:
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"], split_k=v["split_k"],
         loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], turns=v["turns"],
         pingpong=v["pingpong"], c_dtype=params.c_dtype, l2_hint=v["l2_hint"], stream_k=v["stream_k"],
-        swap_ab=v["swap_ab"],
+        swap_ab=v["swap_ab"], cluster_shares=v["cluster_shares"],
     )

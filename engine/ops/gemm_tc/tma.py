@@ -208,12 +208,29 @@ def load_b(t: GemmTcTiling, address: str, box: str) -> str:
     return f"tma_load_2d{hinted}({address}, {box}{policy})"
 
 
+def cluster_rank(t: GemmTcTiling, rank: str) -> str:
+    """The rank in the kernel's cluster of the block at tile rank `rank` of this block's (its blocks of one
+    split: with split K over the cluster too, the splits are its z, `cluster` ranks apart)."""
+    return f"{rank} + {t.cluster} * blockIdx.z" if t.split_k > 1 else rank
+
+
+def load_a_share(t: GemmTcTiling, stage: str, k: str, row0: str) -> str:
+    """The copy of A's box at column `k`, tile row `row0`, into `stage`, counting on `bar`: the whole box, or
+    (sharing A) this block's share of its rows, multicast into the blocks of its split (l2_hint: A's policy)."""
+    hinted, policy = ("_hinted", ", a_policy") if t.hinted else ("", "")
+    if not t.shares_a:
+        return f"tma_load_2d{hinted}({stage}, &{A_TENSOR_MAP}, {k}, {row0}, bar{policy})"
+    rows = t.a_box_rows
+    mask = f"{(1 << t.cluster) - 1}" if t.split_k == 1 else f"{(1 << t.cluster) - 1} << ({t.cluster} * blockIdx.z)"
+    return (f"tma_load_2d_multicast{hinted}({stage} + rank * {rows * SWIZZLE_BYTES}, &{A_TENSOR_MAP}, {k}, "
+            f"{row0} + rank * {rows}, bar, {mask}{policy})")
+
+
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
     """The GEMM's copies of K step `k_step` into `stage`, counting on `bar`: A's box, then this
     block's B panels (with clusters, its share; a cluster of more blocks than panels, its rows of them)."""
     panel_bytes = t.block_k * SWIZZLE_BYTES
-    a_box = f"stage, &{A_TENSOR_MAP}, {k_step} * {t.block_k}, row0, bar"
-    load_a = f"tma_load_2d_hinted({a_box}, a_policy)" if t.hinted else f"tma_load_2d({a_box})"
+    load_a = load_a_share(t, "stage", f"{k_step} * {t.block_k}", "row0")
     columns = SWIZZLE_BYTES // t.element_bytes
     if t.b_box_rows < t.block_k:  # piece p: rows (p % parts) of panel p / parts
         parts = t.block_k // t.b_box_rows
@@ -223,10 +240,10 @@ def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
         b_box = (f"&{B_TENSOR_MAP}, col0 + (p / {parts}) * {columns}, "
                  f"{k_step} * {t.block_k} + (p % {parts}) * {t.b_box_rows}, bar")
     else:
-        share = t.b_panels // t.cluster
+        share = t.b_panels if t.shares_a else t.b_panels // t.cluster
         b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
         b_box = f"&{B_TENSOR_MAP}, col0 + p * {columns}, {k_step} * {t.block_k}, bar"
-    first = f"rank * {share} + " if t.cluster > 1 else ""
+    first = f"rank * {share} + " if t.cluster > 1 and not t.shares_a else ""
     return f"""                    {load_a};
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
@@ -280,7 +297,7 @@ def _release(t: GemmTcTiling, step: str) -> str:
     if t.cluster == 1:
         return f"if ((tid & 31) == 0) barrier_arrive({bar});"
     return (f"if ((tid & 31) == 0) for (int r = 0; r < {t.cluster}; ++r) "
-            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
+            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, {cluster_rank(t, 'r')});")
 
 
 def mainloop(t: GemmTcTiling, store: str, copies: StageCopies) -> str:
@@ -291,8 +308,9 @@ def mainloop(t: GemmTcTiling, store: str, copies: StageCopies) -> str:
     count, _ = _steps(t)
     tiles, per_tile = t.accumulator_tiles
     start = "cluster_sync();  // every block's barriers are initialised" if t.cluster > 1 else "__syncthreads();"
+    # (with split K, the sum's last cluster barrier comes after every block's last arrival and copy)
     leave = "\n    cluster_sync();  // the other blocks may still multicast into this one or arrive on its barriers" \
-        if t.cluster > 1 else ""
+        if t.cluster > 1 and t.split_k == 1 else ""
     # split_k > 1: the producers meet the consumers at the split-K sum's two cluster barriers
     producer_leave = ("\n    cluster_sync();  // the splits' partial tiles are in place\n    cluster_sync();  // and summed"
                       if t.split_k > 1 else leave)

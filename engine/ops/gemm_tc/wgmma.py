@@ -354,12 +354,11 @@ def kernel_code(t: GemmTcTiling, entry: str, title: str, loads: str, copies: tma
         for (int i = 0; i < {t.block_n // 2}; ++i) acc[mt][i] = 0.0f;
 {_mainloop_specialised(t) if t.producer else _mainloop_shared(t)}
 {split_sum(t) if t.split_k > 1 else store(t)}"""
-    schedule = f", TMA loads, cluster {t.cluster}, persistent {t.persistent}" if t.tma else ""
+    schedule = f", TMA loads, cluster {t.cluster}{' sharing A' if t.shares_a else ''}, persistent {t.persistent}" if t.tma else ""
     schedule += f", split_k {t.split_k}" if t.split_k > 1 else ""
     schedule += f", L2 hints {t.l2_hint}" if t.hinted else ""
     schedule += ", swap_ab (C^T = B^T A^T)" if t.swap_ab else ""
-    cluster = (f" __cluster_dims__({t.cluster}, 1, 1)" if t.cluster > 1
-               else f" __cluster_dims__(1, 1, {t.split_k})" if t.split_k > 1 else "")
+    cluster = f" __cluster_dims__({t.cluster}, 1, {t.split_k})" if t.cluster > 1 or t.split_k > 1 else ""
     return f"""{ARCH_SPECIFIC_MARK}
 // {title}, block {t.block_m}x{t.block_n}x{t.block_k},
 // {t.consumers} consumer warpgroup(s){" + a producer" if t.producer else ""}, {t.stages} stages, raster {t.raster}{schedule}
