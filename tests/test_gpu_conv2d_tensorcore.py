@@ -72,29 +72,28 @@ TMA_LAYERS = {"9-64-40-k3s1": lambda p: conv2d_tc_args(3, 9, 64, 40, 3, 1, 1, p)
               "14-256-256-k3s1": lambda p: conv2d_tc_args(8, 14, 256, 256, 3, 1, 1, p)}
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("layer", TMA_LAYERS)
-def test_random_tma_configs_compute_the_convolution(measurer, precision, layer):
-    """The TMA loader on its own: A gathered by the im2col tensor map, B's rows by boxes."""
+def drawn_tma_configs(task) -> list:
     from test_conv2d_tc_tma import tma_configs
 
-    task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
-                              DeviceLimits.for_device(measurer.device))
-    configs = tma_configs(task, 6, 5)
-    results = measurer.measure(task, configs)
-    assert len(configs) == 6
-    assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
+    return tma_configs(task, 6, 5)
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("layer", TMA_LAYERS)
-def test_random_transposed_configs_compute_the_convolution(measurer, precision, layer):
-    """swap_ab (out^T = W A^T: the weights' rows the instruction's A, the pixels its N), 96 to 192-pixel tiles too."""
+def drawn_transposed_configs(task) -> list:
     from test_conv2d_tc_swap_ab import swapped_configs
 
+    return swapped_configs(task, 6, 5)
+
+
+@pytest.mark.parametrize("draw", [drawn_tma_configs, drawn_transposed_configs], ids=["tma", "transposed"])
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer", TMA_LAYERS)
+def test_random_tma_configs_compute_the_convolution(measurer, precision, layer, draw):
+    """The TMA loader on its own (A gathered by the im2col tensor map, B's rows by boxes), and its transposed
+    product (swap_ab, out^T = W A^T: the weights' rows the instruction's A, the pixels its N; 96 to 192-pixel
+    tiles and clusters sharing the pixel rows among them)."""
     task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
                               DeviceLimits.for_device(measurer.device))
-    configs = swapped_configs(task, 6, 5)
+    configs = draw(task)
     results = measurer.measure(task, configs)
     assert len(configs) == 6
     assert [(c.values(), r.error_msg) for c, r in zip(configs, results) if not r.ok] == []
