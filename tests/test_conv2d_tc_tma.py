@@ -132,7 +132,7 @@ def test_the_tma_loaders_rules_say_why():
     assert "C = 96 is not a multiple of 64" in narrow.why_invalid(tma_config(narrow))
     assert narrow.why_invalid(wgmma_config(narrow, producer=1)) is None  # its cp_async loader gathers any C
     assert "it takes producer 1" in task.why_invalid(wgmma_config(task, loader="tma"))
-    assert "loader tma, cluster 1 and persistent 0" in task_of(32, 7, 512, 512, 3, 1, 1).why_invalid(
+    assert "loader tma, cluster 1 or cluster_shares a, and persistent 0" in task_of(32, 7, 512, 512, 3, 1, 1).why_invalid(
         tma_config(task_of(32, 7, 512, 512, 3, 1, 1), block_n=128, split_k=2, cluster=2))
     assert "are the wgmma mainloop's knobs" in task.why_invalid(
         wgmma_config(task, mainloop="mma_sync", block_k=32, warp_m=32, warp_n=32, loader="tma"))

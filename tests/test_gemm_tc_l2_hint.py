@@ -15,10 +15,11 @@ from engine.ops.gemm_tc.tiling import L2_HINTS
 
 
 def test_normal_keeps_every_index_from_before_the_hint():
-    """l2_hint came after ring, its first value normal (stream_k and swap_ab after it, 0 first)."""
+    """l2_hint came after ring, its first value normal (stream_k, swap_ab and cluster_shares after it, first
+    values 0, 0, b)."""
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
-    assert task.config_space.knobs[-3].options == list(L2_HINTS) == ["normal", "stream_b"]
+    assert task.config_space.knob_names[-4:] == ["l2_hint", "stream_k", "swap_ab", "cluster_shares"]
+    assert task.config_space.knobs[-4].options == list(L2_HINTS) == ["normal", "stream_b"]
     assert_appended_knobs_keep_indexes(task, "l2_hint", seed=7)
 
 

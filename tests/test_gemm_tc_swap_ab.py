@@ -19,8 +19,9 @@ from engine.workloads import gemm_tc_args
 
 def test_swap_ab_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 4096)
-    assert task.config_space.knob_names[-1] == "swap_ab"
-    assert task.config_space.knobs[-1].options == list(SWAP_AB) == [0, 1]
+    names = task.config_space.knob_names
+    assert names[names.index("stream_k") + 1] == "swap_ab"  # after the knobs before it, before those after it
+    assert task.config_space.knobs[names.index("swap_ab")].options == list(SWAP_AB) == [0, 1]
     assert_appended_knobs_keep_indexes(task, "swap_ab", seed=11)
 
 

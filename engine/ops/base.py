@@ -249,6 +249,14 @@ def _launch_checks(launch: LaunchShape, limits: DeviceLimits) -> Iterator[tuple[
                  f"{limits.regs_per_block} registers of a block")
 
 
+def why_no_cluster(blocks: int, what: str, limits: DeviceLimits) -> str | None:
+    """Why `blocks` blocks (`what`, in words) cannot form one thread block cluster on this device, or None."""
+    if blocks <= limits.max_cluster_size:
+        return None
+    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
+    return f"{what} cannot form one thread block cluster ({most})"
+
+
 def why_launch_fails(launch: LaunchShape, limits: DeviceLimits) -> str | None:
     """Launch limits every CUDA template shares: threads, block and grid sizes, shared memory, registers."""
     for broken, reason in _launch_checks(launch, limits):

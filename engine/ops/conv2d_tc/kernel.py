@@ -198,7 +198,7 @@ def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if b_shared else "")
     b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if b_shared else ''}, bar"
     tap = f"&{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar"
-    load_a = (f"tma_load_im2col_multicast(stage + rank * {t.a_box_rows * SWIZZLE_BYTES}, {tap}, {(1 << t.cluster) - 1})"
+    load_a = (f"tma_load_im2col_multicast(stage + rank * {t.a_box_rows * SWIZZLE_BYTES}, {tap}, {tma.a_share_mask(t)})"
               if t.shares_a else f"tma_load_im2col(stage, {tap})")
     return f"""                    const int k0 = {k_step} * {t.block_k}, tap = k0 / {c.ci};
                     {load_a};

@@ -16,11 +16,11 @@ from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvT
 # Each mainloop's configs leave the other's knobs at one value (the tiling's rules), so random
 # draws keep them there (engine.ops.gemm_tc.template's mainloop_pins says why): wgmma stages
 # one 128-byte row of K and stores its rows itself; the deeper rings and the TMA loader are its alone
-# (split K is both's).
+# (split K is both's). Draws keep cluster_shares at b on wgmma too, as the GEMM's do (its mainloop_pins says why).
 MAINLOOP_PINS = ("mainloop", {
     "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
                  "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0]},
-    "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers"},
+    "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers", "cluster_shares": CLUSTER_SHARES[0]},
 })
 
 

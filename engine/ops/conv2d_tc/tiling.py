@@ -31,8 +31,8 @@ it, the GEMM's clusters (the blocks of neighbouring pixel tiles share B's rows b
 persistent blocks and split K, and stream-K (`stream_k`: persistent blocks share every tile's K steps,
 engine.ops.gemm_tc.tma). It takes C a multiple of 64 (a step is one tap's 64 channels). And the GEMM's
 `swap_ab`: the transposed product out^T = W A^T from the same stages, the weights' rows the instruction's
-A (64 output channels each) and the tile's pixels its N, so a tile may be 96 pixels (`block_m_extra`: 96,
-160 and 192-pixel tiles, which the unswapped instruction's 64 rows a consumer cannot all take).
+A (64 output channels each) and the tile's pixels its N, so a tile may be 96 pixels (`block_m_extra`: 96 and
+160-pixel tiles, which only the transposed product takes, and 192, one consumer's three m64 instructions too).
 C and K must be multiples of 8 (a rule of the workload: the copies, and the output's pairs).
 """
 from __future__ import annotations
@@ -179,11 +179,6 @@ class ConvTcTiling(GemmTcTiling):
         """tma: an im2col copy always brings block_m pixels (past the last image, zeros); sharing A,
         each block of the cluster brings its share of them into every block."""
         return self.block_m // self.cluster if self.shares_a else self.block_m
-
-    @property
-    def tma_stage_bytes(self) -> int:
-        """A stage is always whole: every pixel row comes, from this block's copy or another's."""
-        return self.wgmma_stage_bytes
 
     @property
     def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -7,17 +7,9 @@ import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, DeviceLimits, KernelSource, BadArgs, Template, first_valid,
-                    knob_features, launch_features, why_launch_fails)
+                    knob_features, launch_features, why_launch_fails, why_no_cluster)
 from . import kernel, tma
 from .tiling import BLOCK_K_CHOICES, LOADERS, MULTICASTS, PIPELINES, TEMPLATE_NAME, GemmParams, GemmTiling, gemm_shapes, gemm_tiling
-
-
-def _cluster_too_large(blocks: int, what: str, limits: DeviceLimits) -> str | None:
-    """Why `blocks` blocks (`what`, in words) cannot form one thread block cluster on this device, or None."""
-    if blocks <= limits.max_cluster_size:
-        return None
-    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
-    return f"{what} cannot form one thread block cluster ({most})"
 
 
 class Gemm(Template):
@@ -74,9 +66,9 @@ class Gemm(Template):
         if tiling.uses_tma and not limits.wgmma:
             return (f"loader {tiling.loader} is built for sm_90a (TMA copies, mbarrier transaction counts, "
                     "setmaxnreg): Hopper GPUs only")
-        reason = (_cluster_too_large(tiling.split_k if tiling.uses_cluster else 1, f"split_k {tiling.split_k} splits",
+        reason = (why_no_cluster(tiling.split_k if tiling.uses_cluster else 1, f"split_k {tiling.split_k} splits",
                                      limits)
-                  or _cluster_too_large(tiling.multicast, f"multicast {tiling.multicast} tile columns", limits))
+                  or why_no_cluster(tiling.multicast, f"multicast {tiling.multicast} tile columns", limits))
         if reason:
             return reason
         # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (MAX_TENSOR_ELEMENTS, REFERENCE_THREAD_SLOTS, BadArgs, DeviceLimits, KernelSource, Template,
-                    first_valid, knob_features, why_launch_fails)
+                    first_valid, knob_features, why_launch_fails, why_no_cluster)
 from . import kernel, wgmma, wgmma_tf32
 from .tiling import (CLUSTER_SHARES, CLUSTERS, L2_HINTS, LOADERS, MAINLOOPS, RINGS, STREAM_K_SHARES, SWAP_AB, WGMMA_BLOCK_K,
                      GemmTcTiling, gemm_tc_tiling)
@@ -22,6 +22,9 @@ from .workload import TEMPLATE_NAME, TF32_MODE, GemmTcParams, gemm_tc_shapes
 # wgmma's block_k is one 128-byte row of the precision's elements.
 # turns are tf32's alone and pingpong the 16-bit precisions', so each pins the other at 0 on wgmma;
 # stream_k, swap_ab and clusters sharing A are the 16-bit precisions' too (tf32's kernel computes C's transpose always).
+# Draws keep every wgmma config's cluster_shares at b: a is a cluster's alone, and drawn freely it would double
+# wgmma's share of the draws and halve the valid ones (a tiny GEMM's space then ran out of draws); a walk's one-knob
+# moves and the benchmarks' lists reach it.
 def mainloop_pins(precision: str) -> tuple[str, dict]:
     wgmma = {"block_k": WGMMA_BLOCK_K[precision], "warp_m": 16, "warp_n": 16, "warps_k": 1}
     return ("mainloop", {
@@ -30,7 +33,7 @@ def mainloop_pins(precision: str) -> tuple[str, dict]:
                      "cluster_shares": CLUSTER_SHARES[0]},
         "wgmma": ({**wgmma, "pingpong": 0, "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0]}
                   if precision == TF32_MODE
-                  else {**wgmma, "turns": 0}),
+                  else {**wgmma, "turns": 0, "cluster_shares": CLUSTER_SHARES[0]}),
     })
 
 
@@ -145,12 +148,11 @@ def why_tiling_invalid(tiling: GemmTcTiling, limits: DeviceLimits) -> str | None
     reason = tiling.why_not_tiled()
     if reason:
         return reason
-    most = f"at most {limits.max_cluster_size} blocks" if limits.max_cluster_size > 1 else "this GPU has no clusters"
-    if tiling.split_k > limits.max_cluster_size:
-        return f"split_k {tiling.split_k} splits cannot form one thread block cluster ({most})"
-    if tiling.cluster * tiling.split_k > limits.max_cluster_size:
-        what = f"{tiling.cluster} blocks" if tiling.split_k == 1 else f"{tiling.cluster} tile columns x {tiling.split_k} splits"
-        return f"a cluster of {what} cannot be formed ({most})"
+    what = (f"split_k {tiling.split_k} splits" if tiling.cluster == 1 else f"{tiling.cluster} blocks"
+            if tiling.split_k == 1 else f"{tiling.cluster} tile columns x {tiling.split_k} splits")
+    reason = why_no_cluster(tiling.cluster * tiling.split_k, what, limits)
+    if reason:
+        return reason
     if tiling.stream_k and tiling.grid[0] > limits.multiprocessors:
         return (f"stream_k's {tiling.grid[0]} blocks wait on one another, so all must be resident at once: "
                 f"more than this GPU's {limits.multiprocessors} SMs")
@@ -170,7 +172,7 @@ def tiling_features(tiling: GemmTcTiling, config: ConfigEntity) -> dict[str, flo
         "shared_bytes": tiling.shared_bytes,
         "blocks": blocks,
         "waves": blocks * tiling.threads / REFERENCE_THREAD_SLOTS,
-        "tile_waste": tiling.tiles_m * tiling.block_m * tiling.tiles_n * tiling.block_n / (tiling.m * tiling.n),
+        "tile_waste": tiling.tile_blocks * tiling.block_m * tiling.block_n / (tiling.m * tiling.n),
         "k_steps": tiling.k_tiles,
         "block_intensity": 2 * tiling.block_m * tiling.block_n / (tiling.block_m + tiling.block_n),
         "warp_intensity": 2 * math.prod(tiling.warp_tile) / sum(tiling.warp_tile),

@@ -416,7 +416,7 @@ class GemmTcTiling:
         """wgmma tma: k rows of one of B's boxes: a panel's block_k, or (a cluster of more blocks than a
         stage has panels: a swap_ab tile of one panel) the rows of each block's share of the panel (sharing A,
         each block loads all of its own)."""
-        return self.block_k // max(1, 1 if self.shares_a else self.cluster // self.b_panels)
+        return self.block_k // (1 if self.shares_a else max(1, self.cluster // self.b_panels))
 
     @property
     def k_tiles(self) -> int:
@@ -497,7 +497,7 @@ class GemmTcTiling:
         if reason:
             return reason
         if self.raster > self.cluster_rows and self.raster > 1:
-            what = "tile rows" if self.cluster == 1 else f"rows of {self.cluster}-block clusters"
+            what = "tile rows" if self.cluster == 1 or self.shares_a else f"rows of {self.cluster}-block clusters"
             return f"raster group of {self.raster} {what} is more than the {self.cluster_rows} there are"
         return None
 
@@ -596,8 +596,9 @@ class GemmTcTiling:
         return None
 
     def _why_not_multicast(self) -> str | None:
-        """A cluster's blocks each load and multicast an equal share of B: the GEMM's always part, by
-        panels or by a panel's rows (b_box_rows); the implicit-GEMM conv's tiling has a rule of its own."""
+        """A cluster's blocks each load and multicast an equal share of B (sharing A, of A's rows: block_m / cluster,
+        whole 8-row atoms for every block_m the knob has): the GEMM's always part, by panels or by a panel's
+        rows (b_box_rows); the implicit-GEMM conv's tiling has a rule of its own."""
         return None
 
     def _why_not_wgmma_tf32(self) -> str | None:

@@ -214,6 +214,13 @@ def cluster_rank(t: GemmTcTiling, rank: str) -> str:
     return f"{rank} + {t.cluster} * blockIdx.z" if t.split_k > 1 else rank
 
 
+def a_share_mask(t: GemmTcTiling) -> str:
+    """Sharing A: the cluster ranks a block's share of A lands in, its split's blocks (with split K the
+    splits are the cluster's z, `cluster` ranks apart)."""
+    blocks = (1 << t.cluster) - 1
+    return str(blocks) if t.split_k == 1 else f"{blocks} << ({t.cluster} * blockIdx.z)"
+
+
 def load_a_share(t: GemmTcTiling, stage: str, k: str, row0: str) -> str:
     """The copy of A's box at column `k`, tile row `row0`, into `stage`, counting on `bar`: the whole box, or
     (sharing A) this block's share of its rows, multicast into the blocks of its split (l2_hint: A's policy)."""
@@ -221,9 +228,8 @@ def load_a_share(t: GemmTcTiling, stage: str, k: str, row0: str) -> str:
     if not t.shares_a:
         return f"tma_load_2d{hinted}({stage}, &{A_TENSOR_MAP}, {k}, {row0}, bar{policy})"
     rows = t.a_box_rows
-    mask = f"{(1 << t.cluster) - 1}" if t.split_k == 1 else f"{(1 << t.cluster) - 1} << ({t.cluster} * blockIdx.z)"
     return (f"tma_load_2d_multicast{hinted}({stage} + rank * {rows * SWIZZLE_BYTES}, &{A_TENSOR_MAP}, {k}, "
-            f"{row0} + rank * {rows}, bar, {mask}{policy})")
+            f"{row0} + rank * {rows}, bar, {a_share_mask(t)}{policy})")
 
 
 def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
