@@ -24,8 +24,8 @@ def stream_k_config(task, **values):
 
 def test_stream_k_0_keeps_every_earlier_index():
     task = task_of(64, 4096, 14336)
-    assert task.config_space.knob_names[-3:] == ["l2_hint", "stream_k", "swap_ab"]
-    assert task.config_space.knobs[-2].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
+    assert task.config_space.knob_names[-4:] == ["l2_hint", "stream_k", "swap_ab", "cluster_shares"]
+    assert task.config_space.knobs[-3].options == list(STREAM_K_SHARES) == [0, 1, 2, 4]
     assert_appended_knobs_keep_indexes(task, "stream_k", seed=9)
 
 

@@ -43,13 +43,13 @@ def config_of(task, **values):
 def test_every_mma_sync_config_keeps_the_index_it_had_before_wgmma():
     task = task_of(4096, 4096, 4096, "bfloat16")
     old = ConfigSpace(task.config_space.knobs[:MMA_SYNC_KNOBS])
-    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2 * 2 * 2 * 4 * 2 * 4 * 2
+    assert task.config_space.total == old.total * 2 * 3 * 2 * 4 * 2 * 2 * 2 * 2 * 2 * 4 * 2 * 4 * 2 * 2
     for index in np.random.default_rng(0).integers(0, old.total, 50).tolist() + [0, old.total - 1]:
         new = task.config_space.get(index).values()
         assert (new.pop("mainloop"), new.pop("consumers"), new.pop("producer"), new.pop("split_k"),
                 new.pop("loader"), new.pop("cluster"), new.pop("persistent"), new.pop("turns"), new.pop("pingpong"),
-                new.pop("ring"), new.pop("l2_hint"), new.pop("stream_k"), new.pop("swap_ab")) == (
-                    "mma_sync", 1, 0, 1, "cp_async", 1, 0, 0, 0, 0, "normal", 0, 0)
+                new.pop("ring"), new.pop("l2_hint"), new.pop("stream_k"), new.pop("swap_ab"),
+                new.pop("cluster_shares")) == ("mma_sync", 1, 0, 1, "cp_async", 1, 0, 0, 0, 0, "normal", 0, 0, "b")
         assert new == old.get(index).values()
     assert task.config_space.get(old.total)["mainloop"].val == "wgmma"
 
