@@ -1,7 +1,7 @@
 """CUDA text of Hopper's that several operators' kernels share: a shared-memory address, mbarriers,
 setmaxnreg's register moves, the tensor memory accelerator's 2-D box copies (plain and multicast into a
 cluster; with L2 eviction priorities or without), and the `__constant__` tensor maps the runner encodes
-(engine.gpu.tensor_map). Pure text. TMA_HELPERS and L2_HINTED_COPIES put themselves behind `__CUDA_ARCH__`;
+(engine.gpu.tensor_map), and the arrival on a barrier in each block of a cluster. Pure text. TMA_HELPERS and L2_HINTED_COPIES put themselves behind `__CUDA_ARCH__`;
 the others go inside the caller's `#ifdef __CUDA_ARCH__`.
 Without it tests/cuda_on_cpu.py supplies the same functions on the CPU."""
 from __future__ import annotations
@@ -122,3 +122,10 @@ __device__ __forceinline__ void tma_load_2d_multicast_hinted(unsigned dst, const
 TENSOR_MAP_DECLARATIONS = f"""struct __align__(64) TensorMap {{ unsigned long long opaque[16]; }};
 __constant__ TensorMap {A_TENSOR_MAP}, {B_TENSOR_MAP};
 """
+
+
+def arrive_in_every_block(bar: str, blocks: int, remote_rank: str = "r") -> str:
+    """A statement: an arrival on the mbarrier at shared address `bar` in each of `blocks` blocks of the cluster,
+    block r of them at cluster rank `remote_rank` (this one's, `rank`, arrives locally)."""
+    return (f"for (int r = 0; r < {blocks}; ++r) "
+            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, {remote_rank});")

@@ -193,8 +193,8 @@ def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
     rows of B's tile (with clusters, its share, multicast into every block of the cluster; sharing A,
     this block's share of the pixels multicast, and all of B's rows its own)."""
     c = t.conv
-    share = t.block_n // t.cluster
-    b_shared = t.cluster > 1 and not t.shares_a
+    share = t.block_n // t.b_sharers
+    b_shared = t.b_sharers > 1
     b_address = f"stage + {t.block_m * SWIZZLE_BYTES}" + (f" + rank * {share * SWIZZLE_BYTES}" if b_shared else "")
     b_box = f"&{B_TENSOR_MAP}, k0, col0{f' + rank * {share}' if b_shared else ''}, bar"
     tap = f"&{A_TENSOR_MAP}, k0 % {c.ci}, corner_w, corner_h, image, tap % {c.kw}, tap / {c.kw}, bar"
@@ -208,8 +208,8 @@ def _im2col_copies(t: ConvTcTiling, k_step: str) -> str:
 def _tensor_maps(t: ConvTcTiling) -> tuple[Im2colTensorMap | TensorMap, ...]:
     """A's im2col map; B's, the KRSC weights as a K x RSC matrix, boxes of a block's share of rows (sharing A, all)."""
     row = SWIZZLE_BYTES // t.element_bytes
-    b_rows = t.block_n if t.shares_a else t.block_n // t.cluster
-    return (im2col_map(t, A_TENSOR_MAP), TensorMap(B_TENSOR_MAP, 1, t.n, t.k, b_rows, row, t.element_bytes))
+    return (im2col_map(t, A_TENSOR_MAP),
+            TensorMap(B_TENSOR_MAP, 1, t.n, t.k, t.block_n // t.b_sharers, row, t.element_bytes))
 
 
 def generate(t: ConvTcTiling) -> KernelSource:

@@ -178,7 +178,7 @@ class ConvTcTiling(GemmTcTiling):
     def a_box_rows(self) -> int:
         """tma: an im2col copy always brings block_m pixels (past the last image, zeros); sharing A,
         each block of the cluster brings its share of them into every block."""
-        return self.block_m // self.cluster if self.shares_a else self.block_m
+        return self.block_m // self.a_sharers
 
     @property
     def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:

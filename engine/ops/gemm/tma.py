@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from ..base import ARCH_SPECIFIC_MARK, KernelSource, TensorMap
 from ..hopper import (A_TENSOR_MAP, B_TENSOR_MAP, LOAD_SHARED_CLUSTER4, MBARRIERS, REGISTER_MOVES, SHARED_ADDRESS,
-                      TENSOR_MAP_DECLARATIONS, TMA_HELPERS)
+                      TENSOR_MAP_DECLARATIONS, TMA_HELPERS, arrive_in_every_block)
 from .kernel import ENTRY, VECTOR_TYPE, epilogue, k_range, kernel_source, zeroed_accumulators
 from .tiling import (FLOAT_BYTES, MBARRIER_BYTES, SWIZZLE_ATOM_BYTES, SWIZZLE_ROW_BYTES, TMA_BLOCK_K, TMA_PANEL,
                      GemmTiling)
@@ -96,7 +96,7 @@ def _producer(t: GemmTiling) -> str:
         freed_wait = f"""
                 if (kt > 0) barrier_wait(freed + {bar} * ((kt + 1) & 1), ((kt - 1) >> 1) & 1);  // every block read it at step kt - 1"""
         freed_arrival = f"""
-            if (ptid == 0 && kt + 2 < {steps}) {_arrive_in_every_block(t, f"freed + {bar} * (kt & 1)")}"""
+            if (ptid == 0 && kt + 2 < {steps}) {arrive_in_every_block(f"freed + {bar} * (kt & 1)", t.multicast)}"""
     return _producers(t, "the producers", f"""        const int ptid = tid - {t.consumer_threads};
         if (ptid == 0) {{  // A's first box
             barrier_arrive_expect_tx(landed, {t.tma_a_bytes});
@@ -178,12 +178,6 @@ def _a_copy(t: GemmTiling, dst: str, k: str, bar: str) -> str:
     rows = t.a_share_rows
     return (f"tma_load_2d_multicast({dst} + rank * {rows * SWIZZLE_ROW_BYTES}, &{A_TENSOR_MAP}, {k}, "
             f"block_row + rank * {rows}, {bar}, {(1 << t.multicast) - 1})")
-
-
-def _arrive_in_every_block(t: GemmTiling, bar: str) -> str:
-    """An arrival on the barrier at `bar` of every block of the cluster (multicast)."""
-    return (f"for (int r = 0; r < {t.multicast}; ++r) "
-            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, r);")
 
 
 def _stages_shared(t: GemmTiling) -> bool:
@@ -325,7 +319,7 @@ def _consumers(t: GemmTiling) -> str:
 
 def _release(t: GemmTiling, bar: str) -> str:
     """A consumer warp's release of a stage: to its block's producer, or every block's (multicast tma_rows)."""
-    return _arrive_in_every_block(t, bar) if _stages_shared(t) else f"barrier_arrive({bar});"
+    return arrive_in_every_block(bar, t.multicast) if _stages_shared(t) else f"barrier_arrive({bar});"
 
 
 def _consumers_leave(t: GemmTiling) -> str:

@@ -217,7 +217,7 @@ def tile_of_block(t: GemmTcTiling, index: str | None = None) -> str:
     (sharing A: columns of clusters, its blocks on neighbouring tile columns).
     `index` is the tile's (cluster's) number where a block walks several (wgmma persistent)."""
     block = index or ("blockIdx.x" if t.cluster == 1 else f"(blockIdx.x / {t.cluster})")
-    tile_m = "cluster_m" if t.cluster > 1 and not t.shares_a else "tile_m"
+    tile_m = "cluster_m" if t.b_sharers > 1 else "tile_m"
     tile_n = "cluster_n" if t.shares_a else "tile_n"
     if t.raster == 1:
         order = f"    const int {tile_m} = {block} / {t.cluster_cols}, {tile_n} = {block} % {t.cluster_cols};"

@@ -241,13 +241,12 @@ class GemmTcTiling:
         held, which reaches only C's rows past M, never stored (a row of C reads only its row of A)."""
         if self.cluster == 1 and self.m < self.block_m:
             return -(-self.m // 8) * 8
-        return self.block_m // self.cluster if self.shares_a else self.block_m
+        return self.block_m // self.a_sharers
 
     @property
     def tma_stage_bytes(self) -> int:
         """The bytes a TMA stage's copies bring (its full barrier expects them; sharing A, every block's share)."""
-        landing = self.a_box_rows * (self.cluster if self.shares_a else 1)
-        return self.wgmma_stage_bytes - (self.block_m - landing) * SWIZZLE_BYTES
+        return self.wgmma_stage_bytes - (self.block_m - self.a_box_rows * self.a_sharers) * SWIZZLE_BYTES
 
     @property
     def wgmma_pending(self) -> int:
@@ -392,13 +391,25 @@ class GemmTcTiling:
 
     @property
     def cluster_rows(self) -> int:
-        """Rows of clusters (of `cluster` tile rows each; sharing A, of one) over C: the rows `raster` groups."""
-        return self.tiles_m if self.shares_a else -(-self.tiles_m // self.cluster)
+        """Rows of clusters (of the tile rows that share B) over C: the rows `raster` groups."""
+        return -(-self.tiles_m // self.b_sharers)
 
     @property
     def cluster_cols(self) -> int:
-        """Columns of clusters (sharing A, of `cluster` tile columns each; else of one) over C."""
-        return -(-self.tiles_n // self.cluster) if self.shares_a else self.tiles_n
+        """Columns of clusters (of the tile columns that share A) over C."""
+        return -(-self.tiles_n // self.a_sharers)
+
+    @property
+    def a_sharers(self) -> int:
+        """Blocks that share A's tile, each copying its share of the rows into all of them: the cluster's
+        when it shares A (neighbouring tile columns), else 1."""
+        return self.cluster if self.shares_a else 1
+
+    @property
+    def b_sharers(self) -> int:
+        """Blocks that share B's tile, each copying its share into all of them: the cluster's unless it
+        shares A (neighbouring tile rows), else 1."""
+        return 1 if self.shares_a else self.cluster
 
     @property
     def shares_a(self) -> bool:
@@ -416,7 +427,7 @@ class GemmTcTiling:
         """wgmma tma: k rows of one of B's boxes: a panel's block_k, or (a cluster of more blocks than a
         stage has panels: a swap_ab tile of one panel) the rows of each block's share of the panel (sharing A,
         each block loads all of its own)."""
-        return self.block_k // (1 if self.shares_a else max(1, self.cluster // self.b_panels))
+        return self.block_k // max(1, self.b_sharers // self.b_panels)
 
     @property
     def k_tiles(self) -> int:
@@ -426,9 +437,7 @@ class GemmTcTiling:
     def tile_grid(self) -> tuple[int, int]:
         """The tile rows and columns the blocks take: whole clusters, so a cluster's last rows may lie
         past M (sharing A, its last columns past N)."""
-        if self.shares_a:
-            return self.tiles_m, self.cluster_cols * self.cluster
-        return self.cluster_rows * self.cluster, self.tiles_n
+        return self.cluster_rows * self.b_sharers, self.cluster_cols * self.a_sharers
 
     @property
     def tile_blocks(self) -> int:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import TensorMap
-from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP
+from ..hopper import A_TENSOR_MAP, B_TENSOR_MAP, arrive_in_every_block
 from .kernel import k_range, tile_of_block
 from .tiling import SWIZZLE_BYTES, WARPGROUP, GemmTcTiling
 
@@ -203,7 +203,7 @@ def load_b(t: GemmTcTiling, address: str, box: str) -> str:
     `address`: with clusters that share B, multicast into every block of the cluster; with l2_hint,
     under B's L2 policy."""
     hinted, policy = ("_hinted", ", b_policy") if t.hinted else ("", "")
-    if t.cluster > 1 and not t.shares_a:
+    if t.b_sharers > 1:
         return f"tma_load_2d_multicast{hinted}({address}, {box}, {(1 << t.cluster) - 1}{policy})"
     return f"tma_load_2d{hinted}({address}, {box}{policy})"
 
@@ -246,10 +246,10 @@ def gemm_copies(t: GemmTcTiling, k_step: str) -> str:
         b_box = (f"&{B_TENSOR_MAP}, col0 + (p / {parts}) * {columns}, "
                  f"{k_step} * {t.block_k} + (p % {parts}) * {t.b_box_rows}, bar")
     else:
-        share = t.b_panels if t.shares_a else t.b_panels // t.cluster
+        share = t.b_panels // t.b_sharers
         b_address = f"stage + {t.block_m * SWIZZLE_BYTES} + p * {panel_bytes}"
         b_box = f"&{B_TENSOR_MAP}, col0 + p * {columns}, {k_step} * {t.block_k}, bar"
-    first = f"rank * {share} + " if t.cluster > 1 and not t.shares_a else ""
+    first = f"rank * {share} + " if t.b_sharers > 1 else ""
     return f"""                    {load_a};
 #pragma unroll
                     for (int p = {first}0; p < {first}{share}; ++p) {load_b(t, b_address, b_box)};"""
@@ -302,8 +302,7 @@ def _release(t: GemmTcTiling, step: str) -> str:
     bar = f"empty + 8 * (({step}) % {t.stages})"
     if t.cluster == 1:
         return f"if ((tid & 31) == 0) barrier_arrive({bar});"
-    return (f"if ((tid & 31) == 0) for (int r = 0; r < {t.cluster}; ++r) "
-            f"if (r == rank) barrier_arrive({bar}); else barrier_arrive_remote({bar}, {cluster_rank(t, 'r')});")
+    return f"if ((tid & 31) == 0) {arrive_in_every_block(bar, t.cluster, cluster_rank(t, 'r'))}"
 
 
 def mainloop(t: GemmTcTiling, store: str, copies: StageCopies) -> str:
