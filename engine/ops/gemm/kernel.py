@@ -27,7 +27,7 @@ VECTOR_TYPE = {1: "float", 2: "float2", 4: "float4"}
 
 # cp.async (sm_80 and newer): `bytes` from global to shared, zero-filled when `pred` is
 # false. Older GPUs copy through registers, so the same source compiles everywhere.
-_ASYNC_HELPERS = r"""
+ASYNC_HELPERS = r"""
 template <int BYTES>
 __device__ __forceinline__ void copy_async(float* dst, const float* src, bool pred) {
 #if __CUDA_ARCH__ >= 800
@@ -278,7 +278,7 @@ def _compute(t: GemmTiling) -> str:
         }}"""
 
 
-def _main_loop(t: GemmTiling) -> str:
+def main_loop(t: GemmTiling) -> str:
     compute = _compute(t)
     if t.pipeline == "sync":
         return f"""
@@ -536,7 +536,7 @@ def epilogue(t: GemmTiling, flag: str | None = None, sync: str = "__syncthreads(
     if (tid == 0) counters[tile_id] = 0;  // ready for the next launch"""
 
 
-def _slice_of_thread(t: GemmTiling) -> str:
+def slice_of_thread(t: GemmTiling) -> str:
     if t.slice_k == 1:  # literal zeros: the compiler folds them out of every shared address
         return "    const int k_slice0 = 0;"
     return f"""    // This thread's K slice: the k-rows [k_slice0, k_slice0 + {t.slice_steps}) of every step.
@@ -570,7 +570,7 @@ def generate(t: GemmTiling) -> KernelSource:
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}
 // pipeline {t.pipeline} pad {t.pad} split_k {t.split_k} unroll {t.unroll} slice_k {t.slice_k} split_reduce {t.split_reduce}
-{_ASYNC_HELPERS}{_CLUSTER_HELPERS + _CLUSTER_DIMS.format(splits=t.split_k) if t.uses_cluster else ""}
+{ASYNC_HELPERS}{_CLUSTER_HELPERS + _CLUSTER_DIMS.format(splits=t.split_k) if t.uses_cluster else ""}
 extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.uses_cluster else ""}
 {ENTRY}({t.operand_parameters},
         float* __restrict__ workspace, int* __restrict__ counters)
@@ -578,20 +578,25 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x;
     const int warp = tid / 32{f" % {t.warps_m * t.warps_n}" if t.slice_k > 1 else ""}, lane = tid % 32;
-{_slice_of_thread(t)}
+{slice_of_thread(t)}
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
-    // This lane's first row (within the block) of A's tile and first column of B's.
-    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
-    const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};
+{lane_origins(t)}
 {k_range(t)}
     {registers}{_loop_invariants(t)}
 
 {zeroed_accumulators(t)}
-{_main_loop(t)}
+{main_loop(t)}
 {epilogue(t)}
 }}
 """
     return kernel_source(t, code)
+
+
+def lane_origins(t: GemmTiling) -> str:
+    """`a_row0` and `b_col0`, from the thread's `warp` and `lane` (every loader's but the TMA ones)."""
+    return f"""    // This lane's first row (within the block) of A's tile and first column of B's.
+    const int a_row0 = (warp / {t.warps_n}) * {t.warp_m} + (lane / {t.lanes_n}) * {t.thread_m};
+    const int b_col0 = (warp % {t.warps_n}) * {t.warp_n} + (lane % {t.lanes_n}) * {t.thread_n};"""
 
 
 def zeroed_accumulators(t: GemmTiling) -> str:
