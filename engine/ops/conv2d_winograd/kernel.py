@@ -150,18 +150,6 @@ def _main_loop(t: WinogradTiling) -> str:
     }}"""
 
 
-def _stores(t: WinogradTiling) -> str:
-    """The tile's outputs `out` (row-major) to `to`, those past the output's bottom or right edge left out."""
-    c = t.conv
-    lines = []
-    for a in range(t.tile):
-        row = [f"{'' if c.ow % t.tile == 0 or b == 0 else f'if (ox + {b} < {c.ow}) '}to[{a * c.ow + b}] = out[{a * t.tile + b}];"
-               for b in range(t.tile)]
-        below = "" if c.oh % t.tile == 0 or a == 0 else f"if (oy + {a} < {c.oh}) "
-        lines.append(f"{below}{{ {' '.join(row)} }}")
-    return "\n            ".join(lines)
-
-
 def _epilogue(t: WinogradTiling) -> str:
     """Accumulators into M[p][co][tile] in shared memory, then whole tiles out of it: Y = Aᵀ M A, to NCHW."""
     c = t.conv
@@ -191,7 +179,7 @@ def _epilogue(t: WinogradTiling) -> str:
             output_transform(m, out);
             const int image = tile / {tile_plane}, oy = tile % {tile_plane} / {t.tiles_w} * {t.tile}, ox = tile % {t.tiles_w} * {t.tile};
             float* to = Y + ((size_t)(image * {c.co} + co) * {c.oh} + oy) * {c.ow} + ox;
-            {_stores(t)}
+            {transforms.tile_stores(t.tile, c.oh, c.ow)}
         }}
     }}"""
 

@@ -74,3 +74,15 @@ def functions(tile: int) -> str:
     b_t, g, a_t = MATRICES[tile]
     return (function("input_transform", b_t, b_t) + function("filter_transform", g, g)
             + function("output_transform", a_t, a_t))
+
+
+def tile_stores(tile: int, oh: int, ow: int) -> str:
+    """A tile's outputs `out` (row-major) to `to` (its first output in an oh x ow plane, rows `ow` apart), those
+    past the plane's bottom (`oy + a`) or right edge (`ox + b`) left out."""
+    lines = []
+    for a in range(tile):
+        row = [f"{'' if ow % tile == 0 or b == 0 else f'if (ox + {b} < {ow}) '}to[{a * ow + b}] = out[{a * tile + b}];"
+               for b in range(tile)]
+        below = "" if oh % tile == 0 or a == 0 else f"if (oy + {a} < {oh}) "
+        lines.append(f"{below}{{ {' '.join(row)} }}")
+    return "\n            ".join(lines)
