@@ -156,18 +156,22 @@ for _batch in CONV_BATCHES:
         PRESETS[_name] = Preset(_name, f"Batched conv implicit GEMM, batch {_batch}", "conv2d_nchw_implicit_gemm",
                                 conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
                                 f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
-# Winograd presets (engine.ops.conv2d_winograd, F(2x2) or F(4x4), the same args): the 3x3 stride-1 layers above.
-for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
-    if (_k, _s) == (3, 1):
-        PRESETS[f"WG-{_name}"] = Preset(f"WG-{_name}", "ResNet-18 Winograd", "conv2d_nchw_winograd_fused",
-                                        conv2d_args(_hw, _ci, _co, _k, _s, _p), f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}")
-for _batch in CONV_BATCHES:
-    for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_BATCHED:
+# Winograd presets, the 3x3 stride-1 layers above with the same args: WG- the fused kernel's
+# (engine.ops.conv2d_winograd), WN- the unfused persistent one's (engine.ops.conv2d_winograd_nonfused).
+for _prefix, _kind, _task in (("WG", "Winograd", "conv2d_nchw_winograd_fused"),
+                              ("WN", "Winograd unfused", "conv2d_nchw_winograd_nonfused")):
+    for _name, _hw, _ci, _co, _k, _s, _p in _RESNET18:
         if (_k, _s) == (3, 1):
-            _name = f"WG-{_tag}-b{_batch}"
-            PRESETS[_name] = Preset(_name, f"Batched conv Winograd, batch {_batch}", "conv2d_nchw_winograd_fused",
-                                    conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
-                                    f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
+            PRESETS[f"{_prefix}-{_name}"] = Preset(f"{_prefix}-{_name}", f"ResNet-18 {_kind}", _task,
+                                                   conv2d_args(_hw, _ci, _co, _k, _s, _p),
+                                                   f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p}")
+    for _batch in CONV_BATCHES:
+        for _tag, _hw, _ci, _co, _k, _s, _p in _CONV_BATCHED:
+            if (_k, _s) == (3, 1):
+                _name = f"{_prefix}-{_tag}-b{_batch}"
+                PRESETS[_name] = Preset(_name, f"Batched conv {_kind}, batch {_batch}", _task,
+                                        conv2d_args(_hw, _ci, _co, _k, _s, _p, _batch),
+                                        f"{_hw}² {_ci}→{_co} K{_k} s{_s} p{_p} batch {_batch}")
 for _name, _hw, _c, _s in _MOBILENET_DW:
     PRESETS[_name] = Preset(
         _name, "MobileNet depthwise", "depthwise_conv2d_nchw.cuda", depthwise_args(_hw, _c, _s),

@@ -436,6 +436,19 @@ inline void flag_wait(const unsigned* flag) {
     }
     self->spinning = false;
 }
+// A grid barrier's monotonic counter in global memory (engine.ops.conv2d_winograd_nonfused): a block's
+// arrival (atom.add.release.gpu) and its wait until the counter reaches a target (ld.acquire.gpu, spinning).
+inline unsigned long long grid_arrive(unsigned long long* counter) {
+    ++sync_events;
+    return __atomic_fetch_add(counter, 1ull, __ATOMIC_RELEASE);
+}
+inline void grid_wait(const unsigned long long* counter, unsigned long long target) {
+    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
+        self->spinning = true;
+        yield_thread();
+    }
+    self->spinning = false;
+}
 inline unsigned load_shared_word(unsigned address) { unsigned w; memcpy(&w, dynamic_smem + address, 4); return w; }
 inline unsigned round_tf32(unsigned bits) { float f; memcpy(&f, &bits, 4); return to_tf32(f); }
 inline float operand_tf32(unsigned address) { float f; memcpy(&f, dynamic_smem + swizzled(address), 4); return f; }

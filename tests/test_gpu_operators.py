@@ -1,4 +1,4 @@
-"""On a GPU: random configs of gemm, the implicit-GEMM and Winograd convs, depthwise, broadcast and custom kernels against their
+"""On a GPU: random configs of gemm, the implicit-GEMM and Winograd (fused and unfused) convs, depthwise, broadcast and custom kernels against their
 references through the GPU measurer, and the operators' vendor baselines.
 
 Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
@@ -14,6 +14,7 @@ from engine.workloads import PRESETS, broadcast_args, conv2d_args, gemm_args
 from gpu_only import GPU_ONLY
 from test_conv2d_igemm import config as conv_config
 from test_conv2d_winograd import config as winograd_config
+from test_conv2d_winograd_nonfused import config as unfused_winograd_config
 
 pytestmark = GPU_ONLY
 
@@ -161,7 +162,7 @@ def test_implicit_gemm_conv_whole_channel_steps_compute_the_convolution(measurer
     assert_all_correct(measurer, task, [config])
 
 
-@pytest.mark.parametrize("preset", ["IG-C9", "WG-C9"], ids=["implicit_gemm", "winograd"])  # -k selects each
+@pytest.mark.parametrize("preset", ["IG-C9", "WG-C9", "WN-C9"], ids=["implicit_gemm", "winograd", "unfused_winograd"])  # -k selects each
 def test_the_conv_templates_cudnn_baseline_passes_the_reference_check(measurer, preset):
     from engine.gpu.baselines import VENDOR_BASELINES
 
@@ -190,6 +191,31 @@ def test_random_winograd_conv_configs_compute_the_convolution(measurer, layer):
 def test_winograd_conv_f4x4_configs_compute_the_convolution(measurer, layer, knobs):
     task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
     config = winograd_config(task, **{"tile": 4, "warp_positions": 4, "block_co": 16, "warp_co": 16, **knobs})
+    assert task.why_invalid(config) is None, task.why_invalid(config)
+    assert_all_correct(measurer, task, [config])
+
+
+# The unfused Winograd conv, one persistent kernel with grid barriers between its phases: random configs on
+# ResNet-18's stride-1 3x3 layers and on the batched ones it is built for (each measured, so launched many times:
+# the barrier's counter runs on from launch to launch), and chosen configs of each pipeline and blocks_per_sm.
+@pytest.mark.parametrize("layer", ["WN-C2", "WN-C12", "WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32"])
+def test_random_unfused_winograd_conv_configs_compute_the_convolution(measurer, layer):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    assert_all_correct(measurer, task, [task.default_config(), *task.config_space.sample(np.random.default_rng(4), 12)])
+
+
+@pytest.mark.parametrize("layer, knobs", [
+    ("WN-28-128-128-k3-b32", {"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8,
+                              "thread_tiles": 8, "block_k": 8, "blocks_per_sm": 1}),
+    ("WN-28-128-128-k3-b32", {"block_co": 128, "block_tiles": 64, "warp_co": 64, "warp_tiles": 32, "block_k": 16,
+                              "pipeline": "cp_async_3", "vector_u": 1}),
+    ("WN-14-256-256-k3-b32", {"block_k": 16, "pipeline": "cp_async_4", "vector_u": 1, "blocks_per_sm": 1}),
+    ("WN-14-256-256-k3-b32", {"tile": 2, "pipeline": "sync", "block_tiles": 128, "warp_tiles": 64}),
+    ("WN-7-512-512-k3-b16", {"block_co": 128, "warp_co": 64, "block_k": 32}),
+])
+def test_unfused_winograd_conv_configs_compute_the_convolution(measurer, layer, knobs):
+    task = engine.create_task(PRESETS[layer].task_name, PRESETS[layer].args)
+    config = unfused_winograd_config(task, **knobs)
     assert task.why_invalid(config) is None, task.why_invalid(config)
     assert_all_correct(measurer, task, [config])
 

@@ -142,7 +142,8 @@ def test_the_cycle_finder_finds_a_lazy_cycle():
 def test_each_operators_kernel_reads_its_tiling_and_the_tiling_no_cuda():
     graph = engine_graph()
     ops = sorted({name.split(".")[2] for name in graph if name.startswith("engine.ops.") and name.count(".") == 3})
-    assert ops == ["broadcast", "conv2d", "conv2d_igemm", "conv2d_tc", "conv2d_winograd", "custom", "depthwise", "gemm",
+    assert ops == ["broadcast", "conv2d", "conv2d_igemm", "conv2d_tc", "conv2d_winograd", "conv2d_winograd_nonfused",
+                   "custom", "depthwise", "gemm",
                    "gemm_tc"]
     for op in ops:
         package = f"engine.ops.{op}"

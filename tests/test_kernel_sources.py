@@ -13,7 +13,7 @@ ARGS = {name: PRESETS[name].args for name in ("C12", "C1", "C8", "D2", "G1", "G2
                                                 "B-mul_rsqrt-a", "TC-4096-bf16", "TC-d16x4096-f16",
                                                 "TC-d64x14336-tf32", "TC-4096-bf16c", "TC-d16x4096-f16c", "TCC-56-64-64-k3-f16",
                                                 "TCC-7-512-512-k3-bf16", "IG-C12", "IG-56-64-256-k1-b16", "WG-C12",
-                                                "WG-28-128-128-k3-b32")}
+                                                "WG-28-128-128-k3-b32", "WN-C12", "WN-28-128-128-k3-b32")}
 ARGS["seed"] = [1, 7, 7, 512, 512, 3, 3, [1, 1], [1, 1]]
 ARGS["multiplier-2"] = [["TENSOR", [1, 8, 15, 15], "float32"], ["TENSOR", [8, 2, 3, 3], "float32"], [1, 1],
                         [1, 1, 1, 1], [1, 1], "float32"]
@@ -30,7 +30,7 @@ ARGS["transpose-70x45"] = [transpose_spec(70, 45)]
 # loaders': the G1, G2 and G3 bests the H200 confirmed at 1f7c89b. The implicit-GEMM conv's rows come first, the
 # last three of them K steps of whole channels (step_channels), drawn with default_rng(12) among 40; then the
 # Winograd conv's, the last two F(4x4) configs of docs/benchmarks/conv2d-winograd-loop-mix.md, which random
-# draws rarely reach.)
+# draws rarely reach; then the unfused Winograd conv's.)
 SOURCES = [
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 73457187, 'ae5b8753f2c6d33343042ad9e02c8a36e3d68d6a01c37c7e615a76d3d6373e13'),
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 31840267, '7b6ee61eb84e54a82aa35f47091f666f8756b3a3b70b7b3db2432a4e45c58fee'),
@@ -61,6 +61,18 @@ SOURCES = [
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 28664, '9fa1732a904da81542414208d390e873f2f5f74c9a42b5484a8c3818128739ba'),
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 9849, '8362aa50b1c6883ba82dae8bfa42f09f5e101ebb5ce3d18481a8174daf2a7513'),
     ('conv2d_nchw_winograd_fused', 'WG-28-128-128-k3-b32', 11577, 'bf63cfe05c423ab7eb58be6f96711556e0f0fc6ec16e3ffcbf0585ddcaf8f2d0'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 37783701, '2033c463da44cb02eacd405f901e5152b24edb39b079aa1f20f5849914d6a627'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 16916493, '1b2c26c04d737497c84371dd924baa918657c40425b8278ab20125cb374a9b18'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 5337631, 'c7e8f474133e4be7839b604a4f60ebc2bced435b9bc64bf98d095255c610e35b'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 3798212, '577674867c3ddd91c95240570f06407450a8a7f3c350315bcb22a6cbdb7760da'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 3815989, 'a912b5f19d14f901cd164b4ee6949d5ce4ebfa4f24c3fa9338f12dc18063d598'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-C12', 33808311, '0e68f19da2dafc65fc6a9bbbdec572a08b7efbb124dff263c6928fa9204badbf'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 37783701, 'e891a26f74475631d2256f187592d8d1ca2cabb6966b4760deb6692acbee0dff'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 16916493, '7fdfc602db2490136bd9009b287d353015884fdc6ffe0f4197c10ec86e4edf30'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 5337631, '0844297b2cdd9a19262bafa34442823a89d74a130cc204d3df6ebc10bc9258a6'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 3798212, '010879014570c73cf00a6bf4674458abebaeb2a315c8acb673bfebbff14f2ac0'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 3815989, '36e76b3ca66586d43b5aa82293088209bf521907a6647831d0fb36505f9e10f4'),
+    ('conv2d_nchw_winograd_nonfused', 'WN-28-128-128-k3-b32', 33808311, '1aa0dcdf113bf029e5fe5a2f8bd2140d3b983162e77e1000bf36da4c6a07b93e'),
     ('conv2d_nchw.cuda', 'C12', 681668, '7a5a254823faac92639d035c705a8c697def586d66d3152990a46f0f0adbbdfd'),
     ('conv2d_nchw.cuda', 'C12', 762795, 'ec669a888bdcf99d06bc57d7c5a08678e34b037918f2f6a2558859d34cdf52dd'),
     ('conv2d_nchw.cuda', 'C12', 507801, '2308db403e0d698395b8b790a48c6db731c4e7da39e37dfc3fbd28523745fb18'),

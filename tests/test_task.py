@@ -46,7 +46,8 @@ def test_an_unknown_template_lists_the_known_ones():
         engine.create_task("conv3d.cuda", [])
     assert str(caught.value) == (
         "unknown template 'conv3d.cuda'; known templates: "
-        "broadcast_nchw, conv2d_nchw.cuda, conv2d_nchw_implicit_gemm, conv2d_nchw_winograd_fused, conv2d_nhwc_tensorcore, "
+        "broadcast_nchw, conv2d_nchw.cuda, conv2d_nchw_implicit_gemm, conv2d_nchw_winograd_fused, conv2d_nchw_winograd_nonfused, "
+        "conv2d_nhwc_tensorcore, "
         "conv2d_no_batching, custom, "
         "depthwise_conv2d_nchw.cuda, gemm, "
         "gemm_tensorcore, kernel_tuner"

@@ -33,6 +33,7 @@ SMALL_WORKLOADS = {
     "conv2d_nchw.cuda": conv2d_args(9, 8, 8, 3, 1, 1),
     "conv2d_nchw_implicit_gemm": conv2d_args(9, 8, 12, 3, 2, 1, batch=2),  # 2 x 25 pixels, 12 channels, K 72: tails
     "conv2d_nchw_winograd_fused": conv2d_args(9, 12, 20, 3, 1, 1, batch=2),  # 2 x 25 tiles, 20 channels: tails
+    "conv2d_nchw_winograd_nonfused": conv2d_args(9, 12, 20, 3, 1, 1, batch=2),  # its persistent grid: 2 blocks
     "conv2d_no_batching": [1, 9, 9, 8, 8, 3, 3, [1, 1], [1, 1]],
     "depthwise_conv2d_nchw.cuda": depthwise_args(10, 8, 2),
     "gemm": gemm_args(37, 20, 24),

@@ -26,7 +26,7 @@ def config_of(task, **splits):
 def test_the_registry_has_every_template():
     assert set(TEMPLATES) == {
         "conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm", "conv2d_nchw_winograd_fused", "depthwise_conv2d_nchw.cuda",
-        "conv2d_no_batching",
+        "conv2d_nchw_winograd_nonfused", "conv2d_no_batching",
         "conv2d_nhwc_tensorcore", "gemm",
         "gemm_tensorcore", "broadcast_nchw", "custom",
     }

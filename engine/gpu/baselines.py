@@ -286,6 +286,7 @@ VENDOR_BASELINES: dict[str, VendorBaseline] = {
     "conv2d_nchw.cuda": cudnn_conv2d,
     "conv2d_nchw_implicit_gemm": cudnn_conv2d,
     "conv2d_nchw_winograd_fused": cudnn_conv2d,
+    "conv2d_nchw_winograd_nonfused": cudnn_conv2d,
     "conv2d_no_batching": cudnn_conv2d,
     "depthwise_conv2d_nchw.cuda": cudnn_depthwise,
     "gemm": cublas_gemm,

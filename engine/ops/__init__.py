@@ -8,6 +8,7 @@ from .conv2d.template import Conv2dNCHW, Conv2dNoBatching
 from .conv2d_igemm.template import Conv2dNCHWImplicitGemm
 from .conv2d_tc.template import Conv2dNHWCTensorCore
 from .conv2d_winograd.template import Conv2dNCHWWinograd
+from .conv2d_winograd_nonfused.template import Conv2dNCHWWinogradNonfused
 from .custom.template import CustomKernel
 from .depthwise.template import DepthwiseConv2dNCHW
 from .gemm.template import Gemm
@@ -15,7 +16,8 @@ from .gemm_tc.template import GemmTensorCore
 from ..kernel_tuner.template import KernelTunerKernel
 
 TEMPLATES: dict[str, type[Template]] = {
-    cls.name: cls for cls in (Conv2dNCHW, Conv2dNCHWImplicitGemm, Conv2dNCHWWinograd, DepthwiseConv2dNCHW, Conv2dNoBatching,
+    cls.name: cls for cls in (Conv2dNCHW, Conv2dNCHWImplicitGemm, Conv2dNCHWWinograd, Conv2dNCHWWinogradNonfused,
+                              DepthwiseConv2dNCHW, Conv2dNoBatching,
                               Conv2dNHWCTensorCore, Gemm, GemmTensorCore, BroadcastNCHW, CustomKernel)
 }
 # Tasks whose records come from elsewhere and which tunerweb replays and ranks but cannot compile

@@ -44,10 +44,11 @@ FILTER_TAPS = 9
 REGISTER_TILE_SIDES = (1, 2, 4, 8)
 
 
-def winograd_conv_params(args: list) -> ConvParams:
-    conv = nchw_conv_params(TEMPLATE_NAME, args)
+def winograd_conv_params(args: list, template_name: str = TEMPLATE_NAME) -> ConvParams:
+    """`conv2d_nchw.cuda`'s args, of a 3x3 stride-1 layer (BadArgs in `template_name`'s words otherwise)."""
+    conv = nchw_conv_params(template_name, args)
     if (conv.kh, conv.kw) != (3, 3) or conv.stride != (1, 1):
-        raise BadArgs(f"{TEMPLATE_NAME} computes 3x3 convolutions of stride 1 (F(m x m, 3x3)), not "
+        raise BadArgs(f"{template_name} computes 3x3 convolutions of stride 1 (F(m x m, 3x3)), not "
                       f"{conv.kh}x{conv.kw} of stride {list(conv.stride)}: the direct and implicit-GEMM templates "
                       "take the others")
     return conv

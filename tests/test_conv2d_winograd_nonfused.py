@@ -1,0 +1,172 @@
+"""The unfused Winograd conv, one persistent kernel of transforms, products and output transform between two
+grid barriers: the direct conv's 3x3 stride-1 workloads, the persistent grid and its rules, its kernels run
+here (tests/cuda_on_cpu, every block of the grid at once) against the float64 reference over repeated
+launches, a barrier that does not wait caught by a lagging block, and compiles for both architectures."""
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import cuda_on_cpu
+import engine
+from engine.gpu.builder import Builder
+from engine.gpu.runner import poison, relative_l2_error
+from engine.ops import BadArgs, DeviceLimits
+from engine.ops.conv2d_winograd_nonfused.tiling import PERSISTENT_SMS, nonfused_tiling
+from engine.workloads import PRESETS, conv2d_args
+
+NAME = "conv2d_nchw_winograd_nonfused"
+BASE = {"tile": 4, "block_co": 64, "block_tiles": 64, "block_k": 8, "warp_co": 32, "warp_tiles": 32, "thread_co": 4,
+        "thread_tiles": 8, "warp_lanes_n": 4, "vector_u": 4, "vector_v": 4, "pipeline": "prefetch", "smem_pad": 4,
+        "unroll_k": 32, "blocks_per_sm": 2}
+# A block of 32 channels by 32 tiles: one warp of 4x8 registers, so the emulated layers get several blocks.
+SMALL = {"block_co": 32, "block_tiles": 32, "warp_co": 32, "warp_tiles": 32}
+needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
+
+
+def batched(args: list, batch: int) -> list:
+    return [[args[0][0], [batch, *args[0][1][1:]], args[0][2]], *args[1:]]
+
+
+def config(task, **knobs):
+    values = {**BASE, **knobs}
+    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+
+
+def test_it_takes_the_direct_convs_args_for_3x3_stride_1_and_says_why_not_otherwise():
+    task = engine.create_task(NAME, PRESETS["C12"].args)
+    assert task.flops == engine.create_task("conv2d_nchw.cuda", PRESETS["C12"].args).flops
+    assert task.template.baseline_provider == "cudnn"
+    for preset in ("C4", "C3"):  # 3x3 stride 2; 1x1
+        with pytest.raises(BadArgs, match=f"{NAME} computes 3x3 convolutions of stride 1"):
+            engine.create_task(NAME, PRESETS[preset].args)
+
+
+@pytest.mark.parametrize("preset", ["WN-C2", "WN-C12", "WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32",
+                                    "WN-7-512-512-k3-b16"])
+def test_every_preset_has_a_valid_default_and_valid_samples(preset):
+    task = engine.create_task(NAME, PRESETS[preset].args)
+    assert task.why_invalid(task.default_config()) is None
+    assert len(task.config_space.sample(np.random.default_rng(1), 20)) == 20
+
+
+def test_the_grid_fills_every_sm_with_blocks_per_sm_blocks():
+    task = engine.create_task(NAME, PRESETS["WN-28-128-128-k3-b32"].args)
+    for blocks_per_sm in (1, 2):
+        tiling = nonfused_tiling(task.params, config(task, blocks_per_sm=blocks_per_sm))
+        assert tiling.grid == (blocks_per_sm * PERSISTENT_SMS, 1, 1)
+    # 32 images of 7 x 7 tiles of 4x4: 36 positions' GEMMs of 128 channels by 1568 tiles, in 64x64 units
+    assert (tiling.tiles, tiling.units) == (1568, 36 * 2 * 25)
+    source = task.template.kernel(task.params, task.default_config())
+    assert source.co_resident and source.arg_order == ("data", "kernel", "output")
+    assert "__launch_bounds__(128, 2)" in source.code
+
+
+def test_a_tiny_layer_gets_a_block_for_each_2_to_the_16_multiply_adds():
+    task = engine.create_task(NAME, conv2d_args(9, 12, 20, 3, 1, 1, batch=2))  # 2 x 9 tiles of 4x4
+    assert nonfused_tiling(task.params, task.default_config()).grid == (36 * 20 * 12 * 18 // 2**16, 1, 1)
+
+
+@pytest.mark.parametrize("knobs, limits, message", [
+    # 8x8 registers in 128x128x32 tiles, prefetched: 256 threads, and two blocks leave each 128 registers
+    ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
+      "block_k": 32}, DeviceLimits(), "about 136 registers, more than the 128 that 2 block(s) of 256 threads an SM leave it"),
+    # a 4-stage ring of 128x128x32 tiles: 132 KB a block, one fits an SM and two do not
+    ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
+      "block_k": 32, "pipeline": "cp_async_4", "vector_u": 1}, DeviceLimits(),
+     "2 blocks of 135168 bytes of shared memory (and 1024 the driver keeps for each) exceed an SM's 233472"),
+    ({"blocks_per_sm": 1}, DeviceLimits(multiprocessors=114),
+     "the persistent grid's 132 blocks wait on one another, so all must be resident at once"),
+])
+def test_configs_that_cannot_be_resident_together_are_refused(knobs, limits, message):
+    task = engine.create_task(NAME, PRESETS["WN-28-128-128-k3-b32"].args, limits)
+    assert message in task.why_invalid(config(task, **knobs))
+
+
+def test_the_products_gemm_rules_say_so_and_a_workspace_past_32_bit_indexes_is_refused():
+    task = engine.create_task(NAME, conv2d_args(28, 126, 128, 3, 1, 1, 32))
+    assert task.why_invalid(config(task)).startswith("the products' GEMM (M = CO 128, N = 1568 tiles, K = CI 126): "
+                                                     "vector_a 4 does not divide K = 126")
+    huge = engine.create_task(NAME, conv2d_args(56, 512, 64, 3, 1, 1, 512))
+    assert huge.why_invalid(config(huge)) is None  # F(4x4)'s V: 36 x 512 x 100352 floats, under 2^31
+    assert "the workspace's V would have 3288334336 floats" in huge.why_invalid(config(huge, tile=2))
+
+
+# Emulated layers of 2 to 7 blocks, each more products' units than blocks.
+CASES = [
+    # F(2x2), pad 1, odd outputs (9x9: the last tiles half outside), channel tails on both sides of the products
+    (batched(conv2d_args(9, 20, 24, 3, 1, 1), 2), {"tile": 2, **SMALL}),
+    # F(4x4): the last tiles a quarter inside; K steps of 16 with a tail, cp.async ring of 3, A a float at a time
+    (batched(conv2d_args(9, 20, 24, 3, 1, 1), 3), {**SMALL, "block_k": 16, "pipeline": "cp_async_3", "vector_u": 1,
+                                                   "blocks_per_sm": 1}),
+    # no padding (12x12 out of 14x14), images whose tiles meet inside a block; loads then compute, 2-wide vectors
+    (batched(conv2d_args(14, 12, 20, 3, 1, 0), 3), {**SMALL, "pipeline": "sync", "vector_u": 2, "vector_v": 2,
+                                                    "smem_pad": 0, "unroll_k": 4}),
+    # pad 2 (a 9x9 output of 7x7), two warps of 16x16 tiles a block, a 4-stage ring, 2x2 registers
+    (batched(conv2d_args(7, 16, 32, 3, 1, 2), 2), {"tile": 2, "block_co": 32, "block_tiles": 32, "warp_co": 16,
+                                                   "warp_tiles": 32, "thread_co": 2, "thread_tiles": 2,
+                                                   "warp_lanes_n": 8, "pipeline": "cp_async_4", "vector_u": 1}),
+    # the default 64x64 tile of 4 warps over 40 channels and 50 tiles (52 padded)
+    (batched(conv2d_args(10, 16, 40, 3, 1, 1), 2), {"tile": 2}),
+]
+
+
+def case_id(case) -> str:
+    args, knobs = case
+    return f"{args[0][1][0]}x{args[0][1][2]}-ci{args[0][1][1]}-co{args[1][1][0]}-p{args[3][0]}-m{knobs.get('tile', 4)}"
+
+
+@needs_gxx
+@pytest.mark.parametrize("args, knobs", CASES, ids=[case_id(c) for c in CASES])
+def test_configs_compute_the_convolution_over_repeated_launches(args, knobs):
+    task = engine.create_task(NAME, args)
+    cfg = config(task, **knobs)
+    assert task.why_invalid(cfg) is None, task.why_invalid(cfg)
+    tiling = nonfused_tiling(task.params, cfg)
+    assert 2 <= tiling.blocks <= 8 and tiling.units > tiling.blocks
+    # F(4x4)'s transforms round more than F(2x2)'s (engine.ops.conv2d_winograd.tiling)
+    assert cuda_on_cpu.error_against_reference(task, cfg, launches=3) < (1e-6 if tiling.tile == 2 else 2e-5)
+
+
+def lagging_error(task, source) -> float:
+    """The output's error after one launch in which the grid's last block lags behind the others."""
+    inputs = task.template.make_inputs(task.params, np.random.default_rng(0))
+    poison(inputs[source.output_index])
+    cuda_on_cpu.run(source, inputs, lag=2)
+    return relative_l2_error(inputs[source.output_index], task.template.reference(task.params, inputs))
+
+
+@needs_gxx
+def test_a_lagging_block_shows_a_grid_barrier_that_does_not_wait():
+    args, knobs = CASES[0]
+    task = engine.create_task(NAME, args)
+    source = task.template.kernel(task.params, config(task, **knobs))
+    assert lagging_error(task, source) < 1e-6
+    code, waits = re.subn(r"grid_wait\(&grid_arrivals, [^;]*\);", "", source.code)
+    assert waits == 1
+    assert lagging_error(task, dataclasses.replace(source, code=code)) > 1e-2
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_configs_compile_for_both_architectures(tmp_path, arch):
+    configs = []
+    for preset in ("WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32"):
+        task = engine.create_task(NAME, PRESETS[preset].args)
+        configs += [(task, task.default_config()), (task, config(task, pipeline="cp_async_3", vector_u=1, block_k=16)),
+                    (task, config(task, tile=2, block_co=128, block_tiles=128, warp_co=64, warp_tiles=64,
+                                  blocks_per_sm=1)),
+                    *((task, c) for c in task.config_space.sample(np.random.default_rng(2), 3))]
+    assert [task.why_invalid(c) for task, c in configs] == [None] * len(configs)
+    with Builder(arch, workers=2, cache_dir=tmp_path, timeout=120) as builder:
+        results = builder.build([task.template.kernel(task.params, c) for task, c in configs])
+    assert [r.message[:300] for r in results if not r.ok] == []
+
+
+@pytest.mark.parametrize("preset", ["WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32"])
+def test_the_default_config_compiles_without_spills(preset):
+    from engine.gpu.nvrtc import compile_to_cubin
+
+    task = engine.create_task(NAME, PRESETS[preset].args)
+    _, log = compile_to_cubin(task.template.kernel(task.params, task.default_config()).code, "sm_90", ("-Xptxas=-v",))
+    assert " 0 bytes spill stores, 0 bytes spill loads" in log, log
