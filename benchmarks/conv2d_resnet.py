@@ -7,7 +7,8 @@ all timed by the runner's rule (CUDA graph of `number` launches, `repeat` times)
 Writes a JSON summary and a Markdown table; stops starting new layers once
 `--budget-s` seconds have passed (run it again with the same --log-dir to go on).
 `--layers` names presets of any conv template: C1-C12 are the direct schedule's (conv2d_nchw.cuda),
-IG-C1 ... and the batched IG-... the implicit GEMM's, WG-... the Winograd conv's (engine.workloads). `--vary KNOB` first measures
+IG-C1 ... and the batched IG-... the implicit GEMM's, WG-... the fused Winograd conv's, WN-... the unfused one's
+(engine.workloads). `--vary KNOB` first measures
 the log's fastest configs at that knob's other options (benchmarks/variants.py), so a tuning run that
 resumes logs from before a knob existed learns what it does.
 

@@ -32,8 +32,8 @@ def load(path: Path) -> dict:
     return run
 
 
-# A layer's presets by schedule: C2 (the direct one), IG-C2 and WG-C2 are one layer.
-SCHEDULES = {"IG-": "implicit GEMM", "WG-": "Winograd"}
+# A layer's presets by schedule: C2 (the direct one), IG-C2, WG-C2 and WN-C2 are one layer.
+SCHEDULES = {"IG-": "implicit GEMM", "WG-": "Winograd", "WN-": "Winograd unfused"}
 
 
 def layer_of(workload: str) -> str:

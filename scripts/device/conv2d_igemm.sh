@@ -63,11 +63,11 @@ if has confirm; then
 fi
 if has ncu; then
     step ncu
-    : "${NCU_LAYERS:?set NCU_LAYERS to the conv presets to profile (IG-..., WG-...)}"
+    : "${NCU_LAYERS:?set NCU_LAYERS to the conv presets to profile (IG-..., WG-..., WN-...)}"
     timeout -k 5 ${NCU_S:-120} ncu --profile-from-start off --clock-control none --set full --import-source no \
         --export "$OUT/igemm" --force-overwrite python3 scripts/device/igemm_ncu.py "$OUT"/logs/*.log $COMPARE \
         --layers "$NCU_LAYERS" > "$OUT/igemm-run.txt" 2>&1 < /dev/null
-    echo "ncu exit status $?"; grep -E '^(IG|WG)|^  ours' "$OUT/igemm-run.txt"
+    echo "ncu exit status $?"; grep -E '^(IG|WG|WN)|^  ours' "$OUT/igemm-run.txt"
     ncu --import "$OUT/igemm.ncu-rep" --page details > "$OUT/igemm-details.txt" 2>&1
     ncu --import "$OUT/igemm.ncu-rep" --page raw --csv 2> /dev/null | gzip > "$OUT/igemm-raw.csv.gz"
     python3 scripts/device/ncu_summary.py "$OUT/igemm-raw.csv.gz" > "$OUT/igemm-summary.txt" 2>&1

@@ -1,4 +1,4 @@
-"""The fp32 convs' logged bests (implicit GEMM or Winograd) and cuDNN on the same layers, one process: a target for
+"""The fp32 convs' logged bests (implicit GEMM or Winograd, fused or unfused) and cuDNN on the same layers, one process: a target for
 Nsight Compute. Compiles, cuDNN's exhaustive search and a warm-up happen first; one launch of ours and
 one cuDNN call (however many kernels its algorithm launches) sit between cudaProfilerStart and Stop.
 
@@ -33,7 +33,7 @@ from verify_bests import bests_of  # noqa: E402  (the confirmations' pick of eac
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+")
-    parser.add_argument("--layers", required=True, help="comma-separated conv presets (IG-..., WG-...)")
+    parser.add_argument("--layers", required=True, help="comma-separated conv presets (IG-..., WG-..., WN-...)")
     options = parser.parse_args()
     import cupy as cp
     import torch.nn.functional as F
