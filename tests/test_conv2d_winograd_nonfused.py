@@ -63,6 +63,13 @@ def test_the_grid_fills_every_sm_with_blocks_per_sm_blocks():
     assert "__launch_bounds__(128, 2)" in source.code
 
 
+def test_every_presets_grid_fills_every_sm_at_either_tile():
+    for name in (name for name in PRESETS if name.startswith("WN-")):
+        task = engine.create_task(NAME, PRESETS[name].args)
+        for tile in (2, 4):
+            assert nonfused_tiling(task.params, config(task, tile=tile)).blocks == 2 * PERSISTENT_SMS, (name, tile)
+
+
 def test_a_tiny_layer_gets_a_block_for_each_2_to_the_16_multiply_adds():
     task = engine.create_task(NAME, conv2d_args(9, 12, 20, 3, 1, 1, batch=2))  # 2 x 9 tiles of 4x4
     assert nonfused_tiling(task.params, task.default_config()).grid == (36 * 20 * 12 * 18 // 2**16, 1, 1)

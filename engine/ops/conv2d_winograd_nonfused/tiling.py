@@ -63,7 +63,8 @@ TEMPLATE_NAME = "conv2d_nchw_winograd_nonfused"
 PERSISTENT_SMS = 132
 BLOCKS_PER_SM = (1, 2)
 # A block's share of the products is at least this many multiply-adds (0.4 µs of one SM's work at the SIMT
-# GEMM's 45 TFLOP/s), or the layer gets fewer blocks: a block with less spends its time at the barriers. Every preset's grid is full (the smallest, 7² 512→512 at batch 1, has 576 blocks' worth).
+# GEMM's 45 TFLOP/s), or the layer gets fewer blocks: a block with less spends its time at the barriers.
+# Every preset's grid is full (the smallest, 56² 64→64 and 28² 128→128 at batch 1, have 441 blocks' worth).
 MIN_BLOCK_PRODUCTS = 2**16
 # One SM's threads, and the shared memory the driver keeps for each resident block beside its own
 # (an SM's 228 KB is a block's opt-in 227 KB plus that 1 KB).
