@@ -91,13 +91,23 @@ def test_configs_that_cannot_be_resident_together_are_refused(knobs, limits, mes
     assert message in task.why_invalid(config(task, **knobs))
 
 
-def test_the_products_gemm_rules_say_so_and_a_workspace_past_32_bit_indexes_is_refused():
+def test_the_products_gemm_rules_say_so():
     task = engine.create_task(NAME, conv2d_args(28, 126, 128, 3, 1, 1, 32))
     assert task.why_invalid(config(task)).startswith("the products' GEMM (M = CO 128, N = 1568 tiles, K = CI 126): "
                                                      "vector_a 4 does not divide K = 126")
+
+
+def test_a_module_of_2_gib_of_workspace_or_more_is_refused_and_one_just_under_is_not():
+    # 56² 512→64 at batch 128 in F(4x4): V is 36 x 512 x 25088 floats, the module 1.94 GiB in all
+    large = engine.create_task(NAME, conv2d_args(56, 512, 64, 3, 1, 1, 128))
+    assert nonfused_tiling(large.params, config(large)).module_bytes == 4 * (1179648 + 462422016 + 57802752) + 16
+    assert large.why_invalid(config(large)) is None
+    # F(2x2) of it is 3.45 GiB: ptxas would lay it out right, but past a signed 32-bit offset
+    assert "would take 3701473296 bytes, not under 2147483648 (2 GiB)" in large.why_invalid(config(large, tile=2))
+    # batch 512 in F(4x4), 7.76 GiB: ptxas's 32-bit offsets wrap, and the counter would land inside V
     huge = engine.create_task(NAME, conv2d_args(56, 512, 64, 3, 1, 1, 512))
-    assert huge.why_invalid(config(huge)) is None  # F(4x4)'s V: 36 x 512 x 100352 floats, under 2^31
-    assert "the workspace's V would have 3288334336 floats" in huge.why_invalid(config(huge, tile=2))
+    assert ("the module's __device__ memory (the workspace's U 1179648, V 1849688064, M 231211008 floats, and the "
+            "barrier's counter) would take 8328314896 bytes") in huge.why_invalid(config(huge))
 
 
 # Emulated layers of 2 to 7 blocks, each more products' units than blocks.

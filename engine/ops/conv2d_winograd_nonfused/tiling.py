@@ -28,8 +28,10 @@ make_inputs is one per task, so it would size them for the largest and ship them
 with every task; the kernel keeps `conv2d_nchw.cuda`'s three arrays, so cuDNN's baseline, a best config
 applied from a log, and the other conv templates' inputs stay as they are; and the barrier's counter must
 outlive launches anyway. The cost: each loaded module holds its own workspace, and two launches of one
-module must not run at once (the runner's and the confirmations' launches are in stream order). Each
-array is held under MAX_TENSOR_ELEMENTS (the kernel indexes them with 32-bit ints).
+module must not run at once (the runner's and the confirmations' launches are in stream order). The
+module's whole `__device__` memory (the three arrays and the counter) is held under MAX_MODULE_BYTES, 2 GiB:
+ptxas lays it out with 32-bit offsets, so past 4 GiB it wraps (the counter lands inside V); the bound also
+keeps each array's index in the kernel's 32-bit ints.
 
 The grid barrier: a 64-bit counter in `__device__` memory that only grows. Each block's thread 0 adds 1
 with release semantics (its block's writes, ordered before by __syncthreads, are visible to whoever
@@ -53,8 +55,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...space import ConfigEntity
-from ..base import (FLOAT_BYTES, MAX_TENSOR_ELEMENTS, REGISTER_OVERHEAD, DeviceLimits, LaunchShape,
-                    launch_register_budget)
+from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, DeviceLimits, LaunchShape, launch_register_budget
 from ..conv2d.tiling import ConvParams
 from ..gemm.tiling import GemmTiling
 
@@ -69,6 +70,16 @@ MIN_BLOCK_PRODUCTS = 2**16
 # One SM's threads, and the shared memory the driver keeps for each resident block beside its own
 # (an SM's 228 KB is a block's opt-in 227 KB plus that 1 KB).
 SM_THREADS, RESERVED_SHARED_BYTES = 2048, 1024
+# The module's `__device__` bytes (workspace and counter) stay under this. ptxas gives module global memory
+# 32-bit offsets: at 4 GiB they wrap (a 5 GiB module of ptxas 13.0 puts a counter declared last at 1 GiB,
+# inside the arrays before it). Between 2 and 4 GiB its layout is right, but an offset there is a negative
+# signed 32-bit int, and nothing here shows every relocation and the driver's loader take it as unsigned:
+# 2 GiB stays clear of that too, and costs nothing (the WN- presets' largest workspace is under 200 MB;
+# 56² 512→64 at batch 128 in F(4x4) is 1.94 GiB). Under it each array has fewer than 2^29 floats, so the
+# kernel's 32-bit int indexes hold as well.
+MAX_MODULE_BYTES = 2**31
+# `__device__` arrays are aligned to this many bytes (the kernel's `__align__(16)`), the counter to 8.
+DEVICE_ALIGNMENT = 16
 
 
 @dataclass(frozen=True)
@@ -138,6 +149,14 @@ class NonfusedTiling:
                 "M": self.positions * c.co * self.tiles_padded}
 
     @property
+    def module_bytes(self) -> int:
+        """The module's `__device__` memory: each array padded to its alignment, and the counter's 8 bytes
+        (padded likewise), whatever order ptxas lays them out in."""
+        padded = (-(-FLOAT_BYTES * floats // DEVICE_ALIGNMENT) * DEVICE_ALIGNMENT
+                  for floats in self.workspace_floats.values())
+        return sum(padded) + DEVICE_ALIGNMENT
+
+    @property
     def blocks(self) -> int:
         return max(1, min(self.blocks_per_sm * PERSISTENT_SMS, self.products // MIN_BLOCK_PRODUCTS))
 
@@ -167,10 +186,11 @@ class NonfusedTiling:
         reason = self.gemm.why_not_tiled()
         if reason:
             return f"the products' GEMM (M = CO {self.conv.co}, N = {self.tiles_padded} tiles, K = CI {self.conv.ci}): {reason}"
-        for name, floats in self.workspace_floats.items():
-            if floats > MAX_TENSOR_ELEMENTS:
-                return (f"the workspace's {name} would have {floats} floats, more than 2^31 - 1 (the kernel indexes it "
-                        "with 32-bit ints)")
+        if self.module_bytes >= MAX_MODULE_BYTES:
+            floats = ", ".join(f"{name} {count}" for name, count in self.workspace_floats.items())
+            return (f"the module's __device__ memory (the workspace's {floats} floats, and the barrier's counter) "
+                    f"would take {self.module_bytes} bytes, not under {MAX_MODULE_BYTES} (2 GiB): ptxas lays it out "
+                    "with 32-bit offsets, which wrap at 4 GiB")
         return None
 
     def why_not_resident(self, limits: DeviceLimits) -> str | None:
