@@ -76,9 +76,11 @@ def test_a_tiny_layer_gets_a_block_for_each_2_to_the_16_multiply_adds():
 
 
 @pytest.mark.parametrize("knobs, limits, message", [
-    # 8x8 registers in 128x128x32 tiles, prefetched: 256 threads, and two blocks leave each 128 registers
+    # 8x8 registers in 128x128x32 tiles, prefetched: 256 threads, and two blocks leave each 128 registers (the
+    # blocks would be resident, but spill)
     ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
-      "block_k": 32}, DeviceLimits(), "about 136 registers, more than the 128 that 2 block(s) of 256 threads an SM leave it"),
+      "block_k": 32}, DeviceLimits(), "about 136 registers, more than the 128 that 2 block(s) of 256 threads an SM leave it: "
+     "__launch_bounds__(256, 2) would hold it to those and spill the rest"),
     # a 4-stage ring of 128x128x32 tiles: 132 KB a block, one fits an SM and two do not
     ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
       "block_k": 32, "pipeline": "cp_async_4", "vector_u": 1}, DeviceLimits(),
@@ -86,7 +88,7 @@ def test_a_tiny_layer_gets_a_block_for_each_2_to_the_16_multiply_adds():
     ({"blocks_per_sm": 1}, DeviceLimits(multiprocessors=114),
      "the persistent grid's 132 blocks wait on one another, so all must be resident at once"),
 ])
-def test_configs_that_cannot_be_resident_together_are_refused(knobs, limits, message):
+def test_configs_that_cannot_be_resident_together_or_would_spill_are_refused(knobs, limits, message):
     task = engine.create_task(NAME, PRESETS["WN-28-128-128-k3-b32"].args, limits)
     assert message in task.why_invalid(config(task, **knobs))
 

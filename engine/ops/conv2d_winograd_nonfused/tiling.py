@@ -194,15 +194,17 @@ class NonfusedTiling:
         return None
 
     def why_not_resident(self, limits: DeviceLimits) -> str | None:
-        """Why `blocks_per_sm` blocks of this tiling cannot be resident on one SM together, or the grid on the
-        device at once (its blocks wait on one another at the grid barriers)."""
+        """Why `blocks_per_sm` blocks of this tiling cannot be resident on one SM together (threads, shared
+        memory), or the grid on the device at once (its blocks wait on one another at the grid barriers); or why
+        they would be, but spill: the register estimate over what `__launch_bounds__` leaves each thread."""
         bps, threads = self.blocks_per_sm, self.threads
         if bps * threads > SM_THREADS:
             return f"{bps} blocks of {threads} threads exceed an SM's {SM_THREADS} threads"
         budget = launch_register_budget(bps * threads)
         if self.registers > budget:
             return (f"a thread needs about {self.registers} registers, more than the {budget} that {bps} block(s) of "
-                    f"{threads} threads an SM leave it")
+                    f"{threads} threads an SM leave it: __launch_bounds__({threads}, {bps}) would hold it to those and "
+                    "spill the rest to local memory")
         per_sm = limits.max_shared_memory_optin + RESERVED_SHARED_BYTES
         if bps * (self.shared_bytes + RESERVED_SHARED_BYTES) > per_sm:
             return (f"{bps} blocks of {self.shared_bytes} bytes of shared memory (and {RESERVED_SHARED_BYTES} the "
