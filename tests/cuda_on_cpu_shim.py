@@ -437,17 +437,19 @@ inline void flag_wait(const unsigned* flag) {
     self->spinning = false;
 }
 // A grid barrier's monotonic counter in global memory (engine.ops.conv2d_winograd_nonfused): a block's
-// arrival (atom.add.release.gpu) and its wait until the counter reaches a target (ld.acquire.gpu, spinning).
+// arrival (atom.add.release.gpu) and its wait until the counter reaches a target (ld.relaxed.gpu, spinning
+// with a back-off: here a yield), then its acquire (fence.acq_rel.gpu).
 inline unsigned long long grid_arrive(unsigned long long* counter) {
     ++sync_events;
     return __atomic_fetch_add(counter, 1ull, __ATOMIC_RELEASE);
 }
 inline void grid_wait(const unsigned long long* counter, unsigned long long target) {
-    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
+    while (__atomic_load_n(counter, __ATOMIC_RELAXED) < target) {
         self->spinning = true;
         yield_thread();
     }
     self->spinning = false;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
 }
 inline unsigned load_shared_word(unsigned address) { unsigned w; memcpy(&w, dynamic_smem + address, 4); return w; }
 inline unsigned round_tf32(unsigned bits) { float f; memcpy(&f, &bits, 4); return to_tf32(f); }

@@ -18,7 +18,10 @@ ENTRY = "winograd_nonfused_kernel"
 U, V, M, ARRIVALS = "winograd_u", "winograd_v", "winograd_m", "grid_arrivals"
 
 # The barrier's two halves (tests/cuda_on_cpu's shim has its own): arrive with release semantics, returning
-# the count before; wait with acquire loads until the count reaches `target`.
+# the count before; wait until the count reaches `target`, then acquire. The wait polls with relaxed loads, 32 ns
+# apart, and acquires once with a fence after the loop (PTX's acquire pattern: a strong read, then a fence): an
+# ld.acquire each poll would order (and on the hardware invalidate L1 for) every poll of up to 264 waiting
+# blocks, and back-to-back polls of the one counter's line take L2 bandwidth from the blocks still working.
 _BARRIER_HELPERS = r"""
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ unsigned long long grid_arrive(unsigned long long* counter) {
@@ -28,7 +31,12 @@ __device__ __forceinline__ unsigned long long grid_arrive(unsigned long long* co
 }
 __device__ __forceinline__ void grid_wait(const unsigned long long* counter, unsigned long long target) {
     unsigned long long now;
-    do { asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(now) : "l"(counter) : "memory"); } while (now < target);
+    for (;;) {
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(now) : "l"(counter) : "memory");
+        if (now >= target) break;
+        __nanosleep(32);
+    }
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
 }
 #endif
 """

@@ -35,12 +35,13 @@ keeps each array's index in the kernel's 32-bit ints.
 
 The grid barrier: a 64-bit counter in `__device__` memory that only grows. Each block's thread 0 adds 1
 with release semantics (its block's writes, ordered before by __syncthreads, are visible to whoever
-acquires the counter) and spins with acquire loads until the counter reaches the next multiple of the
-grid. Every launch adds twice the grid, so a launch starts at a multiple of it and no reset is needed
-between launches (CUDA graph replays); 64 bits because a 32-bit counter would wrap after about 8 million
-launches of 264 blocks, within a long tuning session, and the grid does not divide 2^32. The blocks of the
-products read what other blocks wrote in the same launch, so nothing of the workspace is read through the
-read-only (non-coherent) path.
+acquires the counter), polls it with relaxed loads (32 ns apart) until it reaches the next multiple of the
+grid, then acquires with one fence (kernel.py says why not an acquire load each poll). Every launch adds
+twice the grid, so a launch starts at a multiple of it and no reset is needed between launches (CUDA graph
+replays); 64 bits because a 32-bit counter would wrap after about 8 million launches of 264 blocks, within
+a long tuning session, and the grid does not divide 2^32. The blocks of the products read what other
+blocks wrote in the same launch, so nothing of the workspace is read through the read-only (non-coherent)
+path.
 
 The grid: `blocks_per_sm` x PERSISTENT_SMS blocks (an H200's or H100's SMs: the kernel is generated
 without a device, as the tensor-core GEMM's persistent schedules are, and why_invalid refuses a GPU with
