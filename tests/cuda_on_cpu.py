@@ -30,7 +30,10 @@ which every thread only spun again in an mbarrier wait and nothing arrived anywh
 shared memory, `cluster_arrive_wait` a barrier of them all and `load_shared_cluster4` a read of
 another's: the split-K sum over a cluster (engine.ops.gemm_tc.kernel) runs here too. The fixed
 order keeps a cluster's blocks in step, which hides a protocol that lets one block copy into another's
-shared memory before that one read it; `run`'s `lag` holds each cluster's last block back to show it.
+shared memory before that one read it; `run`'s `lag` holds each cluster's last block back to show it, or
+(`lag_from` 1) all of that block's threads but thread 0, to show a thread that acts for its block (a grid
+barrier's arrival) before the others are done. `errors_over_launches` gives each launch new inputs, so a
+kernel's state kept between launches (a workspace, a counter) cannot hand a later launch the right values.
 """
 from __future__ import annotations
 
@@ -117,9 +120,11 @@ def _library(source: KernelSource, arity: int, build_dir: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
-def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None, lag: int = 0) -> None:
+def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None = None, lag: int = 0,
+        lag_from: int = 0) -> None:
     """Launch `source` on `arrays` (C-contiguous; written in place) over its grid and block; `lag` > 0: each
-    cluster's last block runs one round of the scheduler in lag + 1 (it falls behind the others)."""
+    cluster's last block runs one round of the scheduler in lag + 1 (it falls behind the others), its threads
+    from `lag_from` on (1: its thread 0 keeps pace, its others fall behind)."""
     if len(arrays) > MAX_ARGS:
         raise ValueError(f"at most {MAX_ARGS} kernel arguments")
     if source.shared_bytes > 256 * 1024:
@@ -145,13 +150,29 @@ def run(source: KernelSource, arrays: list[np.ndarray], build_dir: Path | None =
                          "must be resident at once")
     if any(g % c for g, c in zip(source.grid, cluster)) or cluster[0] * cluster[1] * cluster[2] > 8:
         raise ValueError(f"grid {source.grid} is not made of clusters of {cluster} (at most 8 blocks)")
-    status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster, lag)))
+    status = library.launch(pointers, *map(ctypes.c_uint, (*source.grid, *source.block, *cluster, lag, lag_from)))
     if status == 1:
         raise RuntimeError(f"{source.name} deadlocked: every thread left waits at a barrier the others never reach")
     if status == 3:
         raise RuntimeError(f"{source.name} left a named barrier with arrivals that no thread's bar.sync met")
     if status:
         raise MemoryError(f"no room for the stacks of {source.name}'s threads")
+
+
+def errors_over_launches(task, source: KernelSource, launches: int, lag: int = 0, lag_from: int = 0) -> list[float]:
+    """Run `source` of `task` here `launches` times, each on new inputs (the template's, of seeds 0, 1, ...;
+    the output NaN-filled), and return the runner's relative L2 error of each against its own reference (`lag`,
+    `lag_from`: run's). Where a kernel keeps state between launches (a workspace, a barrier's counter), a launch
+    that reads what an earlier one left shows, where repeated inputs would leave it the right values."""
+    from engine.gpu.runner import poison, relative_l2_error
+
+    errors = []
+    for seed in range(launches):
+        inputs = task.template.make_inputs(task.params, np.random.default_rng(seed))
+        poison(inputs[source.output_index])
+        run(source, inputs, lag=lag, lag_from=lag_from)
+        errors.append(relative_l2_error(inputs[source.output_index], task.template.reference(task.params, inputs)))
+    return errors
 
 
 def error_against_reference(task, config, launches: int = 1, lag: int = 0) -> float:

@@ -501,7 +501,9 @@ constexpr size_t STACK_BYTES = 512 * 1024, GUARD_BYTES = 4096;
 // that no other thread will reach (a deadlock on the GPU too). `lag` > 0: the cluster's last block
 // starts `lag` rounds late and is resumed one round in lag + 1, so it falls behind the others (as a
 // block may on the GPU), and a cluster protocol that lets one block write into another's shared
-// memory or barriers before that one set them up or read them shows.
+// memory or barriers before that one set them up or read them shows; its threads from `lag_from` on
+// (0: all of them), so where lag_from is 1 its thread 0 keeps pace and its others fall behind (as a
+// block's warps may), and a thread that speaks for its block before the others are done shows.
 struct Block {
     Barrier barrier;
     Barrier named[16];
@@ -509,7 +511,7 @@ struct Block {
     std::vector<WarpSlots> slots;
 };
 extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                      unsigned cx, unsigned cy, unsigned cz, unsigned lag) {
+                      unsigned cx, unsigned cy, unsigned cz, unsigned lag, unsigned lag_from) {
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     launch_args = args;
@@ -549,7 +551,8 @@ extern "C" int launch(void** args, unsigned gx, unsigned gy, unsigned gz, unsign
             const bool everyone = round %% (lag + 1) == lag;  // a round that resumes the lagging block too
             for (CudaThread& t : threads) {
                 if (t.done || (t.waits_on && *t.waits_on == t.waits_while)) continue;
-                if (!everyone && t.rank == ranks - 1) continue;
+                if (!everyone && t.rank == ranks - 1
+                    && t.index.x + bx * (t.index.y + by * t.index.z) >= lag_from) continue;
                 t.waits_on = nullptr;
                 Block& b = blocks[t.rank];
                 block_barrier = &b.barrier;
