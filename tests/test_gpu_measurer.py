@@ -5,6 +5,8 @@ Marked `gpu`; skipped where CuPy or a CUDA GPU is missing (CI has neither).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -79,6 +81,19 @@ def test_an_illegal_address_costs_one_record_and_the_runner_restarts(measurer):
     assert [r.error_no for r in results] == [ErrorNo.NO_ERROR, ErrorNo.RUNTIME_DEVICE, ErrorNo.NO_ERROR]
     assert "illegal" in results[1].error_msg.lower()
     assert measurer.runner_restarts == restarts + 1
+
+
+def test_a_co_resident_kernel_whose_grid_cannot_be_resident_at_once_fails_instead_of_hanging(measurer):
+    """The unfused Winograd conv's default kernel, its grid widened past what any SM holds (2048 threads of its
+    blocks) times the SMs: its blocks would wait at the grid barrier for blocks that never start."""
+    task = engine.create_task(PRESETS["WN-28-128-128-k3-b32"].task_name, PRESETS["WN-28-128-128-k3-b32"].args)
+    good = task.template.kernel(task.params, task.default_config())
+    too_wide = dataclasses.replace(good, grid=(measurer.device.sm_count * (2048 // good.block[0] + 1), 1, 1))
+    restarts = measurer.runner_restarts
+    results = measurer.measure_sources(task, [good, too_wide, good])
+    assert [r.error_no for r in results] == [ErrorNo.NO_ERROR, ErrorNo.INSTANTIATION_ERROR, ErrorNo.NO_ERROR]
+    assert "wait on one another, so all must be resident at once" in results[1].error_msg
+    assert measurer.runner_restarts == restarts
 
 
 def test_wrong_and_unwritten_outputs_are_wrong_answers(measurer):

@@ -12,7 +12,10 @@ time. Costs are seconds per launch, one per repeat.
 Failures: a cubin the driver cannot load, or without the kernel's entry, is
 COMPILE_DEVICE; a launch the GPU refuses (too many registers or threads, too
 much shared memory, including a refused opt-in to more than 48 KB) is
-INSTANTIATION_ERROR; a fault that poisons the CUDA context
+INSTANTIATION_ERROR, as is a `co_resident` kernel (its blocks wait on one
+another) whose grid the driver's occupancy says cannot be resident at once,
+which is not launched (it would wait for blocks that never start, until the
+timeout); a fault that poisons the CUDA context
 (illegal address, launch failure) is RUNTIME_DEVICE and ends the child; a
 kernel still running at the timeout gets RUN_TIMEOUT and the child is killed.
 Either way the parent restarts the child and sends it the jobs it had queued.
@@ -75,6 +78,28 @@ def opt_in_shared_memory(function, source: KernelSource) -> None:
     """Past DEFAULT_SHARED_LIMIT of dynamic shared memory a launch must opt in, or the driver refuses it."""
     if source.shared_bytes > DEFAULT_SHARED_LIMIT:
         function.max_dynamic_shared_size_bytes = source.shared_bytes
+
+
+def fits_at_once(blocks_per_sm: int, sms: int, grid: Sequence[int]) -> bool:
+    """Whether every block of `grid` can be resident at once: `blocks_per_sm` of them (the driver's occupancy
+    of the kernel, its block and shared memory) on each of `sms` SMs."""
+    return blocks_per_sm * sms >= math.prod(grid)
+
+
+def why_not_resident_at_once(cp, function, source: KernelSource, sms: int) -> str | None:
+    """Why a `co_resident` kernel's grid cannot be resident on this GPU at once, by the driver's occupancy of
+    the loaded `function` (shared memory opted in): launched, its blocks would wait on blocks that never start.
+    None for other kernels, and for one that fits."""
+    if not source.co_resident:
+        return None
+    threads = math.prod(source.block)
+    per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.kernel.ptr, threads,
+                                                                      source.shared_bytes)
+    if fits_at_once(per_sm, sms, source.grid):
+        return None
+    return (f"the grid's {math.prod(source.grid)} blocks wait on one another, so all must be resident at once, but "
+            f"the driver fits {per_sm} blocks of {threads} threads and {source.shared_bytes} bytes of shared memory "
+            f"an SM, {per_sm * sms} on this GPU's {sms} SMs")
 
 
 def load_entry(cp, cubin_path: str, source: KernelSource, arrays=None):
@@ -200,6 +225,7 @@ class _GpuSide:
         cupy.cuda.Device(device_id).use()
         self.settings = settings
         self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.sms = int(cupy.cuda.runtime.getDeviceProperties(device_id)["multiProcessorCount"])
         self.tasks: dict[Hashable, tuple[list, object]] = {}
 
     def add_task(self, key: Hashable, inputs: list[np.ndarray], reference: np.ndarray) -> None:
@@ -226,6 +252,12 @@ class _GpuSide:
             return RunResult(ErrorNo.INSTANTIATION_ERROR,
                              message=f"{source.shared_bytes} bytes of shared memory refused: {exc}",
                              seconds=time.perf_counter() - start)
+        try:
+            reason = why_not_resident_at_once(cp, kernel, source, self.sms)
+        except Exception as exc:  # no occupancy for it: launched, it might hang
+            reason = f"the driver's occupancy of a kernel whose blocks wait on one another is unknown: {exc}"
+        if reason:
+            return RunResult(ErrorNo.INSTANTIATION_ERROR, message=reason, seconds=time.perf_counter() - start)
 
         def launch():
             kernel(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)  # on the current stream
