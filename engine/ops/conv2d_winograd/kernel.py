@@ -156,7 +156,6 @@ def _epilogue(t: WinogradTiling) -> str:
     width = min(t.thread_tiles, 4)
     vt = VECTOR_TYPE[width]
     pairs = t.block_co * t.block_tiles
-    tile_plane = t.tiles_h * t.tiles_w
     values = ", ".join(f"acc[pp][x][y + {e}]" for e in range(width))
     vector = values if width == 1 else f"make_float{width}({values})"
     return f"""
@@ -177,9 +176,7 @@ def _epilogue(t: WinogradTiling) -> str:
 #pragma unroll
             for (int e = 0; e < {t.positions}; ++e) m[e] = smem[e * {pairs} + i];
             output_transform(m, out);
-            const int image = tile / {tile_plane}, oy = tile % {tile_plane} / {t.tiles_w} * {t.tile}, ox = tile % {t.tiles_w} * {t.tile};
-            float* to = Y + ((size_t)(image * {c.co} + co) * {c.oh} + oy) * {c.ow} + ox;
-            {transforms.tile_stores(t.tile, c.oh, c.ow)}
+            {transforms.tile_stores(t)}
         }}
     }}"""
 

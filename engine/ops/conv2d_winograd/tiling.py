@@ -55,17 +55,12 @@ def winograd_conv_params(args: list, template_name: str = TEMPLATE_NAME) -> Conv
 
 
 @dataclass(frozen=True)
-class WinogradTiling:
+class WinogradTiles:
+    """A layer cut into F(m x m, 3x3)'s tiles (`tile` m), as both Winograd templates cut it (the unfused one's
+    tiling, engine.ops.conv2d_winograd_nonfused, builds on this too)."""
+
     conv: ConvParams
     tile: int
-    block_co: int
-    block_tiles: int
-    chunk: int
-    warp_co: int
-    warp_tiles: int
-    warp_positions: int
-    lanes_n: int
-    pipeline: str
 
     @property
     def patch(self) -> int:
@@ -89,6 +84,18 @@ class WinogradTiling:
     def tiles(self) -> int:
         """Output tiles of all images: the GEMMs' N."""
         return self.conv.n * self.tiles_h * self.tiles_w
+
+
+@dataclass(frozen=True)
+class WinogradTiling(WinogradTiles):
+    block_co: int
+    block_tiles: int
+    chunk: int
+    warp_co: int
+    warp_tiles: int
+    warp_positions: int
+    lanes_n: int
+    pipeline: str
 
     @property
     def lanes_m(self) -> int:

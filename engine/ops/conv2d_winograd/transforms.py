@@ -4,6 +4,10 @@ and a row whose coefficients share one magnitude as a multiple of a plain sum.""
 from __future__ import annotations
 
 from fractions import Fraction as F
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tiling import WinogradTiles
 
 # m -> (Bᵀ, G, Aᵀ): V = Bᵀ d Bᵀᵀ of an (m+2)² patch, U = G g Gᵀ of a 3x3 filter, Y = Aᵀ M Aᵀᵀ of the product.
 MATRICES = {
@@ -76,13 +80,16 @@ def functions(tile: int) -> str:
             + function("output_transform", a_t, a_t))
 
 
-def tile_stores(tile: int, oh: int, ow: int) -> str:
-    """A tile's outputs `out` (row-major) to `to` (its first output in an oh x ow plane, rows `ow` apart), those
-    past the plane's bottom (`oy + a`) or right edge (`ox + b`) left out."""
-    lines = []
-    for a in range(tile):
-        row = [f"{'' if ow % tile == 0 or b == 0 else f'if (ox + {b} < {ow}) '}to[{a * ow + b}] = out[{a * tile + b}];"
-               for b in range(tile)]
-        below = "" if oh % tile == 0 or a == 0 else f"if (oy + {a} < {oh}) "
+def tile_stores(t: WinogradTiles) -> str:
+    """Output tile `tile`'s outputs `out` (row-major) of channel `co` to the NCHW output `Y` (`tile` counts the
+    tiles of all images, an image's row by row): `to`, where the tile starts (`oy`, `ox` in its image's plane),
+    then each output, those past the plane's bottom (`oy + a`) or right edge (`ox + b`) left out."""
+    c, m, plane = t.conv, t.tile, t.tiles_h * t.tiles_w
+    lines = [f"const int image = tile / {plane}, oy = tile % {plane} / {t.tiles_w} * {m}, ox = tile % {t.tiles_w} * {m};",
+             f"float* to = Y + ((size_t)(image * {c.co} + co) * {c.oh} + oy) * {c.ow} + ox;"]
+    for a in range(m):
+        row = [f"{'' if c.ow % m == 0 or b == 0 else f'if (ox + {b} < {c.ow}) '}to[{a * c.ow + b}] = out[{a * m + b}];"
+               for b in range(m)]
+        below = "" if c.oh % m == 0 or a == 0 else f"if (oy + {a} < {c.oh}) "
         lines.append(f"{below}{{ {' '.join(row)} }}")
     return "\n            ".join(lines)

@@ -101,10 +101,6 @@ def _products(t: NonfusedTiling) -> str:
     """Phase 2: units of (position, co tile, tile tile), each the GEMM's block tile over the position's arrays
     (named A, B and C, as its generators read them)."""
     g, c = t.gemm, t.conv
-    staged = ""
-    if g.pipeline in ("sync", "prefetch"):
-        staged = (f"{gemm_kernel.VECTOR_TYPE[g.vector_a]} ra[{gemm_kernel.load_rounds(g.a_vectors, g.threads)[0]}]; "
-                  f"{gemm_kernel.VECTOR_TYPE[g.vector_b]} rb[{gemm_kernel.load_rounds(g.b_vectors, g.threads)[0]}];")
     columns = t.column_tiles
     return f"""
 {gemm_kernel.slice_of_thread(g)}
@@ -116,7 +112,7 @@ def _products(t: NonfusedTiling) -> str:
         const float* B = {V} + position * {c.ci * t.tiles_padded};
         float* C = {M} + position * {c.co * t.tiles_padded};
 {gemm_kernel.k_range(g)}
-        {staged}
+        {gemm_kernel.staging_registers(g)}
 {gemm_kernel.zeroed_accumulators(g)}
 {gemm_kernel.main_loop(g)}
 {gemm_kernel.store_tile(g, "C")}
@@ -127,7 +123,6 @@ def _products(t: NonfusedTiling) -> str:
 def _output(t: NonfusedTiling) -> str:
     """Phase 3: each (co, tile)'s products out of M, Y = Aᵀ M A, to the NCHW output."""
     c = t.conv
-    tile_plane = t.tiles_h * t.tiles_w
     return f"""
     {_strided(c.co * t.tiles, t)} {{
         const int co = i / {t.tiles}, tile = i % {t.tiles};
@@ -135,9 +130,7 @@ def _output(t: NonfusedTiling) -> str:
 #pragma unroll
         for (int e = 0; e < {t.positions}; ++e) m[e] = __ldcg({M} + e * {c.co * t.tiles_padded} + co * {t.tiles_padded} + tile);
         output_transform(m, out);
-        const int image = tile / {tile_plane}, oy = tile % {tile_plane} / {t.tiles_w} * {t.tile}, ox = tile % {t.tiles_w} * {t.tile};
-        float* to = Y + ((size_t)(image * {c.co} + co) * {c.oh} + oy) * {c.ow} + ox;
-        {transforms.tile_stores(t.tile, c.oh, c.ow)}
+        {transforms.tile_stores(t)}
     }}"""
 
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from ...space import ConfigEntity
 from ..base import FLOAT_BYTES, REGISTER_OVERHEAD, DeviceLimits, LaunchShape, launch_register_budget
 from ..conv2d.tiling import ConvParams
+from ..conv2d_winograd.tiling import WinogradTiles
 from ..gemm.tiling import GemmTiling
 
 TEMPLATE_NAME = "conv2d_nchw_winograd_nonfused"
@@ -84,36 +85,12 @@ DEVICE_ALIGNMENT = 16
 
 
 @dataclass(frozen=True)
-class NonfusedTiling:
-    """A config's sizes: the tile m, blocks a SM, and the products' GEMM tiling (M = CO, N = tiles_padded,
-    K = CI)."""
+class NonfusedTiling(WinogradTiles):
+    """A config's sizes: the tile m (the positions and tiles are the fused template's), blocks a SM, and the
+    products' GEMM tiling (M = CO, N = tiles_padded, K = CI)."""
 
-    conv: ConvParams
-    tile: int
     blocks_per_sm: int
     gemm: GemmTiling
-
-    @property
-    def patch(self) -> int:
-        return self.tile + 2
-
-    @property
-    def positions(self) -> int:
-        """Of the transform: the GEMMs."""
-        return self.patch * self.patch
-
-    @property
-    def tiles_h(self) -> int:
-        return -(-self.conv.oh // self.tile)
-
-    @property
-    def tiles_w(self) -> int:
-        return -(-self.conv.ow // self.tile)
-
-    @property
-    def tiles(self) -> int:
-        """Output tiles of all images."""
-        return self.conv.n * self.tiles_h * self.tiles_w
 
     @property
     def tiles_padded(self) -> int:
@@ -219,7 +196,7 @@ class NonfusedTiling:
 def nonfused_tiling(conv: ConvParams, config: ConfigEntity) -> NonfusedTiling:
     v = config.values()
     tile = v["tile"]
-    tiles = conv.n * -(-conv.oh // tile) * -(-conv.ow // tile)
+    tiles = WinogradTiles(conv, tile).tiles
     # a row of V and of M: the tiles, to a multiple of 4 floats
     gemm = GemmTiling(m=conv.co, n=-(-tiles // 4) * 4, k=conv.ci, block_m=v["block_co"], block_n=v["block_tiles"],
                       block_k=v["block_k"], warp_m=v["warp_co"], warp_n=v["warp_tiles"], thread_m=v["thread_co"],

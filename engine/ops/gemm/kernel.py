@@ -562,10 +562,6 @@ def generate(t: GemmTiling) -> KernelSource:
     reason = t.why_not_tiled()
     if reason:
         raise ValueError(reason)
-    registers = ""
-    if t.pipeline in ("sync", "prefetch"):
-        registers = (f"{VECTOR_TYPE[t.vector_a]} ra[{load_rounds(t.a_vectors, t.threads)[0]}]; "
-                     f"{VECTOR_TYPE[t.vector_b]} rb[{load_rounds(t.b_vectors, t.threads)[0]}];")
     code = f"""// gemm fp32 row-major: C[{t.m}, {t.n}] = A[{t.m}, {t.k}] . B[{t.k}, {t.n}]
 // block {t.block_m}x{t.block_n}x{t.block_k} warp {t.warp_m}x{t.warp_n} lanes {t.lanes_m}x{t.lanes_n}
 // thread {t.thread_m}x{t.thread_n} (x {t.iter_m}x{t.iter_n}) vectors {t.vector_a}/{t.vector_b}
@@ -582,7 +578,7 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
     const int block_row = blockIdx.y * {t.block_m}, block_col = blockIdx.x * {t.block_n};
 {lane_origins(t)}
 {k_range(t)}
-    {registers}{_loop_invariants(t)}
+    {staging_registers(t)}{_loop_invariants(t)}
 
 {zeroed_accumulators(t)}
 {main_loop(t)}
@@ -590,6 +586,15 @@ extern "C" __global__ void __launch_bounds__({t.threads}){" GEMM_CLUSTER" if t.u
 }}
 """
     return kernel_source(t, code)
+
+
+def staging_registers(t: GemmTiling) -> str:
+    """`ra` and `rb`, where pipelines sync and prefetch load a step's A and B on their way to shared memory;
+    nothing for the cp.async rings (their copies skip registers)."""
+    if t.pipeline not in ("sync", "prefetch"):
+        return ""
+    return (f"{VECTOR_TYPE[t.vector_a]} ra[{load_rounds(t.a_vectors, t.threads)[0]}]; "
+            f"{VECTOR_TYPE[t.vector_b]} rb[{load_rounds(t.b_vectors, t.threads)[0]}];")
 
 
 def lane_origins(t: GemmTiling) -> str:
