@@ -14,7 +14,9 @@ import engine
 from engine.gpu.builder import Builder
 from engine.gpu.runner import poison, relative_l2_error
 from engine.ops import BadArgs, DeviceLimits
+from engine.ops.conv2d_winograd_nonfused.kernel import generate
 from engine.ops.conv2d_winograd_nonfused.tiling import PERSISTENT_SMS, nonfused_tiling
+from engine.ops.gemm.tiling import GemmTiling
 from engine.workloads import PRESETS, conv2d_args
 
 NAME = "conv2d_nchw_winograd_nonfused"
@@ -111,6 +113,22 @@ def test_a_module_of_2_gib_of_workspace_or_more_is_refused_and_one_just_under_is
     huge = engine.create_task(NAME, conv2d_args(56, 512, 64, 3, 1, 1, 512))
     assert ("the module's __device__ memory (the workspace's U 1179648, V 1849688064, M 231211008 floats, and the "
             "barrier's counter) would take 8328314896 bytes") in huge.why_invalid(config(huge))
+
+
+class GatheredGemmTiling(GemmTiling):
+    def load_invariants(self, operand: str) -> tuple[str, str]:
+        return ("int offset[1];", "offset[r] = kk;") if operand == "B" else ("", "")
+
+
+def test_products_that_would_need_the_gemms_k_slice_sum_or_load_invariants_are_not_generated():
+    task = engine.create_task(NAME, PRESETS["WN-28-128-128-k3-b32"].args)
+    tiling = nonfused_tiling(task.params, task.default_config())
+    sliced = dataclasses.replace(tiling, gemm=dataclasses.replace(tiling.gemm, slice_k=2))
+    gathered = dataclasses.replace(tiling, gemm=GatheredGemmTiling(**vars(tiling.gemm)))
+    for unsupported in (sliced, gathered):
+        assert unsupported.why_not_tiled() is None
+        with pytest.raises(ValueError, match="without its K slices' sum or its loads' loop invariants"):
+            generate(unsupported)
 
 
 # Emulated layers of 2 to 7 blocks, each more products' units than blocks.

@@ -101,6 +101,11 @@ def _products(t: NonfusedTiling) -> str:
     """Phase 2: units of (position, co tile, tile tile), each the GEMM's block tile over the position's arrays
     (named A, B and C, as its generators read them)."""
     g, c = t.gemm, t.conv
+    # Two parts of the GEMM's kernel body are not here: the sum of K slices (slice_k > 1) and the loads' loop
+    # invariants (GemmTiling.load_invariants, a gathered operand's). A tiling with either would need them.
+    if g.slice_k != 1 or any(g.load_invariants(operand) != ("", "") for operand in "AB"):
+        raise ValueError(f"the unfused products take the GEMM's block tile without its K slices' sum or its loads' "
+                         f"loop invariants: slice_k {g.slice_k} must be 1 and {type(g).__name__} have no invariants")
     columns = t.column_tiles
     return f"""
 {gemm_kernel.slice_of_thread(g)}
