@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
+from knob_configs import batched, config_over
 import engine
 from engine.gpu.builder import Builder
 from engine.ops.conv2d_igemm.tiling import conv_gemm_tiling
@@ -15,14 +16,8 @@ BASE = {"block_m": 32, "block_n": 32, "block_k": 8, "warp_m": 16, "warp_n": 16, 
 NAME = "conv2d_nchw_implicit_gemm"
 
 
-def batched(args: list, batch: int) -> list:
-    data = args[0]
-    return [[data[0], [batch, *data[1][1:]], data[2]], *args[1:]]
-
-
 def config(task, **knobs):
-    values = {**BASE, **knobs}
-    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    return config_over(task, BASE, **knobs)
 
 
 def test_it_reads_the_direct_convs_args_as_a_gemm_of_channels_by_pixels_by_taps():

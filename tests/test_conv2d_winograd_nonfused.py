@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
+from knob_configs import batched, config_over
 import engine
 from engine.gpu.builder import Builder
 from engine.gpu.runner import poison, relative_l2_error
@@ -28,13 +29,8 @@ SMALL = {"block_co": 32, "block_tiles": 32, "warp_co": 32, "warp_tiles": 32}
 needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to run kernels on the CPU")
 
 
-def batched(args: list, batch: int) -> list:
-    return [[args[0][0], [batch, *args[0][1][1:]], args[0][2]], *args[1:]]
-
-
 def config(task, **knobs):
-    values = {**BASE, **knobs}
-    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    return config_over(task, BASE, **knobs)
 
 
 def test_it_takes_the_direct_convs_args_for_3x3_stride_1_and_says_why_not_otherwise():

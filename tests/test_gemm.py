@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import cuda_on_cpu
+from knob_configs import config_over
 import engine
 from engine.describe import describe_workload
 from engine.gpu.builder import Builder
@@ -20,8 +21,7 @@ BASE = {"block_m": 64, "block_n": 64, "block_k": 8, "warp_m": 32, "warp_n": 32, 
 
 
 def config(task, **knobs):
-    values = {**BASE, **knobs}
-    return task.config_space.from_entity([[name, "ot", values[name]] for name in task.config_space.knob_names])
+    return config_over(task, BASE, **knobs)
 
 
 def test_it_counts_two_flops_per_multiply_add_and_the_least_bytes():
