@@ -20,14 +20,19 @@ def config(task, **knobs):
     return config_over(task, BASE, **knobs)
 
 
-def test_it_takes_the_direct_convs_args_for_3x3_stride_1_and_says_why_not_otherwise():
-    task = engine.create_task(NAME, PRESETS["C12"].args)
+@pytest.mark.parametrize("name", [NAME, "conv2d_nchw_winograd_nonfused"])  # the unfused template's too
+def test_it_takes_the_direct_convs_args_for_3x3_stride_1_and_says_why_not_otherwise(name):
+    task = engine.create_task(name, PRESETS["C12"].args)
     assert task.flops == engine.create_task("conv2d_nchw.cuda", PRESETS["C12"].args).flops
     assert task.template.baseline_provider == "cudnn"
-    assert winograd_tiling(task.params, task.default_config()).tiles == 16  # 7² outputs: 4 x 4 tiles of 2x2
     for preset in ("C4", "C3"):  # 3x3 stride 2; 1x1
-        with pytest.raises(BadArgs, match="computes 3x3 convolutions of stride 1"):
-            engine.create_task(NAME, PRESETS[preset].args)
+        with pytest.raises(BadArgs, match=f"{name} computes 3x3 convolutions of stride 1"):
+            engine.create_task(name, PRESETS[preset].args)
+
+
+def test_a_7_by_7_output_is_4_by_4_tiles_of_2x2():
+    task = engine.create_task(NAME, PRESETS["C12"].args)
+    assert winograd_tiling(task.params, task.default_config()).tiles == 16
 
 
 @pytest.mark.parametrize("preset", ["WG-C2", "WG-C12", "WG-28-128-128-k3-b32", "WG-7-512-512-k3-b16"])

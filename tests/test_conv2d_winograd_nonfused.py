@@ -13,8 +13,7 @@ import cuda_on_cpu
 from knob_configs import batched, config_over
 import engine
 from engine.gpu.builder import Builder
-from engine.gpu.runner import poison, relative_l2_error
-from engine.ops import BadArgs, DeviceLimits
+from engine.ops import DeviceLimits
 from engine.ops.conv2d_winograd_nonfused.kernel import generate
 from engine.ops.conv2d_winograd_nonfused.tiling import PERSISTENT_SMS, nonfused_tiling
 from engine.ops.gemm.tiling import GemmTiling
@@ -31,15 +30,6 @@ needs_gxx = pytest.mark.skipif(not cuda_on_cpu.available(), reason="needs g++ to
 
 def config(task, **knobs):
     return config_over(task, BASE, **knobs)
-
-
-def test_it_takes_the_direct_convs_args_for_3x3_stride_1_and_says_why_not_otherwise():
-    task = engine.create_task(NAME, PRESETS["C12"].args)
-    assert task.flops == engine.create_task("conv2d_nchw.cuda", PRESETS["C12"].args).flops
-    assert task.template.baseline_provider == "cudnn"
-    for preset in ("C4", "C3"):  # 3x3 stride 2; 1x1
-        with pytest.raises(BadArgs, match=f"{NAME} computes 3x3 convolutions of stride 1"):
-            engine.create_task(NAME, PRESETS[preset].args)
 
 
 @pytest.mark.parametrize("preset", ["WN-C2", "WN-C12", "WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32",
