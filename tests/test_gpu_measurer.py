@@ -83,7 +83,7 @@ def test_an_illegal_address_costs_one_record_and_the_runner_restarts(measurer):
     assert measurer.runner_restarts == restarts + 1
 
 
-def test_a_co_resident_kernel_whose_grid_cannot_be_resident_at_once_fails_instead_of_hanging(measurer):
+def test_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_once_fails_instead_of_hanging(measurer):
     """The unfused Winograd conv's default kernel, its grid widened past what any SM holds (2048 threads of its
     blocks) times the SMs: its blocks would wait at the grid barrier for blocks that never start."""
     task = engine.create_task(PRESETS["WN-28-128-128-k3-b32"].task_name, PRESETS["WN-28-128-128-k3-b32"].args)
