@@ -35,9 +35,12 @@ def test_a_7_by_7_output_is_4_by_4_tiles_of_2x2():
     assert winograd_tiling(task.params, task.default_config()).tiles == 16
 
 
-@pytest.mark.parametrize("preset", ["WG-C2", "WG-C12", "WG-28-128-128-k3-b32", "WG-7-512-512-k3-b16"])
-def test_every_preset_has_a_valid_default_and_valid_samples(preset):
-    task = engine.create_task(NAME, PRESETS[preset].args)
+@pytest.mark.parametrize("name, preset", [
+    *((NAME, preset) for preset in ("WG-C2", "WG-C12", "WG-28-128-128-k3-b32", "WG-7-512-512-k3-b16")),
+    *(("conv2d_nchw_winograd_nonfused", preset)  # the unfused template's too
+      for preset in ("WN-C2", "WN-C12", "WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32", "WN-7-512-512-k3-b16"))])
+def test_every_preset_has_a_valid_default_and_valid_samples(name, preset):
+    task = engine.create_task(name, PRESETS[preset].args)
     assert task.why_invalid(task.default_config()) is None
     assert len(task.config_space.sample(np.random.default_rng(1), 20)) == 20
 

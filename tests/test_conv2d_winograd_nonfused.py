@@ -32,14 +32,6 @@ def config(task, **knobs):
     return config_over(task, BASE, **knobs)
 
 
-@pytest.mark.parametrize("preset", ["WN-C2", "WN-C12", "WN-28-128-128-k3-b32", "WN-14-256-256-k3-b32",
-                                    "WN-7-512-512-k3-b16"])
-def test_every_preset_has_a_valid_default_and_valid_samples(preset):
-    task = engine.create_task(NAME, PRESETS[preset].args)
-    assert task.why_invalid(task.default_config()) is None
-    assert len(task.config_space.sample(np.random.default_rng(1), 20)) == 20
-
-
 def test_the_grid_fills_every_sm_with_blocks_per_sm_blocks():
     task = engine.create_task(NAME, PRESETS["WN-28-128-128-k3-b32"].args)
     for blocks_per_sm in (1, 2):

@@ -1,12 +1,7 @@
-"""CUDA source for the fused F(m x m, 3x3) Winograd convolution (`tiling` says what it computes and how),
-its inputs and its float64 reference (the direct conv's)."""
+"""CUDA source for the fused F(m x m, 3x3) Winograd convolution (`tiling` says what it computes and how)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..base import KernelSource
-from ..conv2d import kernel as direct_kernel
-from ..conv2d.tiling import ConvParams
 from ..gemm.kernel import VECTOR_TYPE, load_rounds, vector_components
 from . import transforms
 from .tiling import FILTER_TAPS, WinogradTiling
@@ -222,10 +217,3 @@ extern "C" __global__ void __launch_bounds__({t.threads})
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "output"), output_index=2)
 
-
-def make_inputs(params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-    return direct_kernel.make_inputs(params, rng)
-
-
-def reference(params: ConvParams, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    return direct_kernel.reference(params, data, weight)

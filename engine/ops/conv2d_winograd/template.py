@@ -8,20 +8,39 @@ import numpy as np
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
 from ..base import (DeviceLimits, KernelSource, Template, first_valid, knob_features, launch_features,
                     why_launch_fails)
+from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import ConvParams
 from . import kernel
 from .tiling import PIPELINES, TEMPLATE_NAME, TILES, winograd_conv_params, winograd_tiling
 
 
-class Conv2dNCHWWinograd(Template):
-    """`conv2d_nchw.cuda`'s workloads (3x3, stride 1), inputs, reference and cuDNN baseline; counted as the
-    direct convolution's FLOPs, as cuDNN's own Winograd and FFT algorithms are, so the GFLOPS compare."""
+class WinogradConv(Template):
+    """What the Winograd templates share: `conv2d_nchw.cuda`'s workloads (3x3, stride 1), inputs, reference and
+    cuDNN baseline, counted as the direct convolution's FLOPs, as cuDNN's own Winograd and FFT algorithms are,
+    so the GFLOPS compare."""
 
-    name = TEMPLATE_NAME
     baseline_provider = "cudnn"
 
     def parse_args(self, args: list) -> ConvParams:
-        return winograd_conv_params(args)
+        return winograd_conv_params(args, self.name)
+
+    def flops(self, params: ConvParams) -> int:
+        return params.flops
+
+    def bytes_moved(self, params: ConvParams) -> int:
+        return params.bytes_moved
+
+    def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
+        return direct_kernel.make_inputs(params, rng)
+
+    def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
+        return direct_kernel.reference(params, inputs[0], inputs[1])
+
+
+class Conv2dNCHWWinograd(WinogradConv):
+    """Fused: each block transforms its chunk of patches and filters, multiplies and transforms back."""
+
+    name = TEMPLATE_NAME
 
     def define_space(self, params: ConvParams) -> ConfigSpace:
         return ConfigSpace([
@@ -67,21 +86,9 @@ class Conv2dNCHWWinograd(Template):
                   ["pipeline", "ot", "prefetch"]]
         return first_valid(space, space.from_entity(entity))
 
-    def flops(self, params: ConvParams) -> int:
-        return params.flops
-
-    def bytes_moved(self, params: ConvParams) -> int:
-        return params.bytes_moved
-
     # -- GPU half
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:
         return kernel.generate(winograd_tiling(params, config))
-
-    def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-        return kernel.make_inputs(params, rng)
-
-    def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
-        return kernel.reference(params, inputs[0], inputs[1])
 
 
 

@@ -1,13 +1,9 @@
 """CUDA source for the unfused F(m x m, 3x3) Winograd convolution (`tiling` says what it computes and how):
 one persistent kernel of three phases between two grid barriers, its products written by the fp32 GEMM's
-generators (engine.ops.gemm.kernel); its inputs and float64 reference are the direct conv's."""
+generators (engine.ops.gemm.kernel)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..base import KernelSource
-from ..conv2d import kernel as direct_kernel
-from ..conv2d.tiling import ConvParams
 from ..conv2d_winograd import transforms
 from ..conv2d_winograd.tiling import FILTER_TAPS
 from ..gemm import kernel as gemm_kernel
@@ -165,10 +161,3 @@ extern "C" __global__ void __launch_bounds__({t.threads}, {t.blocks_per_sm})
     return KernelSource(name=ENTRY, code=code, grid=t.grid, block=(t.threads, 1, 1), shared_bytes=t.shared_bytes,
                         arg_order=("data", "kernel", "output"), output_index=2, co_resident=True)
 
-
-def make_inputs(params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-    return direct_kernel.make_inputs(params, rng)
-
-
-def reference(params: ConvParams, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    return direct_kernel.reference(params, data, weight)

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
-from ..base import (FLOAT_BYTES, DeviceLimits, KernelSource, Template, first_valid, knob_features, launch_features,
+from ..base import (FLOAT_BYTES, DeviceLimits, KernelSource, first_valid, knob_features, launch_features,
                     why_launch_fails)
 from ..conv2d.tiling import ConvParams
-from ..conv2d_winograd.tiling import TILES, winograd_conv_params
+from ..conv2d_winograd.template import WinogradConv
+from ..conv2d_winograd.tiling import TILES
 from ..gemm.tiling import BLOCK_K_CHOICES, PIPELINES
 from . import kernel
 from .tiling import BLOCKS_PER_SM, TEMPLATE_NAME, nonfused_tiling
 
 
-class Conv2dNCHWWinogradNonfused(Template):
-    """`conv2d_nchw.cuda`'s workloads (3x3, stride 1), inputs, reference, cuDNN baseline and FLOPs, as the
-    fused Winograd template's; the products' knobs are the fp32 GEMM's (M = CO, N = tiles, K = CI)."""
+class Conv2dNCHWWinogradNonfused(WinogradConv):
+    """Unfused: the products' knobs are the fp32 GEMM's (M = CO, N = tiles, K = CI)."""
 
     name = TEMPLATE_NAME
-    baseline_provider = "cudnn"
-
-    def parse_args(self, args: list) -> ConvParams:
-        return winograd_conv_params(args, TEMPLATE_NAME)
 
     def define_space(self, params: ConvParams) -> ConfigSpace:
         return ConfigSpace([
@@ -85,18 +79,6 @@ class Conv2dNCHWWinogradNonfused(Template):
                   ["blocks_per_sm", "ot", 2]]
         return first_valid(space, space.from_entity(entity))
 
-    def flops(self, params: ConvParams) -> int:
-        return params.flops
-
-    def bytes_moved(self, params: ConvParams) -> int:
-        return params.bytes_moved
-
     # -- GPU half
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:
         return kernel.generate(nonfused_tiling(params, config))
-
-    def make_inputs(self, params: ConvParams, rng: np.random.Generator) -> list[np.ndarray]:
-        return kernel.make_inputs(params, rng)
-
-    def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
-        return kernel.reference(params, inputs[0], inputs[1])
