@@ -147,15 +147,18 @@ def test_configs_compute_the_convolution_over_repeated_launches(args, knobs):
     assert max(errors) < (1e-6 if tiling.tile == 2 else 2e-5), errors
 
 
+def barrier_task():
+    return engine.create_task(NAME, CASES[0][0])
+
+
 def lagging_errors(source, lag_from: int = 0) -> list[float]:
-    """Each of 3 launches' errors (new inputs each) in which the grid's last block lags behind the others (its
-    threads from `lag_from` on: 1 keeps its thread 0 in pace)."""
-    task = engine.create_task(NAME, CASES[0][0])
-    return cuda_on_cpu.errors_over_launches(task, source, launches=3, lag=2, lag_from=lag_from)
+    """Each of 3 launches' errors (new inputs each) of `barrier_task`'s `source`, in which the grid's last block
+    lags behind the others (its threads from `lag_from` on: 1 keeps its thread 0 in pace)."""
+    return cuda_on_cpu.errors_over_launches(barrier_task(), source, launches=3, lag=2, lag_from=lag_from)
 
 
 def barrier_source():
-    task = engine.create_task(NAME, CASES[0][0])
+    task = barrier_task()
     return task.template.kernel(task.params, config(task, **CASES[0][1]))
 
 

@@ -44,7 +44,7 @@ FILTER_TAPS = 9
 REGISTER_TILE_SIDES = (1, 2, 4, 8)
 
 
-def winograd_conv_params(args: list, template_name: str = TEMPLATE_NAME) -> ConvParams:
+def winograd_conv_params(args: list, template_name: str) -> ConvParams:
     """`conv2d_nchw.cuda`'s args, of a 3x3 stride-1 layer (BadArgs in `template_name`'s words otherwise)."""
     conv = nchw_conv_params(template_name, args)
     if (conv.kh, conv.kw) != (3, 3) or conv.stride != (1, 1):
