@@ -96,6 +96,25 @@ def test_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_once_fails_
     assert measurer.runner_restarts == restarts
 
 
+def test_loading_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_once_is_refused(measurer):
+    """Confirmation and apply-best load kernels with `load_kernel`: it refuses the widened grid before any launch."""
+    import cupy as cp
+
+    from engine.gpu.builder import Builder
+    from engine.gpu.device import arch_of
+    from engine.gpu.runner import NotResidentAtOnce, load_kernel
+
+    task = engine.create_task(PRESETS["WN-28-128-128-k3-b32"].task_name, PRESETS["WN-28-128-128-k3-b32"].args)
+    good = task.template.kernel(task.params, task.default_config())
+    too_wide = dataclasses.replace(good, grid=(measurer.device.sm_count * (2048 // good.block[0] + 1), 1, 1))
+    with Builder(arch_of(measurer.device), workers=1) as builder:
+        (build,) = builder.build([good])
+    assert build.ok, build.message
+    assert load_kernel(cp, build.cubin_path, good) is not None
+    with pytest.raises(NotResidentAtOnce, match="wait on one another, so all must be resident at once"):
+        load_kernel(cp, build.cubin_path, too_wide)
+
+
 def test_wrong_and_unwritten_outputs_are_wrong_answers(measurer):
     results = measurer.measure_sources(c12(), [raw("zeros", ZEROS), raw("nothing", NOTHING)])
     assert [r.error_no for r in results] == [ErrorNo.WRONG_ANSWER, ErrorNo.WRONG_ANSWER]

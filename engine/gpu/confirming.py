@@ -136,7 +136,7 @@ class _Bench:
             raise _NotReady(build.error_no, build.message[:2000])
         try:
             function = load_kernel(cp, build.cubin_path, source, arrays)
-        except Exception as exc:  # a cubin the driver refuses, or too much shared memory
+        except Exception as exc:  # a cubin the driver refuses, too much shared memory, a grid not all resident
             raise _NotReady(ErrorNo.INSTANTIATION_ERROR, f"loading the kernel failed: {exc}") from None
         output = arrays[source.output_index]
 

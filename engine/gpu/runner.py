@@ -118,10 +118,19 @@ def load_entry(cp, cubin_path: str, source: KernelSource, arrays=None):
     return function
 
 
+class NotResidentAtOnce(RuntimeError):
+    """A `co_resident` kernel whose grid this GPU cannot hold at once: launched, it would hang."""
+
+
 def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
-    """`load_entry`, ready to launch with its shared memory."""
+    """`load_entry`, ready to launch with its shared memory; NotResidentAtOnce for a kernel whose blocks wait on
+    one another and whose grid the current GPU cannot hold at once."""
     function = load_entry(cp, cubin_path, source, arrays)
     opt_in_shared_memory(function, source)
+    sms = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())["multiProcessorCount"]
+    reason = why_not_resident_at_once(cp, function, source, int(sms))
+    if reason:
+        raise NotResidentAtOnce(reason)
     return function
 
 
