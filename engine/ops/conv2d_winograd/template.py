@@ -36,6 +36,22 @@ class WinogradConv(Template):
     def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
         return direct_kernel.reference(params, inputs[0], inputs[1])
 
+    def tiling(self, params: ConvParams, config: ConfigEntity):
+        raise NotImplementedError
+
+    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
+        """A tiled, launchable config's own limit (registers, residency), where it has one."""
+        raise NotImplementedError
+
+    def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
+        tiling = self.tiling(params, config)
+        reason = tiling.why_not_tiled()
+        if reason:
+            return reason
+        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
+        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
+        return why_launch_fails(tiling.launch(), opted_in) or self.why_tiling_does_not_fit(tiling, limits)
+
 
 class Conv2dNCHWWinograd(WinogradConv):
     """Fused: each block transforms its chunk of patches and filters, multiplies and transforms back."""
@@ -55,17 +71,14 @@ class Conv2dNCHWWinograd(WinogradConv):
             OtherKnob("pipeline", list(PIPELINES)),
         ])
 
-    def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        tiling = winograd_tiling(params, config)
-        reason = tiling.why_not_tiled()
-        if reason:
-            return reason
-        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
-        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(tiling.launch(), opted_in) or tiling.why_over_register_budget()
+    def tiling(self, params: ConvParams, config: ConfigEntity):
+        return winograd_tiling(params, config)
+
+    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
+        return tiling.why_over_register_budget()
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        tiling = winograd_tiling(params, config)
+        tiling = self.tiling(params, config)
         out = knob_features(config)
         out.update({
             **launch_features(threads=tiling.threads, work_per_thread=tiling.accumulators, registers=tiling.registers,
@@ -88,7 +101,7 @@ class Conv2dNCHWWinograd(WinogradConv):
 
     # -- GPU half
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:
-        return kernel.generate(winograd_tiling(params, config))
+        return kernel.generate(self.tiling(params, config))
 
 
 

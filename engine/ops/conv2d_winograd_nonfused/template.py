@@ -2,11 +2,8 @@
 (`tiling` says how)."""
 from __future__ import annotations
 
-import dataclasses
-
 from ...space import ConfigEntity, ConfigSpace, OtherKnob
-from ..base import (FLOAT_BYTES, DeviceLimits, KernelSource, first_valid, knob_features, launch_features,
-                    why_launch_fails)
+from ..base import FLOAT_BYTES, DeviceLimits, KernelSource, first_valid, knob_features, launch_features
 from ..conv2d.tiling import ConvParams
 from ..conv2d_winograd.template import WinogradConv
 from ..conv2d_winograd.tiling import TILES
@@ -39,17 +36,14 @@ class Conv2dNCHWWinogradNonfused(WinogradConv):
             OtherKnob("blocks_per_sm", list(BLOCKS_PER_SM)),
         ])
 
-    def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        tiling = nonfused_tiling(params, config)
-        reason = tiling.why_not_tiled()
-        if reason:
-            return reason
-        # The kernel opts in to more than 48 KB of dynamic shared memory when it needs it.
-        opted_in = dataclasses.replace(limits, max_shared_memory_per_block=limits.max_shared_memory_optin)
-        return why_launch_fails(tiling.launch(), opted_in) or tiling.why_not_resident(limits)
+    def tiling(self, params: ConvParams, config: ConfigEntity):
+        return nonfused_tiling(params, config)
+
+    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
+        return tiling.why_not_resident(limits)
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
-        tiling = nonfused_tiling(params, config)
+        tiling = self.tiling(params, config)
         g = tiling.gemm
         out = knob_features(config)
         out.update({
@@ -81,4 +75,4 @@ class Conv2dNCHWWinogradNonfused(WinogradConv):
 
     # -- GPU half
     def kernel(self, params: ConvParams, config: ConfigEntity) -> KernelSource:
-        return kernel.generate(nonfused_tiling(params, config))
+        return kernel.generate(self.tiling(params, config))
