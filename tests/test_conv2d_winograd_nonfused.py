@@ -60,12 +60,16 @@ def test_a_tiny_layer_gets_a_block_for_each_2_to_the_16_multiply_adds():
     # 8x8 registers in 128x128x32 tiles, prefetched: 256 threads, and two blocks leave each 128 registers (the
     # blocks would be resident, but spill)
     ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
-      "block_k": 32}, DeviceLimits(), "about 136 registers, more than the 128 that 2 block(s) of 256 threads an SM leave it: "
+      "block_k": 32}, DeviceLimits(), "about 160 registers, more than the 128 that 2 block(s) of 256 threads an SM leave it: "
      "__launch_bounds__(256, 2) would hold it to those and spill the rest"),
-    # a 4-stage ring of 128x128x32 tiles: 132 KB a block, one fits an SM and two do not
-    ({"block_co": 128, "block_tiles": 128, "warp_co": 64, "warp_tiles": 32, "thread_co": 8, "thread_tiles": 8,
-      "block_k": 32, "pipeline": "cp_async_4", "vector_u": 1}, DeviceLimits(),
-     "2 blocks of 135168 bytes of shared memory (and 1024 the driver keeps for each) exceed an SM's 233472"),
+    # one warp copying a 4-stage ring of 64x32 and 32x16 tiles a float at a time: 64 + 16 rounds a stage, whose
+    # addresses and guards ptxas keeps (it used 255 registers and spilled 4336 bytes); the GEMM's estimate is 74
+    ({"block_co": 64, "block_tiles": 16, "block_k": 32, "warp_co": 64, "warp_tiles": 16, "thread_co": 1,
+      "thread_tiles": 1, "warp_lanes_n": 8, "vector_u": 1, "vector_v": 1, "pipeline": "cp_async_4",
+      "blocks_per_sm": 1}, DeviceLimits(), "about 314 registers per thread exceed the limit of 255"),
+    # a 4-stage ring of 64x64x32 tiles: 68 KB a block, one fits an SM of 100 KB (an sm_86 GPU's) and two do not
+    ({"block_k": 32, "pipeline": "cp_async_4", "vector_u": 1}, DeviceLimits(max_shared_memory_optin=99 * 1024),
+     "2 blocks of 69632 bytes of shared memory (and 1024 the driver keeps for each) exceed an SM's 102400"),
     ({"blocks_per_sm": 1}, DeviceLimits(multiprocessors=114),
      "the persistent grid's 132 blocks wait on one another, so all must be resident at once"),
 ])
