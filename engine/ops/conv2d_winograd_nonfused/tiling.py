@@ -149,12 +149,11 @@ class NonfusedTiling(WinogradTiles):
 
     @property
     def product_registers(self) -> int:
-        """The GEMM's estimate, plus three registers for each of a stage's load rounds: ptxas keeps each round's
-        address (64 bits) and guard through the units' loop. Without them the estimate ran low where a block's few
-        threads copy many rounds: of 60 random valid configs on 28² 128→128 at batch 32, 9 spilled (up to 4.3 KB,
-        with 80 rounds); with them, 7 of those 9 are refused, and 1 of the 51 that did not spill, which used 248 of
-        its 255 (ptxas -v, sm_90; two registers a round refuse 4 of the 9, four refuse 5 that did not spill)."""
-        return self.gemm.registers + 3 * (self.gemm.a_rounds + self.gemm.b_rounds)
+        """The GEMM's estimate, plus a register for each of a stage's load rounds: ptxas keeps each round's
+        guard, beside its address, through the units' loop. Of 60 random valid configs on 28² 128→128 at batch 32,
+        9 spilled (up to 4.3 KB, with 80 rounds) under the GEMM's estimate without its addresses; with both, 7 of
+        those 9 are refused, and 1 of the 51 that did not spill, which used 248 of its 255 (ptxas -v, sm_90)."""
+        return self.gemm.registers + self.gemm.a_rounds + self.gemm.b_rounds
 
     @property
     def registers(self) -> int:

@@ -397,16 +397,20 @@ class GemmTiling:
 
     @property
     def registers(self) -> int:
-        """Accumulators, one k-step's fragments, prefetch registers, plus overhead (a TMA loader's
-        consumer: its tables of swizzled offsets, and tma_rows' A fragments hold 4 k)."""
+        """Accumulators, one k-step's fragments, plus overhead; a TMA loader's consumer: its tables of swizzled
+        offsets (tma_rows' A fragments hold 4 k); the threads' loaders: a 64-bit address for each load round of
+        a stage, which ptxas keeps through the K loop, and prefetch's registers. Without the addresses the
+        estimate ran low where a block's few threads copy many rounds: of 60 random valid configs each of
+        4096³, 512×49×4608 and 128×3136×576, 26 spilled; with them, 18 of those 26 are refused and 3 of the 154
+        that did not spill (ptxas -v, sm_90a)."""
         fragments = self.iter_m * self.thread_m + self.iter_n * self.thread_n
         if self.uses_tma:  # and the tables of swizzled chunk offsets; tma_rows reads 4 k of A at once
             tables = TMA_OFFSET_REGISTERS * (1 if self.a_transposed else 2)
             fragments += 0 if self.a_transposed else 3 * self.iter_m * self.thread_m
             return self.accumulators + fragments + tables + REGISTER_OVERHEAD
-        staged = 0
+        staged = 2 * (self.a_rounds + self.b_rounds)
         if self.pipeline == "prefetch":
-            staged = self.a_rounds * self.vector_a + self.b_rounds * self.vector_b
+            staged += self.a_rounds * self.vector_a + self.b_rounds * self.vector_b
         return self.accumulators + fragments + staged + REGISTER_OVERHEAD
 
     def launch(self) -> LaunchShape:
