@@ -44,7 +44,7 @@ SOURCES = [
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 40334496, 'eebd18203b20a9c671fba9a9917306ef81aecb0443c6930d8e99f3398bd1fcba'),
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 967397, '0b494bce2c61876e23593c03ebf7597bd220371f6b0e54f30fc988559d56388c'),
     ('conv2d_nchw_implicit_gemm', 'IG-56-64-256-k1-b16', 35145088, 'c14455731e4a4c8b6abca7dd0c809546c181b8ab3ab4d71382d2d351ceff8db2'),
-    ('conv2d_nchw_implicit_gemm', 'IG-C12', 2337114539, 'aadf1d2f588d6c342a5fd7dcd1b9f2bc1fa177d5ea2b3b8fce2e3ebb751f2558'),
+    ('conv2d_nchw_implicit_gemm', 'IG-C12', 1876827984, '9209429629ca83aeee34b1c5977418a1ddf78c164878402ef60778c6037dd5dc'),
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 1639589112, '8b91775e83e135fde4f84f500e6af41b2bfc6834833cf26adbbd742b6ebb0573'),
     ('conv2d_nchw_implicit_gemm', 'IG-C12', 2001202803, 'f4f8913626e9e1561493000efe500fcf0dce3c9e6aad13e1aa9b855a285f6378'),
     ('conv2d_nchw_winograd_fused', 'WG-C12', 31670, '8ee60fa8a81749715981fb422f00526d51faa1608dde18c344f8a56245b13515'),
