@@ -171,6 +171,6 @@ def test_stream_k_sums_afresh_at_every_launch_and_leaves_its_flags_clear(tmp_pat
         poison(arrays[2])
         function(source.grid, source.block, tuple(arrays), shared_mem=source.shared_bytes)
         errors.append(relative_l2_error(arrays[2].get(), task.template.reference(task.params, inputs)))
-    assert max(errors) < task.template.tolerance(task.params), errors
+    assert all(error < task.template.tolerance(task.params) for error in errors), errors  # NaN fails
     flags = cp.ndarray((source.grid[0],), cp.uint32, module.get_global(STREAM_FLAGS))
     assert int(flags.sum()) == 0
