@@ -83,12 +83,17 @@ def test_an_illegal_address_costs_one_record_and_the_runner_restarts(measurer):
     assert measurer.runner_restarts == restarts + 1
 
 
-def test_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_once_fails_instead_of_hanging(measurer):
-    """The unfused Winograd conv's default kernel, its grid widened past what any SM holds (2048 threads of its
-    blocks) times the SMs: its blocks would wait at the grid barrier for blocks that never start."""
+def unfused_winograd_kernels(measurer):
+    """The unfused Winograd conv's task and default kernel, and that kernel with its grid widened past what any SM
+    holds (2048 threads of its blocks) times the SMs: its blocks would wait at the grid barrier for blocks that
+    never start."""
     task = engine.create_task(PRESETS["WN-28-128-128-k3-b32"].task_name, PRESETS["WN-28-128-128-k3-b32"].args)
     good = task.template.kernel(task.params, task.default_config())
-    too_wide = dataclasses.replace(good, grid=(measurer.device.sm_count * (2048 // good.block[0] + 1), 1, 1))
+    return task, good, dataclasses.replace(good, grid=(measurer.device.sm_count * (2048 // good.block[0] + 1), 1, 1))
+
+
+def test_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_once_fails_instead_of_hanging(measurer):
+    task, good, too_wide = unfused_winograd_kernels(measurer)
     restarts = measurer.runner_restarts
     results = measurer.measure_sources(task, [good, too_wide, good])
     assert [r.error_no for r in results] == [ErrorNo.NO_ERROR, ErrorNo.INSTANTIATION_ERROR, ErrorNo.NO_ERROR]
@@ -104,9 +109,7 @@ def test_loading_an_unfused_winograd_kernel_whose_grid_cannot_be_resident_at_onc
     from engine.gpu.device import arch_of
     from engine.gpu.runner import NotResidentAtOnce, load_kernel
 
-    task = engine.create_task(PRESETS["WN-28-128-128-k3-b32"].task_name, PRESETS["WN-28-128-128-k3-b32"].args)
-    good = task.template.kernel(task.params, task.default_config())
-    too_wide = dataclasses.replace(good, grid=(measurer.device.sm_count * (2048 // good.block[0] + 1), 1, 1))
+    _, good, too_wide = unfused_winograd_kernels(measurer)
     with Builder(arch_of(measurer.device), workers=1) as builder:
         (build,) = builder.build([good])
     assert build.ok, build.message

@@ -88,7 +88,8 @@ def load_best_kernel(log_path: str, task: "Task") -> BestKernel:
 
 def load_function(cp, cubin: bytes, source: KernelSource, arrays=None):
     """The CuPy function of `source`'s compiled cubin, opted in to its shared memory (its tensor
-    maps encoded for `arrays`). CuPy loads modules from files; the file is gone once the module is loaded."""
+    maps encoded for `arrays`); runner.NotResidentAtOnce for a grid of blocks that wait on one another which
+    this GPU cannot hold at once. CuPy loads modules from files; the file is gone once the module is loaded."""
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)
     try:

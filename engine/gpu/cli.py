@@ -22,13 +22,13 @@ def _apply_best_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _apply_best(options: argparse.Namespace) -> int:
     from .apply_best import NoBestConfig, check_and_time, load_best_kernel
-    from .runner import TimingSettings
+    from .runner import NotResidentAtOnce, TimingSettings
 
     task = make_task(options.task, options.args_json, DeviceLimits.for_h200())
     try:
         kernel = load_best_kernel(options.log, task)
         checked = check_and_time(kernel, settings=TimingSettings(tolerance=options.tolerance))
-    except NoBestConfig as exc:
+    except (NoBestConfig, NotResidentAtOnce) as exc:
         raise CliError(str(exc)) from None
     except ImportError as exc:
         raise CliError(f"apply-best needs CuPy and a CUDA GPU: {exc}") from None

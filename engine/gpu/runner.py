@@ -127,10 +127,10 @@ def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
     one another and whose grid the current GPU cannot hold at once."""
     function = load_entry(cp, cubin_path, source, arrays)
     opt_in_shared_memory(function, source)
-    sms = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())["multiProcessorCount"]
-    reason = why_not_resident_at_once(cp, function, source, int(sms))
-    if reason:
-        raise NotResidentAtOnce(reason)
+    if source.co_resident:
+        reason = why_not_resident_at_once(cp, function, source, cp.cuda.Device().attributes["MultiProcessorCount"])
+        if reason:
+            raise NotResidentAtOnce(reason)
     return function
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from abc import abstractmethod
 
 import numpy as np
 
@@ -11,7 +12,8 @@ from ..base import (DeviceLimits, KernelSource, Template, first_valid, knob_feat
 from ..conv2d import kernel as direct_kernel
 from ..conv2d.tiling import ConvParams
 from . import kernel
-from .tiling import PIPELINES, TEMPLATE_NAME, TILES, winograd_conv_params, winograd_tiling
+from .tiling import (PIPELINES, TEMPLATE_NAME, TILES, WinogradTiles, WinogradTiling, winograd_conv_params,
+                     winograd_tiling)
 
 
 class WinogradConv(Template):
@@ -36,12 +38,13 @@ class WinogradConv(Template):
     def reference(self, params: ConvParams, inputs: list[np.ndarray]) -> np.ndarray:
         return direct_kernel.reference(params, inputs[0], inputs[1])
 
-    def tiling(self, params: ConvParams, config: ConfigEntity):
-        raise NotImplementedError
+    @abstractmethod
+    def tiling(self, params: ConvParams, config: ConfigEntity) -> WinogradTiles:
+        """The config's sizes (each template's tiling of the Winograd tiles)."""
 
-    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
-        """A tiled, launchable config's own limit (registers, residency), where it has one."""
-        raise NotImplementedError
+    @abstractmethod
+    def why_tiling_does_not_fit(self, tiling: WinogradTiles, limits: DeviceLimits) -> str | None:
+        """Why a tiled, launchable config still does not fit (each template's own limit: registers, residency)."""
 
     def why_invalid(self, params: ConvParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
         tiling = self.tiling(params, config)
@@ -71,10 +74,10 @@ class Conv2dNCHWWinograd(WinogradConv):
             OtherKnob("pipeline", list(PIPELINES)),
         ])
 
-    def tiling(self, params: ConvParams, config: ConfigEntity):
+    def tiling(self, params: ConvParams, config: ConfigEntity) -> WinogradTiling:
         return winograd_tiling(params, config)
 
-    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
+    def why_tiling_does_not_fit(self, tiling: WinogradTiling, limits: DeviceLimits) -> str | None:
         return tiling.why_over_register_budget()
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:

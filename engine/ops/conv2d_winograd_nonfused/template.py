@@ -9,7 +9,7 @@ from ..conv2d_winograd.template import WinogradConv
 from ..conv2d_winograd.tiling import TILES
 from ..gemm.tiling import BLOCK_K_CHOICES, PIPELINES
 from . import kernel
-from .tiling import BLOCKS_PER_SM, TEMPLATE_NAME, nonfused_tiling
+from .tiling import BLOCKS_PER_SM, TEMPLATE_NAME, NonfusedTiling, nonfused_tiling
 
 
 class Conv2dNCHWWinogradNonfused(WinogradConv):
@@ -36,10 +36,10 @@ class Conv2dNCHWWinogradNonfused(WinogradConv):
             OtherKnob("blocks_per_sm", list(BLOCKS_PER_SM)),
         ])
 
-    def tiling(self, params: ConvParams, config: ConfigEntity):
+    def tiling(self, params: ConvParams, config: ConfigEntity) -> NonfusedTiling:
         return nonfused_tiling(params, config)
 
-    def why_tiling_does_not_fit(self, tiling, limits: DeviceLimits) -> str | None:
+    def why_tiling_does_not_fit(self, tiling: NonfusedTiling, limits: DeviceLimits) -> str | None:
         return tiling.why_not_resident(limits)
 
     def features(self, params: ConvParams, config: ConfigEntity) -> dict[str, float]:
