@@ -13,8 +13,8 @@ batch-32 layers, a fixed sweep of configs per layer, the bests confirmed against
   layer has few tiles), through the GPU measurer: its float64 reference and the
   precision's tolerance; a failing config is reported.
 * tune: per layer, fp16 first, then bf16: the hand-picked tiles (`TUNE_PICKS`, those valid on the
-  layer: mma.sync's, wgmma's with either loader, stream-K's, the transposed product's and clusters sharing
-  the pixel rows), the default and
+  layer: mma.sync's, wgmma's with either loader, stream-K's, the transposed product's, clusters sharing
+  the pixel rows and clusters of 4 and 8 blocks), the default and
   a seeded random sample of valid configs; every record to an AutoTVM log.
 * confirm: each tuned layer's fastest config (`--top K`: the pick among its K fastest by the worse of
   the warm and cold ratios) re-timed by the confirmation protocol (engine.confirm: a fresh measuring
@@ -40,7 +40,7 @@ from engine.workloads import CONV_TC  # noqa: E402
 TEMPLATE = "conv2d_nhwc_tensorcore"
 KNOBS = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "stages", "raster", "epilogue", "split_k",
          "mainloop", "consumers", "producer", "ring", "loader", "cluster", "persistent", "stream_k", "swap_ab",
-         "block_m_extra", "cluster_shares")
+         "block_m_extra", "cluster_shares", "wide_cluster")
 MMA_SYNC = ("mma_sync", 1, 0, 0, "cp_async", 1, 0, 0)
 # CUTLASS-like implicit-GEMM tiles (BM, BN, BK, WM, WN, stages, raster): 64-256 pixels by 64-256
 # channels, 4 to 16 warps, 32- or 64-deep steps, 2-5 stages; each with either epilogue.
@@ -122,6 +122,16 @@ SWAPPED_TILES = [
 # pixels, and cuDNN's 7x7 tile (64 x 128, one warpgroup, 2-block clusters) with its deeper rings.
 SHARED_A_TILES = [(128, 128, 4, 1, 2, 2, 1, 2, 0), (128, 128, 4, 1, 2, 2, 1, 2, 1), (64, 128, 5, 1, 1, 4, 1, 2, 0),
                   (64, 128, 5, 1, 1, 2, 1, 2, 1)]
+# Clusters of 4 and 8 blocks (wide_cluster), tiles (BM, BN, stages, raster, consumers, ring, persistent, blocks,
+# what they share), after b4f399e's profile of the 7x7 3x3 layer: cuDNN's pick runs 128 x 64 tiles, two consumer
+# warpgroups, in 8-block clusters (a pixel tile's 8 channel tiles, sharing the pixels); ours 64 x 128 with 4-block
+# clusters (its 4 channel tiles); 64 x 64 in clusters of 8; clusters of 4 sharing W's rows.
+WIDE_CLUSTER_TILES = [
+    (128, 64, 4, 1, 2, 0, 0, 8, "a"), (128, 64, 5, 1, 2, 0, 0, 8, "a"), (128, 64, 4, 1, 2, 2, 0, 8, "a"),
+    (128, 64, 4, 1, 2, 2, 1, 8, "a"), (128, 64, 4, 1, 2, 0, 0, 4, "a"), (64, 128, 5, 1, 1, 4, 0, 4, "a"),
+    (64, 128, 4, 1, 1, 0, 0, 4, "a"), (64, 64, 5, 1, 1, 4, 0, 8, "a"), (128, 128, 4, 1, 2, 2, 0, 4, "a"),
+    (128, 64, 4, 1, 2, 0, 0, 4, "b"), (128, 128, 4, 1, 2, 0, 0, 4, "b"),
+]
 # Stream-K (persistent blocks sharing every tile's K steps evenly), tiles (BM, BN, stages, raster,
 # consumers, ring), for the layers whose 98-104 tiles leave a quarter of the SMs idle.
 STREAM_K_TILES = [
@@ -137,9 +147,9 @@ def wgmma_pick(bm, bn, stages, raster, consumers, producer, ring=0, split_k=1) -
 
 
 def tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, stream_k=0, swap_ab=0,
-             block_m_extra=0, shares="b") -> tuple:
+             block_m_extra=0, shares="b", wide_cluster=0) -> tuple:
     return (bm, bn, 64, 16, 16, stages, raster, "registers", split_k, "wgmma", consumers, 1, ring,
-            "tma", cluster, persistent, stream_k, swap_ab, block_m_extra, shares)
+            "tma", cluster, persistent, stream_k, swap_ab, block_m_extra, shares, wide_cluster)
 
 
 def swapped_pick(bm, bn, stages, raster, consumers, ring, cluster, persistent, shares="b") -> tuple:
@@ -151,6 +161,10 @@ def shared_a_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, per
     return tma_pick(bm, bn, stages, raster, consumers, ring, split_k, cluster, persistent, shares="a")
 
 
+def wide_cluster_pick(bm, bn, stages, raster, consumers, ring, persistent, blocks, shares) -> tuple:
+    return tma_pick(bm, bn, stages, raster, consumers, ring, 1, 2, persistent, shares=shares, wide_cluster=blocks)
+
+
 def stream_k_pick(bm, bn, stages, raster, consumers, ring) -> tuple:
     return tma_pick(bm, bn, stages, raster, consumers, ring, 1, 1, 1, 1)
 
@@ -159,7 +173,8 @@ TUNE_PICKS = ([(*tile, epilogue, 1, *MMA_SYNC) for tile in TILES for epilogue in
               + [(*tile, "registers", split, *MMA_SYNC) for tile in SPLIT_TILES for split in (2, 4, 8)]
               + [wgmma_pick(*tile) for tile in WGMMA_TILES + WGMMA_RINGS + WGMMA_SPLITS]
               + [tma_pick(*tile) for tile in TMA_TILES] + [stream_k_pick(*tile) for tile in STREAM_K_TILES]
-              + [swapped_pick(*tile) for tile in SWAPPED_TILES] + [shared_a_pick(*tile) for tile in SHARED_A_TILES])
+              + [swapped_pick(*tile) for tile in SWAPPED_TILES] + [shared_a_pick(*tile) for tile in SHARED_A_TILES]
+              + [wide_cluster_pick(*tile) for tile in WIDE_CLUSTER_TILES])
 CHECK_PICKS = [(64, 128, 32, 32, 64, 4, 1, "shared", 1, *MMA_SYNC), (64, 64, 64, 32, 32, 4, 1, "registers", 4, *MMA_SYNC),
                (128, 128, 32, 64, 64, 3, 8, "shared", 1, *MMA_SYNC)]
 CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1, 2, 0, 2), wgmma_pick(64, 128, 4, 1, 1, 1),
@@ -169,7 +184,8 @@ CHECK_WGMMA_PICKS = [wgmma_pick(128, 128, 4, 1, 2, 1), wgmma_pick(128, 64, 4, 1,
                      stream_k_pick(128, 128, 4, 1, 2, 0), stream_k_pick(128, 64, 4, 1, 2, 2),
                      swapped_pick((64, 32), 128, 5, 1, 2, 2, 1, 0), swapped_pick((64, 32), 128, 5, 1, 2, 2, 2, 0),
                      swapped_pick((128, 0), 128, 4, 1, 2, 2, 1, 1), swapped_pick((64, 32), 128, 5, 1, 2, 2, 2, 0, "a"),
-                     shared_a_pick(128, 128, 4, 1, 2, 2, 1, 2, 0)]
+                     shared_a_pick(128, 128, 4, 1, 2, 2, 1, 2, 0), wide_cluster_pick(128, 64, 4, 1, 2, 0, 0, 8, "a"),
+                     wide_cluster_pick(64, 128, 5, 1, 1, 4, 0, 4, "a"), wide_cluster_pick(128, 64, 4, 1, 2, 0, 0, 4, "b")]
 RANDOM_TUNES = 12
 
 

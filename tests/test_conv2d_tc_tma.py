@@ -157,7 +157,7 @@ def test_the_tma_knobs_come_last_so_earlier_configs_keep_their_index():
     names = task.config_space.knob_names
     at = names.index("loader")
     assert names[at - 1:at + 4] == ["ring", "loader", "cluster", "persistent", "stream_k"]  # after ring, the knob before them
-    assert [options_of(task, n)[0] for n in names[at:]] == ["cp_async", 1, 0, 0, 0, 0, "b"]  # and the knobs after them
+    assert [options_of(task, n)[0] for n in names[at:]] == ["cp_async", 1, 0, 0, 0, 0, "b", 0]  # and the knobs after them
     earlier = wgmma_config(task, producer=1)
     assert earlier.index < np.prod([len(options_of(task, n)) for n in names[:at]])
 

@@ -84,13 +84,20 @@ def drawn_transposed_configs(task) -> list:
     return swapped_configs(task, 6, 5)
 
 
-@pytest.mark.parametrize("draw", [drawn_tma_configs, drawn_transposed_configs], ids=["tma", "transposed"])
+def drawn_wide_cluster_configs(task) -> list:
+    from test_conv2d_tc_wide_cluster import wide_cluster_configs
+
+    return wide_cluster_configs(task, 6, 5)
+
+
+@pytest.mark.parametrize("draw", [drawn_tma_configs, drawn_transposed_configs, drawn_wide_cluster_configs],
+                         ids=["tma", "transposed", "wide_cluster"])
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("layer", TMA_LAYERS)
 def test_random_tma_configs_compute_the_convolution(measurer, precision, layer, draw):
     """The TMA loader on its own (A gathered by the im2col tensor map, B's rows by boxes), and its transposed
     product (swap_ab, out^T = W A^T: the weights' rows the instruction's A, the pixels its N; 96 to 192-pixel
-    tiles and clusters sharing the pixel rows among them)."""
+    tiles and clusters sharing the pixel rows among them), and clusters of 4 and 8 blocks."""
     task = engine.create_task("conv2d_nhwc_tensorcore", TMA_LAYERS[layer](precision),
                               DeviceLimits.for_device(measurer.device))
     configs = draw(task)

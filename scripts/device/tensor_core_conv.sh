@@ -7,7 +7,8 @@
 # The pattern of scripts/device/tensor_core_gemm.sh: phases of benchmarks/tensor_core_conv.py, each in its own
 # process under its own timeout (GNU timeout signals the whole process group: the measuring children go with it),
 # each merging its part into the JSON, so a phase that fails or runs out of time leaves the others' results:
-# 0. GPU_TESTS=1 (the default): pytest -m gpu tests/test_gpu_conv2d_tensorcore.py (<= GPU_TESTS_S, 45 s);
+# 0. GPU_TESTS=1 (the default): pytest -m gpu tests/test_gpu_conv2d_tensorcore.py (<= GPU_TESTS_S, 45 s; GPU_TESTS_K, a
+#    pytest -k expression, picks some of them);
 # 1. check (<= CHECK_S, 35 s): the six ResNet-50 batch-32 layers in fp16 and bf16, 11-14 configs each (8-11 wgmma), against the
 #    float64 reference at the precision's tolerance; a failing config is reported, not fatal;
 # 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 122-152 configs (hand-picked mma.sync tiles
@@ -25,7 +26,8 @@ source scripts/device/offline_deps.sh  # the carried wheels (the GPU tests tune:
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$TXT"
 python3 -c 'import torch, cupy; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), "cupy", cupy.__version__)' | tee -a "$TXT"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-    timeout -k 5 "${GPU_TESTS_S:-45}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_conv2d_tensorcore.py >> "$TXT" 2>&1
+    timeout -k 5 "${GPU_TESTS_S:-45}" python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} \
+        tests/test_gpu_conv2d_tensorcore.py >> "$TXT" 2>&1
     echo "gpu tests exit status $?" | tee -a "$TXT"
     grep -E 'passed|failed|FAILED' "$TXT" | tail -n 6
 fi

@@ -9,18 +9,20 @@ from ..gemm_tc.kernel import TOLERANCE
 from ..gemm_tc.template import drawn_on, tiling_features, why_tiling_invalid
 from ..gemm_tc.tiling import CLUSTER_SHARES, CLUSTERS, LOADERS, MAINLOOPS, SWAP_AB
 from . import kernel
-from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, ConvTcParams, conv_tc_params, conv_tc_tiling,
-                     why_block_m_invalid)
+from .tiling import (BLOCK_M_EXTRAS, CONV_RINGS, EPILOGUES, TEMPLATE_NAME, WIDE_CLUSTERS, ConvTcParams, conv_tc_params,
+                     conv_tc_tiling, why_block_m_invalid, why_wide_cluster_invalid)
 
 
 # Each mainloop's configs leave the other's knobs at one value (the tiling's rules), so random
 # draws keep them there (engine.ops.gemm_tc.template's mainloop_pins says why): wgmma stages
 # one 128-byte row of K and stores its rows itself; the deeper rings and the TMA loader are its alone
-# (split K is both's). Draws keep cluster_shares at b on wgmma too, as the GEMM's do (its mainloop_pins says why).
+# (split K is both's). Draws keep cluster_shares at b on wgmma too, as the GEMM's do (its mainloop_pins says why),
+# and clusters at the cluster knob's size.
 MAINLOOP_PINS = ("mainloop", {
     "mma_sync": {"consumers": 1, "producer": 0, "ring": 0, "loader": "cp_async", "cluster": 1, "persistent": 0,
-                 "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0]},
-    "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers", "cluster_shares": CLUSTER_SHARES[0]},
+                 "stream_k": 0, "swap_ab": 0, "cluster_shares": CLUSTER_SHARES[0], "wide_cluster": 0},
+    "wgmma": {"block_k": 64, "warp_m": 16, "warp_n": 16, "epilogue": "registers", "cluster_shares": CLUSTER_SHARES[0],
+              "wide_cluster": 0},
 })
 
 
@@ -67,14 +69,19 @@ class Conv2dNHWCTensorCore(Template):
             # pixel tiles) or A's (neighbouring channel tiles: cuDNN's 14x14 1x1 kernel, whose 2-block
             # clusters read each pixel row once for both 128-channel tiles).
             OtherKnob("cluster_shares", list(CLUSTER_SHARES), default=CLUSTER_SHARES[0]),
+            # After cluster_shares, for the same reason: clusters of 4 or 8 blocks (engine.ops.conv2d_tc.tiling's
+            # WIDE_CLUSTERS says why).
+            OtherKnob("wide_cluster", list(WIDE_CLUSTERS), default=0),
         ], pins=MAINLOOP_PINS)
 
     def space_on(self, params: ConvTcParams, limits: DeviceLimits) -> ConfigSpace:
         return drawn_on(self.define_space(params), limits)
 
     def why_invalid(self, params: ConvTcParams, config: ConfigEntity, limits: DeviceLimits) -> str | None:
-        return why_block_m_invalid(config["block_m"].val, config["block_m_extra"].val) or why_tiling_invalid(
-            conv_tc_tiling(params, config), limits)
+        tiling = conv_tc_tiling(params, config)
+        return (why_block_m_invalid(config["block_m"].val, config["block_m_extra"].val)
+                or why_wide_cluster_invalid(tiling, config["cluster"].val, config["wide_cluster"].val)
+                or why_tiling_invalid(tiling, limits))
 
     def features(self, params: ConvTcParams, config: ConfigEntity) -> dict[str, float]:
         return tiling_features(conv_tc_tiling(params, config), config)

@@ -135,6 +135,11 @@ TILE_PAD_ELEMENTS = 8
 # instructions (192) can take. Each sum has one config: the extra is less than block_m, whose knob has
 # the powers of two.
 BLOCK_M_EXTRAS = (0, 32, 64)
+# Clusters wider than the cluster knob's 2 blocks (the wide_cluster knob, last for the same reason): 0 keeps
+# the cluster knob's size, 4 or 8 make a 2-block cluster that many blocks. cuDNN's pick on the 7x7 512->512
+# 3x3 layer at batch 32 runs 128 x 64 tiles in 8-block clusters, a pixel tile's 8 channel tiles
+# (docs/benchmarks/tensor-core-conv-h200.md, b4f399e); sharing A, each block brings an eighth of the pixels.
+WIDE_CLUSTERS = (0, 4, 8)
 # 4-D im2col tensor maps: the box's corners lie within [-128, 127] of the input's edges, and
 # TMA steps by at most 8 elements along a dimension (cuTensorMapEncodeIm2col's limits).
 IM2COL_CORNER_RANGE = 128
@@ -232,6 +237,21 @@ def why_block_m_invalid(block_m: int, extra: int) -> str | None:
     return None
 
 
+def why_wide_cluster_invalid(tiling: ConvTcTiling, cluster: int, wide_cluster: int) -> str | None:
+    """The wide_cluster knob's rules: it widens a 2-block cluster (so each cluster size is one config), and
+    at least half of its blocks have a tile (the neighbouring channel tiles that share A, or pixel tiles B)."""
+    if not wide_cluster:
+        return None
+    if cluster != 2:
+        return (f"wide_cluster {wide_cluster} widens the cluster knob's 2-block cluster to {wide_cluster} blocks: "
+                f"it takes cluster 2, not {cluster}")
+    tiles, what = (tiling.tiles_n, "channel") if tiling.shares_a else (tiling.tiles_m, "pixel")
+    if 2 * tiles <= wide_cluster:
+        return (f"a cluster of {wide_cluster} blocks takes {wide_cluster} neighbouring {what} tiles, and this layer "
+                f"has {tiles}: half of its blocks or more would have none")
+    return None
+
+
 def im2col_map(t: ConvTcTiling, symbol: str) -> Im2colTensorMap:
     """The tma loader's map of the input (argument 0): block_m pixels (a block's share) of 64 channels a copy."""
     lower, upper = t.im2col_corners
@@ -248,6 +268,6 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
-        loader=v["loader"], cluster=v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
+        loader=v["loader"], cluster=v["wide_cluster"] or v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
         swap_ab=v["swap_ab"], cluster_shares=v["cluster_shares"],
     )
