@@ -19,8 +19,9 @@ RESNET_14_1X1 = (32, 14, 1024, 256, 1, 1, 0)
 
 def test_the_knob_comes_last_so_earlier_configs_keep_their_index():
     task = task_of(*RESNET_14_1X1)
-    assert task.config_space.knob_names[-2] == "cluster_shares"  # then wide_cluster (test_conv2d_tc_wide_cluster.py)
-    assert task.config_space.knobs[-2].options == list(CLUSTER_SHARES) == ["b", "a"]
+    names = task.config_space.knob_names
+    assert names[names.index("block_m_extra") + 1] == "cluster_shares"  # appended after it, as each knob since
+    assert task.config_space.knobs[names.index("cluster_shares")].options == list(CLUSTER_SHARES) == ["b", "a"]
     assert_appended_knobs_keep_indexes(task, "cluster_shares", seed=13)
 
 

@@ -228,8 +228,10 @@ def options_of(task, name: str) -> list:
 def random_valid_configs(task, count: int, seed: int, knobs=WGMMA_KNOBS, build=wgmma_config,
                          only: dict | None = None) -> list:
     """`count` of the task's valid configs `build` makes from every combination of `knobs`' options
-    (the wgmma ones by default; `only`: some knobs' options narrowed), drawn at random from all of them."""
-    options = [(only or {}).get(name) or options_of(task, name) for name in knobs]
+    (the wgmma ones by default; `only`: some of those knobs' options narrowed), drawn at random from all of them."""
+    only = only or {}
+    assert set(only) <= set(knobs) and all(only.values()), f"only narrows knobs of {knobs} to some options: {only}"
+    options = [only.get(name) or options_of(task, name) for name in knobs]
     valid = [config for digits in np.ndindex(*map(len, options))
              if task.why_invalid(config := build(task, **{
                  name: choices[i] for name, choices, i in zip(knobs, options, digits)})) is None]

@@ -17,6 +17,8 @@ def test_a_line_of_nvidia_smi_is_a_sample_at_its_time():
     assert sample.seconds == time.mktime(time.strptime("2026/12/05 15:20:01", "%Y/%m/%d %H:%M:%S")) + 0.25
     assert (sample.sm_clock_mhz, sample.power_w) == (1755.0, 612.37)
     assert parse_sample("2026/12/05 15:20:01, 1980, 100").seconds == sample.seconds - 0.25
+    assert parse_sample("2026/12/05 15:20:01.250, 1755, [N/A]") is None
+    assert parse_sample("No devices were found") is None
 
 
 def test_a_phase_averages_its_own_samples_only():

@@ -114,9 +114,14 @@ def timed_us(cp, launch, launches: int, rounds: int) -> tuple[float, float]:
 
 def short(config) -> str:
     v = config.values()
-    text = f"{v['mainloop']} {v['block_m']}x{v['block_n']}x{v['block_k']} stages {v['stages']}"
+    rows = v["block_m"] + v["block_m_extra"]
+    text = f"{v['mainloop']} {rows}x{v['block_n']}x{v['block_k']} stages {v['stages']}"
     if v["mainloop"] == "wgmma":
-        text += f" consumers {v['consumers']} producer {v['producer']} ring {v['ring']}"
+        text += f" consumers {v['consumers']} producer {v['producer']} ring {v['ring']} {v['loader']}"
+        text += " transposed" if v["swap_ab"] else ""
+        blocks = v["wide_cluster"] or v["cluster"]
+        text += f" cluster {blocks} sharing {v['cluster_shares']}" if blocks > 1 else ""
+        text += " persistent" if v["persistent"] else ""
     else:
         text += f" warp {v['warp_m']}x{v['warp_n']} {v['epilogue']}"
     return text + (f" split K {v['split_k']}" if v["split_k"] > 1 else "") + f" raster {v['raster']}"

@@ -16,21 +16,26 @@ class Sample:
     power_w: float
 
 
-def parse_sample(line: str) -> Sample:
+def parse_sample(line: str) -> Sample | None:
     """One line of `nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits`:
-    `2026/12/05 15:20:01.123, 1980, 412.50` (the timestamp in local time, as time.mktime reads it)."""
-    stamp, clock, power = (part.strip() for part in line.split(","))
-    whole, _, fraction = stamp.partition(".")
-    seconds = time.mktime(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) + float("0." + (fraction or "0"))
-    return Sample(seconds, float(clock), float(power))
+    `2026/12/05 15:20:01.123, 1980, 412.50` (the timestamp in local time, as time.mktime reads it); None for a
+    line that is not one (a reading of `[N/A]`, a message)."""
+    try:
+        stamp, clock, power = (part.strip() for part in line.split(","))
+        whole, _, fraction = stamp.partition(".")
+        seconds = time.mktime(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) + float("0." + (fraction or "0"))
+        return Sample(seconds, float(clock), float(power))
+    except ValueError:
+        return None
 
 
 @contextlib.contextmanager
-def sampled(period_ms: int = 100):
-    """Samples every `period_ms` while the body runs; the list is filled when it ends."""
+def sampled(period_ms: int = 100, gpu: str = "0"):
+    """Samples of GPU `gpu` (an index or UUID, as nvidia-smi's --id takes) every `period_ms` while the body runs;
+    the list is filled when it ends. power.draw is NVML's average over the last second on Hopper, so it lags."""
     samples: list[Sample] = []
     with tempfile.NamedTemporaryFile("w+", suffix=".csv") as out:
-        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
+        smi = subprocess.Popen(["nvidia-smi", f"--id={gpu}", "--query-gpu=timestamp,clocks.sm,power.draw",
                                 "--format=csv,noheader,nounits", "-lms", str(period_ms)], stdout=out, text=True)
         try:
             yield samples
@@ -39,7 +44,7 @@ def sampled(period_ms: int = 100):
             smi.terminate()
             smi.wait()
             out.seek(0)
-            samples.extend(parse_sample(line) for line in out if line.strip())
+            samples.extend(sample for line in out if (sample := parse_sample(line)) is not None)
 
 
 def mean_between(samples: list[Sample], start: float, end: float) -> tuple[float, float, int]:

@@ -9,11 +9,11 @@
 # each merging its part into the JSON, so a phase that fails or runs out of time leaves the others' results:
 # 0. GPU_TESTS=1 (the default): pytest -m gpu tests/test_gpu_conv2d_tensorcore.py (<= GPU_TESTS_S, 45 s; GPU_TESTS_K, a
 #    pytest -k expression, picks some of them);
-# 1. check (<= CHECK_S, 35 s): the six ResNet-50 batch-32 layers in fp16 and bf16, 11-14 configs each (8-11 wgmma), against the
+# 1. check (<= CHECK_S, 35 s): the six ResNet-50 batch-32 layers in fp16 and bf16, 17-22 configs each, against the
 #    float64 reference at the precision's tolerance; a failing config is reported, not fatal;
-# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 122-152 configs (hand-picked mma.sync tiles
-#    with either epilogue, split K on the layers of few tiles, 24-36 wgmma tiles of the cp_async loader, 36-41 of the
-#    TMA loader: clusters, persistent blocks, split K; 12 stream-K tiles; a seeded random sample);
+# 2. tune (<= TUNE_S, 100 s): per layer, fp16 then bf16, a fixed list of 146-185 configs (benchmarks/tensor_core_conv.py's
+#    TUNE_PICKS valid on the layer: hand-picked mma.sync tiles, wgmma tiles of either loader, stream-K, the transposed
+#    product, clusters sharing the pixels and of 4 and 8 blocks; a seeded random sample);
 # 3. confirm (<= CONFIRM_S, 70 s): each best re-timed in a fresh process, interleaved with cuDNN of the same
 #    precision on channels-last tensors (cudnn.benchmark, exhaustive) and the default config, warm and cold, 5 rounds
 #    (TOP=K: the pick among each layer's K fastest, benchmarks/phases.py; CONFIRM2=1: again in another fresh process).
