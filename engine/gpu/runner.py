@@ -86,12 +86,14 @@ def fits_at_once(blocks_per_sm: int, sms: int, grid: Sequence[int]) -> bool:
     return blocks_per_sm * sms >= math.prod(grid)
 
 
-def why_not_resident_at_once(cp, function, source: KernelSource, sms: int) -> str | None:
+def why_not_resident_at_once(cp, function, source: KernelSource, sms: int | None = None) -> str | None:
     """Why a `co_resident` kernel's grid cannot be resident on this GPU at once, by the driver's occupancy of
-    the loaded `function` (shared memory opted in): launched, its blocks would wait on blocks that never start.
-    None for other kernels, and for one that fits."""
+    the loaded `function` (shared memory opted in) on `sms` SMs (None: the current device's): launched, its
+    blocks would wait on blocks that never start. None for other kernels, and for one that fits."""
     if not source.co_resident:
         return None
+    if sms is None:
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     threads = math.prod(source.block)
     per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.kernel.ptr, threads,
                                                                       source.shared_bytes)
@@ -127,10 +129,9 @@ def load_kernel(cp, cubin_path: str, source: KernelSource, arrays=None):
     one another and whose grid the current GPU cannot hold at once."""
     function = load_entry(cp, cubin_path, source, arrays)
     opt_in_shared_memory(function, source)
-    if source.co_resident:
-        reason = why_not_resident_at_once(cp, function, source, cp.cuda.Device().attributes["MultiProcessorCount"])
-        if reason:
-            raise NotResidentAtOnce(reason)
+    reason = why_not_resident_at_once(cp, function, source)
+    if reason:
+        raise NotResidentAtOnce(reason)
     return function
 
 

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import engine  # noqa: E402
 from engine.confirm import Role, Unready, contenders_for  # noqa: E402
 from engine.workloads import PRESETS  # noqa: E402
+from conv_ncu import confirmed_rows, picked  # noqa: E402  (this folder's conv profiler: the same --json and --layers)
 from smi_samples import mean_between, sampled  # noqa: E402
 
 SAMPLE_MS = 20
@@ -87,10 +88,7 @@ def main() -> int:
     options = parser.parse_args()
     from engine.gpu.confirming import FreshProcessStopwatch
 
-    with open(options.json) as f:
-        rows = json.load(f).get("confirm", [])
-    wanted = [part.strip() for part in options.layers.split(",") if part.strip()]
-    rows = [row for row in rows if not wanted or any(part in row["workload"] for part in wanted)]
+    rows = [row for row in confirmed_rows(options.json) if picked(row["workload"], options.layers)]
     results = []
     with FreshProcessStopwatch(0) as stopwatch:
         environment = stopwatch.environment()
