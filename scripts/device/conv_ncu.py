@@ -40,6 +40,7 @@ from engine.space import EntityError  # noqa: E402
 from engine.gpu.baselines import (cudnn_tensor_core_conv2d, fp32_torch, tensor_core_conv2d,  # noqa: E402
                                   tensor_core_conv_operands)
 from engine.gpu.runner import relative_l2_error  # noqa: E402
+from engine.ops.conv2d_tc.tiling import cluster_blocks  # noqa: E402
 from engine.workloads import CONV_TC  # noqa: E402
 from gemm_ncu import event_us  # noqa: E402  (this folder's GEMM profiling target)
 from gemm_probe import compiled_launch, tiling_config, valid_tiling_config  # noqa: E402  (this folder's probe)
@@ -119,7 +120,7 @@ def short(config) -> str:
     if v["mainloop"] == "wgmma":
         text += f" consumers {v['consumers']} producer {v['producer']} ring {v['ring']} {v['loader']}"
         text += " transposed" if v["swap_ab"] else ""
-        blocks = v["wide_cluster"] or v["cluster"]
+        blocks = cluster_blocks(v)
         text += f" cluster {blocks} sharing {v['cluster_shares']}" if blocks > 1 else ""
         text += " persistent" if v["persistent"] else ""
     else:

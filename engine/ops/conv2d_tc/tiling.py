@@ -252,6 +252,12 @@ def why_wide_cluster_invalid(tiling: ConvTcTiling, cluster: int, wide_cluster: i
     return None
 
 
+def cluster_blocks(values: dict) -> int:
+    """A config's blocks a cluster (its knob values by name): wide_cluster's where it widens one, else the cluster
+    knob's."""
+    return values["wide_cluster"] or values["cluster"]
+
+
 def im2col_map(t: ConvTcTiling, symbol: str) -> Im2colTensorMap:
     """The tma loader's map of the input (argument 0): block_m pixels (a block's share) of 64 channels a copy."""
     lower, upper = t.im2col_corners
@@ -268,6 +274,6 @@ def conv_tc_tiling(params: ConvTcParams, config: ConfigEntity) -> ConvTcTiling:
         warp_m=v["warp_m"], warp_n=v["warp_n"], warps_k=1, stages=v["stages"] + v["ring"], raster=v["raster"], ring=v["ring"],
         split_k=v["split_k"], conv=params.conv, epilogue=v["epilogue"], c_dtype=params.precision,
         mainloop=v["mainloop"], consumers=v["consumers"], producer=v["producer"],
-        loader=v["loader"], cluster=v["wide_cluster"] or v["cluster"], persistent=v["persistent"], stream_k=v["stream_k"],
+        loader=v["loader"], cluster=cluster_blocks(v), persistent=v["persistent"], stream_k=v["stream_k"],
         swap_ab=v["swap_ab"], cluster_shares=v["cluster_shares"],
     )
